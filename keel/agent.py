@@ -1,0 +1,135 @@
+"""The library entry points: ``Agent(...).run(task)`` and ``run_agent_turn(messages, ...)``.
+
+This module only assembles parts (engine, tools, policy, sandbox, event log) from a Config;
+the loop itself lives in keel.loop.runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from keel.config import Config, resolve_api_key
+from keel.engine.types import Engine, EngineError
+from keel.loop.limits import Limits, Prices
+from keel.loop.result import RunResult
+from keel.loop.runner import Runner
+from keel.tools.base import Tool, ToolContext
+from keel.tools.registry import ToolRegistry
+from keel.tools.session import FileSession
+from keel.trace.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
+
+
+def build_engine(config: Config, api_key: str | None = None) -> Engine:
+    from keel.engine.client import OpenAICompatEngine
+
+    e = config.engine
+    if not e.base_url:
+        raise EngineError("config", "no engine URL: pass --base-url, set KEEL_BASE_URL (or OPENAI_BASE_URL), "
+                                    "or set [engine] base_url in ~/.config/keel/config.toml")
+    if not e.model:
+        raise EngineError("config", "no model name: pass --model or set KEEL_MODEL "
+                                    "(`keel doctor --base-url URL` lists the served models)")
+    return OpenAICompatEngine(e.base_url, e.model, api_key if api_key is not None else resolve_api_key(config),
+                              temperature=e.temperature, seed=e.seed, tool_choice=e.tool_choice,
+                              max_tokens=e.max_tokens, timeout_s=e.timeout_s, max_attempts=e.max_attempts,
+                              extra_body=e.extra_body or None)
+
+
+def build_context(workspace: Path, config: Config, *, attended: bool,
+                  prompt: Callable[[str], str] | None = None,
+                  ask_user: Callable[[str], str] | None = None) -> ToolContext:
+    from keel.policy.approval import Approver
+    from keel.policy.rules import RuleSet
+    from keel.policy.sandbox import SandboxPolicy
+
+    perms = config.permissions
+    mode = perms.approval or ("interactive" if attended and prompt else "unattended")
+    rules = RuleSet.from_config(perms.allow, perms.ask, perms.deny)
+    return ToolContext(
+        workspace=workspace, attended=attended, session=FileSession(),
+        approval=Approver(mode, rules=rules, workspace=workspace, prompt=prompt),
+        sandbox=SandboxPolicy(enabled=config.shell.sandbox != "off", network=config.shell.network),
+        shell_timeout_s=config.shell.timeout_s, output_cap_bytes=config.shell.output_cap_bytes,
+        ask_user=ask_user,
+    )
+
+
+def limits_from(config: Config, overrides: dict[str, Any] | None = None) -> Limits:
+    lim = config.limits
+    return Limits(max_steps=lim.max_steps, max_seconds=lim.max_seconds, max_tokens=lim.max_tokens,
+                  max_cost_usd=lim.budget_usd, max_pushbacks_without_progress=lim.max_pushbacks_without_progress,
+                  **(overrides or {}))
+
+
+def protection_summary(config: Config) -> str:
+    if config.shell.sandbox == "off":
+        return "none (sandbox disabled in config): rlimits and process-group kill only"
+    from keel.policy.sandbox import detect_sandbox
+
+    return detect_sandbox().detail
+
+
+class Agent:
+    """A configured keel agent. ``run(task)`` carries one task to a stop and returns the result."""
+
+    def __init__(self, engine: Engine | None = None, *, workspace: str | Path = ".",
+                 config: Config | None = None, attended: bool = False,
+                 prompt: Callable[[str], str] | None = None, ask_user: Callable[[str], str] | None = None,
+                 sinks: list[EventSink] | None = None, log_path: Path | None | bool = None,
+                 tools: list[Tool] | None = None, system_prompt: str | None = None) -> None:
+        from keel.engine.prompts import system_prompt as default_prompt
+        from keel.tools.catalog import default_tools
+
+        self.config = config or Config()
+        self.workspace = Path(workspace).resolve()
+        if not self.workspace.is_dir():
+            raise EngineError("config", f"workspace {self.workspace} is not a directory")
+        self.engine = engine or build_engine(self.config)
+        self.attended = attended
+        self.registry = ToolRegistry(tools if tools is not None else default_tools())
+        self.ctx = build_context(self.workspace, self.config, attended=attended, prompt=prompt,
+                                 ask_user=ask_user)
+        self.system_prompt = system_prompt if system_prompt is not None else default_prompt()
+        self.session_id = new_session_id()
+        self.bus = EventBus(self.session_id, sinks)
+        self.log_path: Path | None = None
+        if log_path is not False:
+            path = log_path if isinstance(log_path, Path) else data_dir() / "sessions" / f"{self.session_id}.jsonl"
+            self.log_path = path
+            self._writer = JsonlWriter(path)
+            self.bus.subscribe(self._writer)
+
+    def initial_messages(self, task: str) -> list[dict[str, Any]]:
+        from keel.engine.prompts import task_message
+
+        return [{"role": "system", "content": self.system_prompt},
+                {"role": "user", "content": task_message(task, str(self.workspace), self.protection)}]
+
+    @property
+    def protection(self) -> str:
+        return protection_summary(self.config)
+
+    def run(self, task: str, *, limits: Limits | None = None) -> RunResult:
+        return self.continue_run(self.initial_messages(task), limits=limits, task=task)
+
+    def continue_run(self, messages: list[dict[str, Any]], *, limits: Limits | None = None,
+                     task: str | None = None) -> RunResult:
+        """Drive an existing message history (owned by the caller, appended in place)."""
+        self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
+                      task=task, attended=self.attended, protection=self.protection,
+                      tools=self.registry.names)
+        p = self.config.prices
+        runner = Runner(self.engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
+                        prices=Prices(p.input_per_m, p.cached_input_per_m, p.output_per_m),
+                        attended=self.attended)
+        result = runner.run(messages)
+        result.log = str(self.log_path) if self.log_path else None
+        return result
+
+
+def run_agent_turn(messages: list[dict[str, Any]], *, engine: Engine, workspace: str | Path = ".",
+                   config: Config | None = None, **kwargs: Any) -> RunResult:
+    """For programs that own their history: run the loop on ``messages`` until the decider stops."""
+    return Agent(engine, workspace=workspace, config=config, **kwargs).continue_run(messages)

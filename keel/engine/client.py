@@ -1,0 +1,351 @@
+"""The engine client: one streamed Chat Completions call in, one assembled ``AssistantTurn`` out.
+
+Built on the official ``openai`` SDK with its own retries switched off, because keel must
+decide per failure what is safe: a stream cut halfway through a tool call is thrown away and
+asked for again (a half-received call must never run), a rejected key stops at once with a fix,
+and a busy server is waited on as long as it asks.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from keel.engine.recovery import recover_text_tool_calls
+from keel.engine.retry import backoff_delay, parse_retry_after
+from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, ToolCall, Usage
+
+# The first call learns whether anything listens at all; a refused or silent port should say
+# so within seconds, not after the 300 s read timeout meant for long generations.
+FIRST_CONNECT_TIMEOUT_S = 5.0
+LATER_CONNECT_TIMEOUT_S = 30.0
+MODEL_LIST_TIMEOUT_S = 2.0
+CHARS_PER_TOKEN = 4
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
+                   "exceeds the context window", "exceed_context_size_error",
+                   "exceeds the available context size", "maximum model length", "context window")
+KEY_FIX = "the server rejected the API key — set KEEL_API_KEY or --api-key-env"
+
+
+class _Transient(Exception):
+    """A failure worth retrying; carries what the next wait should honour."""
+
+    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.retry_after = retry_after
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class OpenAICompatEngine:
+    """Engine for any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, Ollama)."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
+                 temperature: float = 0.0, seed: int | None = 1234, tool_choice: str = "auto",
+                 max_tokens: int | None = 4096, timeout_s: float = 300.0, max_attempts: int = 4,
+                 backoff_base_s: float = 0.5, backoff_cap_s: float = 30.0,
+                 extra_body: dict[str, Any] | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if not base_url or not base_url.strip():
+            raise EngineError("config", "no engine base URL: set KEEL_BASE_URL or --base-url "
+                                        "(for example http://localhost:8000/v1)")
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.base_url = base_url.strip().rstrip("/")
+        self.model = model
+        self.temperature = temperature
+        self.seed = seed
+        self.tool_choice = tool_choice
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+        self.backoff_base_s = backoff_base_s
+        self.backoff_cap_s = backoff_cap_s
+        self.extra_body = dict(extra_body or {})
+        self._sleep = sleep
+        self._rng = random.Random()
+        # Local servers ignore the key, but the SDK refuses to start without one.
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", max_retries=0)
+        # Until the server has answered once, a refused connection means a wrong URL, not a blip.
+        self._server_seen = False
+        self._next_text_call = 1
+        # The usage object exactly as the server sent it, for diagnostics (keel doctor).
+        self.last_usage_raw: dict[str, Any] | None = None
+
+    # ---- the Engine protocol ----------------------------------------------------------------
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 on_delta: DeltaCallback | None = None) -> AssistantTurn:
+        started = time.monotonic()
+        params = self._request_params(messages, tools)
+        retries = 0
+        while True:
+            try:
+                turn = self._attempt(params, on_delta)
+                break
+            except _Transient as failure:
+                if retries + 1 >= self.max_attempts:
+                    raise EngineError(
+                        "retries", f"the engine at {self.base_url} failed {self.max_attempts} times in a row; "
+                                   f"last error: {failure.reason}", status=failure.status) from None
+                self._sleep(backoff_delay(retries, self.backoff_base_s, self.backoff_cap_s,
+                                          failure.retry_after, self._rng))
+                retries += 1
+        if turn.tool_calls:
+            turn.tool_call_format = "structured"
+        elif turn.content:
+            self._recover_text_calls(turn, tools)
+        if turn.usage.estimated:
+            turn.usage = _estimate_usage(messages, tools, turn)
+        turn.retries = retries
+        turn.latency_s = time.monotonic() - started
+        return turn
+
+    # ---- one attempt ------------------------------------------------------------------------
+
+    def _request_params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
+                                  "stream_options": {"include_usage": True}, "temperature": self.temperature}
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        if tools:
+            params["tools"] = tools
+            params["tool_choice"] = self.tool_choice
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        return params
+
+    def _attempt(self, params: dict[str, Any], on_delta: DeltaCallback | None) -> AssistantTurn:
+        connect = LATER_CONNECT_TIMEOUT_S if self._server_seen else FIRST_CONNECT_TIMEOUT_S
+        timeout = openai.Timeout(self.timeout_s, connect=min(connect, self.timeout_s))
+        try:
+            stream = self._client.chat.completions.create(**params, timeout=timeout)
+        except openai.APIStatusError as exc:
+            self._server_seen = True
+            raise self._classify_status(exc) from None
+        except openai.APIConnectionError as exc:
+            raise self._classify_connection(exc) from None
+        self._server_seen = True
+        try:
+            turn, self.last_usage_raw = _assemble(stream, on_delta)
+            return turn
+        except (openai.APIConnectionError, json.JSONDecodeError) as exc:
+            # Everything received in this attempt is dropped with the exception.
+            raise _Transient(f"the response stream broke off ({_describe(exc)})") from None
+        except openai.APIError as exc:  # an error event inside the stream
+            if _is_context_error(_server_text(exc), exc.code, exc.type):
+                raise EngineError("context", f"the request does not fit the model's context window: "
+                                             f"{_server_text(exc)}") from None
+            raise _Transient(f"the server reported an error mid-stream: {_server_text(exc)}") from None
+        finally:
+            stream.close()
+
+    def _classify_connection(self, exc: openai.APIConnectionError) -> Exception:
+        if not self._server_seen and _is_connect_failure(exc):
+            return EngineError("config", f"cannot reach the engine at {self.base_url} ({_describe(exc)}): "
+                                         "is the server running, and is --base-url / KEEL_BASE_URL right?")
+        return _Transient(f"{_describe(exc)} talking to {self.base_url}")
+
+    def _classify_status(self, exc: openai.APIStatusError) -> Exception:
+        status = exc.status_code
+        text = _server_text(exc)
+        if status in (401, 403):
+            return EngineError("config", f"{KEY_FIX} (HTTP {status} from {self.base_url}: {text})", status=status)
+        if status == 404:
+            return self._explain_not_found(text)
+        if status in RETRYABLE_STATUSES or status >= 500:
+            return _Transient(f"HTTP {status}: {text}", status=status,
+                              retry_after=parse_retry_after(dict(exc.response.headers)))
+        if _is_context_error(text, exc.code, exc.type):
+            return EngineError("context", f"the request does not fit the model's context window "
+                                          f"(HTTP {status}: {text})", status=status)
+        return EngineError("protocol", f"the engine refused the request (HTTP {status}): {text}", status=status)
+
+    def _explain_not_found(self, text: str) -> EngineError:
+        served = self.list_models()
+        if served is not None and self.model not in served:
+            listing = ", ".join(served) if served else "none"
+            return EngineError("config", f"model '{self.model}' is not served at {self.base_url} "
+                                         f"(available: {listing}); set --model to one of them", status=404)
+        if served is None and "model" in text.lower():
+            return EngineError("config", f"model '{self.model}' was not found at {self.base_url}: {text}",
+                               status=404)
+        hint = "" if self.base_url.endswith("/v1") else " — does the base URL need to end with /v1?"
+        return EngineError("config", f"{self.base_url}/chat/completions does not exist (HTTP 404: {text}); "
+                                     f"the base URL looks wrong{hint}", status=404)
+
+    def list_models(self) -> list[str] | None:
+        """Model ids the server lists, or None when it cannot say (quickly)."""
+        try:
+            page = self._client.models.list(timeout=openai.Timeout(MODEL_LIST_TIMEOUT_S))
+            return [m.id for m in page.data]
+        except (openai.APIError, ValueError, TypeError):
+            return None
+
+    def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
+        names, schemas = set(), {}
+        for tool in tools:
+            fn = tool.get("function") or {}
+            if isinstance(fn.get("name"), str):
+                names.add(fn["name"])
+                schemas[fn["name"]] = fn.get("parameters") or {}
+        content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas,
+                                                      id_start=self._next_text_call)
+        if calls:
+            self._next_text_call += len(calls)
+            turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
+
+
+# ---- stream assembly ----------------------------------------------------------------------------
+
+
+def _assemble(stream: Iterable[Any], on_delta: DeltaCallback | None) -> tuple[AssistantTurn, dict[str, Any] | None]:
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, _PartialCall] = {}
+    finish_reason: str | None = None
+    usage: Any = None
+    for chunk in stream:
+        if getattr(chunk, "usage", None) is not None:
+            usage = chunk.usage
+        for choice in chunk.choices or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue
+            delta = choice.delta
+            if delta is not None:
+                _take_delta(delta, content, reasoning, calls, on_delta)
+            if choice.finish_reason:
+                finish_reason = choice.finish_reason
+    if finish_reason is None:
+        raise _Transient("the response stream ended before the server said it was finished")
+    turn = AssistantTurn(content="".join(content), reasoning="".join(reasoning), finish_reason=finish_reason)
+    for _index, partial in sorted(calls.items()):
+        if not partial.name and not partial.arguments:
+            continue
+        arguments = "".join(partial.arguments)
+        turn.tool_calls.append(ToolCall(id=partial.id or f"call_{uuid.uuid4().hex[:16]}", name=partial.name,
+                                        arguments=arguments if arguments.strip() else "{}"))
+    turn.usage = _read_usage(usage)
+    return turn, (usage.model_dump(exclude_none=True) if usage is not None else None)
+
+
+def _take_delta(delta: Any, content: list[str], reasoning: list[str], calls: dict[int, _PartialCall],
+                on_delta: DeltaCallback | None) -> None:
+    # vLLM/SGLang/llama.cpp say reasoning_content, newer vLLM and Ollama say reasoning; the SDK
+    # keeps either as an undeclared extra field.
+    extra = getattr(delta, "model_extra", None) or {}
+    thought = extra.get("reasoning_content") or extra.get("reasoning")
+    if isinstance(thought, str) and thought:
+        reasoning.append(thought)
+        if on_delta:
+            on_delta(StreamDelta("reasoning", thought))
+    if delta.content:
+        content.append(delta.content)
+        if on_delta:
+            on_delta(StreamDelta("content", delta.content))
+    for tc in delta.tool_calls or ():
+        index = tc.index
+        if index is None:  # some servers omit it: a new id starts a new call, otherwise continue
+            last = max(calls) if calls else -1
+            index = last + 1 if last < 0 or (tc.id and calls[last].id and tc.id != calls[last].id) else last
+        partial = calls.setdefault(index, _PartialCall())
+        if tc.id and not partial.id:
+            partial.id = tc.id
+        fn = tc.function
+        if fn is None:
+            continue
+        if fn.name and fn.name != partial.name:
+            # Whole name once (OpenAI, vLLM) or, rarely, in pieces.
+            partial.name = fn.name if not partial.name else partial.name + fn.name
+            if on_delta:
+                on_delta(StreamDelta("tool_call", fn.name))
+        if fn.arguments:
+            partial.arguments.append(fn.arguments)
+            if on_delta:
+                on_delta(StreamDelta("tool_call", fn.arguments))
+
+
+def _read_usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage(estimated=True)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return Usage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0),
+                 cached_tokens=int(cached or 0))
+
+
+def _estimate_usage(messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: AssistantTurn) -> Usage:
+    request_chars = len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(tools, ensure_ascii=False))
+    response_chars = len(turn.content) + len(turn.reasoning) + sum(
+        len(c.name) + len(c.arguments) for c in turn.tool_calls)
+    return Usage(prompt_tokens=-(-request_chars // CHARS_PER_TOKEN),
+                 completion_tokens=-(-response_chars // CHARS_PER_TOKEN), estimated=True)
+
+
+# ---- error helpers -----------------------------------------------------------------------------
+
+
+def _server_text(exc: openai.APIError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("detail") or body.get("error")
+        if isinstance(message, str) and message:
+            return message
+        return json.dumps(body)[:500]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return exc.message
+
+
+def _is_context_error(text: str, code: str | None, err_type: str | None) -> bool:
+    haystack = " ".join(s for s in (text, code or "", err_type or "") if s).lower()
+    return any(marker in haystack for marker in CONTEXT_MARKERS)
+
+
+def _connect_timed_out(exc: BaseException) -> bool:
+    return any(type(e).__name__ == "ConnectTimeout" for e in _chain(exc))
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    """Nobody answered at all: refused, unresolvable host, or no TCP handshake in time."""
+    return any(isinstance(e, ConnectionRefusedError | socket.gaierror)
+               or type(e).__name__ in ("ConnectError", "ConnectTimeout") for e in _chain(exc))
+
+
+def _describe(exc: BaseException) -> str:
+    for cause in _chain(exc):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+    if _connect_timed_out(exc):
+        return "connection timed out"
+    if isinstance(exc, openai.APITimeoutError):
+        return "no data before the read timeout"
+    root = list(_chain(exc))[-1]
+    return str(root) or type(root).__name__
+
+
+def _chain(exc: BaseException) -> Iterable[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__

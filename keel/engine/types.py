@@ -1,0 +1,103 @@
+"""Value types shared by the engine client, the scripted engines and the loop.
+
+Kept free of I/O so that every layer can import them without side effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+@dataclass
+class ToolCall:
+    """One tool call as the engine produced it. ``arguments`` stays the raw JSON text:
+    malformed text must reach the validator so the model can be told exactly what was wrong."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_message(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    estimated: bool = False
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
+        self.estimated = self.estimated or other.estimated
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class AssistantTurn:
+    """What one model call returned, assembled from the stream."""
+
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: str = ""
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    retries: int = 0
+    # How the calls arrived: "structured", "hermes", "qwen3_coder", "json" (recovered from text) or "".
+    tool_call_format: str = ""
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message written back into history. Reasoning is never resent."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            msg["tool_calls"] = [c.to_message() for c in self.tool_calls]
+        if msg["content"] is None and not self.tool_calls:
+            msg["content"] = ""
+        return msg
+
+
+@dataclass
+class StreamDelta:
+    """A piece of a streamed response, for front ends that show text as it arrives."""
+
+    kind: Literal["content", "reasoning", "tool_call"]
+    text: str
+
+
+DeltaCallback = Callable[[StreamDelta], None]
+
+
+class EngineError(Exception):
+    """A failure the loop must act on.
+
+    kind:
+      - "config": wrong URL, key, model… — stop at once, exit code 2.
+      - "context": the request did not fit the model's window — stop with limit:context.
+      - "retries": recoverable failures persisted past the retry cap — stop with limit:retries.
+      - "protocol": the server answered something unusable (e.g. a 400 for a malformed request).
+    """
+
+    def __init__(self, kind: Literal["config", "context", "retries", "protocol"], message: str,
+                 status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+
+
+class Engine(Protocol):
+    """The narrow seam between the loop and any model: one call, one assembled turn."""
+
+    model: str
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 on_delta: DeltaCallback | None = None) -> AssistantTurn: ...

@@ -1,0 +1,131 @@
+"""The stop decider: one pure function that says whether the run goes on.
+
+It may stop only for: ``complete``, ``needs_user`` (only when a person is present),
+``awaiting_plan_approval``, or a limit (``limit:*``). Everything else that looks like an end —
+a question nobody can answer, "done" without evidence, open todos — becomes pushback, text
+attached to the next request only. Tool failures are never a reason to stop.
+
+No I/O, no clock, no model call: every input arrives as an argument, so the table-driven
+tests in tests/test_decider.py can cover every branch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from keel.loop.limits import Limits, Usage, exceeded_limit
+from keel.loop.pushback import pushback_text
+from keel.loop.state import TaskState
+
+STOP_REASONS = (
+    "complete", "needs_user", "awaiting_plan_approval",
+    "limit:steps", "limit:wall_clock", "limit:tokens", "limit:cost", "limit:repetition",
+    "limit:no_progress", "limit:retries", "limit:context",
+)
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What happened in the turn that just ended, as facts the decider can judge."""
+
+    text: str = ""
+    tool_calls: int = 0              # calls the model made this turn (valid or not)
+    progress: bool = False           # at least one new, valid call was executed
+    finished: bool = False           # the model called finish(summary)
+    asked_user: str | None = None    # the model called ask_user(question)
+    plan_submitted: bool = False     # in plan mode, the model presented its plan
+    truncated: bool = False          # the reply hit the output-token cap (finish_reason "length")
+    engine_failure: Literal["context", "retries"] | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Literal["continue", "stop"]
+    reason: str = ""                 # stop reason, or the pushback kind when continuing with pushback
+    pushback: str | None = None      # text for the next request only
+
+    @property
+    def stop(self) -> bool:
+        return self.verdict == "stop"
+
+    @property
+    def pushback_kind(self) -> str | None:
+        return self.reason if self.pushback else None
+
+
+CONTINUE = Decision("continue")
+
+_QUESTION_PHRASES = re.compile(
+    r"\b(would you like|do you want|shall i|should i|can you (?:provide|confirm|clarify|share)|"
+    r"could you (?:provide|confirm|clarify|share)|please (?:confirm|clarify|provide|let me know)|"
+    r"let me know (?:whether|what|which|how)|(?:want|like) me to (?:proceed|continue|go ahead|apply|make)|"
+    r"before i (?:proceed|continue|make)|which (?:option|approach) (?:do|would) you|"
+    r"may i|is it ok(?:ay)? (?:to|if)|do i have (?:your )?permission)\b",
+    re.IGNORECASE,
+)
+
+
+def is_question(text: str) -> bool:
+    """Does this reply hand the turn back to a person (a question or a request for permission)?"""
+    stripped = text.strip()
+    if not stripped:
+        return False
+    last = re.split(r"(?<=[.!?])\s+|\n+", stripped)[-1]
+    return last.rstrip().endswith("?") or bool(_QUESTION_PHRASES.search(stripped[-600:]))
+
+
+def decide(outcome: TurnOutcome, state: TaskState, limits: Limits, used: Usage, *,
+           attended: bool, plan_mode: bool = False) -> Decision:
+    """CONTINUE (maybe with pushback) or STOP with a reason, from this turn's facts alone."""
+    if outcome.engine_failure is not None:
+        return Decision("stop", f"limit:{outcome.engine_failure}")
+    if state.repetition_strikes >= limits.max_repeats:
+        return Decision("stop", "limit:repetition")
+
+    verdict = _judge_turn(outcome, state, attended=attended, plan_mode=plan_mode)
+    if verdict.stop:
+        return verdict
+
+    limit = exceeded_limit(limits, used)
+    if limit is not None:
+        return Decision("stop", limit)
+
+    if verdict.pushback is not None:
+        streak = 0 if outcome.progress else state.pushback_streak
+        if streak >= limits.max_pushbacks_without_progress:
+            return Decision("stop", "limit:no_progress")
+    return verdict
+
+
+def _judge_turn(outcome: TurnOutcome, state: TaskState, *, attended: bool, plan_mode: bool) -> Decision:
+    ends_turn = outcome.finished or outcome.tool_calls == 0 or outcome.asked_user is not None
+    if not ends_turn:
+        return CONTINUE  # the model is working; tool results go back to it
+
+    if plan_mode and outcome.plan_submitted:
+        return Decision("stop", "awaiting_plan_approval") if attended else _push("plan_unattended", state)
+
+    question = outcome.asked_user is not None or (
+        not outcome.finished and outcome.tool_calls == 0 and is_question(outcome.text))
+    if question:
+        return Decision("stop", "needs_user") if attended else _push("question_unattended", state)
+
+    if outcome.truncated and not outcome.finished:
+        return _push("truncated", state)
+    if not outcome.finished and outcome.tool_calls == 0 and not outcome.text.strip():
+        return _push("empty_reply", state)
+
+    # Everything left is a claim of completion: a finish call, or a reply with no tool calls.
+    if state.tool_calls_total == 0:
+        return _push("did_nothing", state)
+    if state.unfinished_todos():
+        return _push("unfinished_todos", state)
+    if state.files_changed and not state.fresh_verification():
+        return _push("unverified", state)
+    return Decision("stop", "complete")
+
+
+def _push(kind: str, state: TaskState) -> Decision:
+    return Decision("continue", kind, pushback_text(kind, state.pushback_counts[kind], state))

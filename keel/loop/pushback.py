@@ -1,0 +1,71 @@
+"""Pushback wording. The more often a kind repeats, the more specific the text gets, because
+a model that ignored a gentle nudge usually needs the exact next action spelled out."""
+
+from __future__ import annotations
+
+from keel.loop.state import TaskState
+
+
+def _todo_lines(state: TaskState) -> str:
+    return "\n".join(f"- [{t.status}] {t.content}" for t in state.unfinished_todos())
+
+
+def _check_lines(state: TaskState) -> str:
+    failing = state.failing_checks_since_last_change()
+    if failing:
+        return "Checks that failed since your last change:\n" + "\n".join(
+            f"- `{c.command}` exited {c.exit_code}" for c in failing)
+    return "No check has run since your last change."
+
+
+def pushback_text(kind: str, times_before: int, state: TaskState) -> str:
+    level = min(times_before, 2)
+    changed = ", ".join(state.files_changed[-8:]) or "none"
+    if kind == "question_unattended":
+        return [
+            "No one is here to answer questions. Make a reasonable assumption, state it, and continue the task.",
+            "Nobody will reply. Do not ask again: pick the most reasonable option yourself, say which one in "
+            "one sentence, and make your next message a tool call that carries the task forward.",
+            "STOP ASKING. There is no user. Your next message must be a tool call (for example read_file, "
+            "edit_file or run_shell) that makes progress on the task.",
+        ][level]
+    if kind == "plan_unattended":
+        return "No one is here to approve a plan. Treat it as approved and carry it out now."
+    if kind == "did_nothing":
+        return [
+            "You have not done anything yet. Inspect the workspace (list_dir, read_file, grep) and carry out "
+            "the task before finishing.",
+            "The task is not done: no tool has been used. Start with list_dir or grep to find the relevant "
+            "files, then read and change them.",
+            "Call a tool now. Begin with list_dir(path=\".\"), then read the files the task names.",
+        ][level]
+    if kind == "unfinished_todos":
+        return [
+            "Your todo list still has unfinished items:\n" + _todo_lines(state)
+            + "\nFinish them, or update the list with todo_write if they no longer apply.",
+            "You tried to finish with open todos again:\n" + _todo_lines(state)
+            + "\nWork on the first one now. If an item is obsolete, mark it done with todo_write and say why.",
+            "Finishing is refused while todos are open:\n" + _todo_lines(state)
+            + "\nCall todo_write with the real status of every item, then continue the first pending one.",
+        ][level]
+    if kind == "unverified":
+        checks = _check_lines(state)
+        return [
+            f"You changed files ({changed}) but have not verified the result. {checks} Run the project's "
+            "tests or run the changed code (run_shell), fix any failure, then finish.",
+            f"Not verified yet. {checks} Run the relevant check now, for example `python -m pytest -q` or "
+            "the command that exercises your change, and only finish once it exits 0. A command piped into "
+            "another (`| tail`) reports the last command's status, so run the check on its own.",
+            f"Finishing is refused without passing evidence. {checks} Your next message must be a run_shell "
+            "call that runs the tests; if they fail, fix the code and run them again.",
+        ][level]
+    if kind == "truncated":
+        return ("Your reply was cut off at the output-token limit. Continue with a shorter reply: one tool "
+                "call at a time, and no long prose.")
+    if kind == "empty_reply":
+        return [
+            "Your reply was empty. Continue the task: call a tool, or finish with a summary if it is done.",
+            "Empty reply again. Make your next message one tool call that moves the task forward.",
+            "Reply with exactly one tool call now, e.g. list_dir or read_file.",
+        ][level]
+    return "Continue the task."

@@ -1,0 +1,58 @@
+"""The outcome of a run, in the shape the CLI's json output and the library return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from keel.engine.types import Usage
+
+EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+@dataclass
+class RunResult:
+    status: Literal["complete", "incomplete", "error"]
+    stop_reason: str
+    summary: str = ""
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    files_changed: list[str] = field(default_factory=list)
+    session_id: str = ""
+    log: str | None = None
+    error: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def exit_code(self) -> int:
+        if self.stop_reason == "interrupted":
+            return EXIT_INTERRUPTED
+        if self.status == "complete":
+            return EXIT_COMPLETE
+        if self.status == "error":
+            return EXIT_CONFIG
+        return EXIT_INCOMPLETE
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status,
+            "stop_reason": self.stop_reason,
+            "summary": self.summary,
+            "steps": self.steps,
+            "usage": {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "cached_tokens": self.usage.cached_tokens,
+                "estimated": self.usage.estimated,
+            },
+            "cost_usd": round(self.cost_usd, 6),
+            "duration_s": round(self.duration_s, 3),
+            "files_changed": self.files_changed,
+            "session_id": self.session_id,
+            "log": self.log,
+        }
+        if self.error:
+            out["error"] = self.error
+        return out

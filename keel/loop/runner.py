@@ -1,0 +1,172 @@
+"""The runner: model call → tool calls → results appended → decide, until the decider stops.
+
+A small state machine (initial → thinking → tool_use → tool_result → thinking … → end_turn).
+It owns no stop logic of its own: every "should we go on?" goes through ``decide``. The
+assistant message is written back exactly as received, and every tool call gets exactly one
+tool message with its id, also when a tool raises or the user interrupts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from keel.engine.types import AssistantTurn, Engine, EngineError, StreamDelta, ToolCall, Usage
+from keel.loop import limits as lim
+from keel.loop.decider import Decision, TurnOutcome, decide
+from keel.loop.repetition import RepetitionGuard, refusal_text
+from keel.loop.result import RunResult
+from keel.loop.state import TaskState, Todo
+from keel.tools.base import ToolContext, ToolResult
+from keel.tools.registry import ToolRegistry
+from keel.trace.events import EventBus
+
+INTERRUPTED = "Interrupted by the user before this call finished; it may not have run."
+
+
+class Runner:
+    def __init__(self, engine: Engine, registry: ToolRegistry, ctx: ToolContext, bus: EventBus, *,
+                 limits: lim.Limits | None = None, prices: lim.Prices | None = None,
+                 attended: bool = False, plan_mode: bool = False, state: TaskState | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.engine, self.registry, self.ctx, self.bus = engine, registry, ctx, bus
+        self.limits, self.prices = limits or lim.Limits(), prices or lim.Prices()
+        self.attended, self.plan_mode, self.clock = attended, plan_mode, clock
+        self.state = state or TaskState()
+        self.repeats = RepetitionGuard()
+        self.usage = Usage()
+        self.steps = 0
+        self.phase = "initial"
+        self.tools = registry.schemas()  # computed once: byte-stable request prefix
+
+    def run(self, messages: list[dict[str, Any]]) -> RunResult:
+        """Drive ``messages`` (appended to in place) until the decider says stop."""
+        started, pushback, summary = self.clock(), None, ""
+        decision: Decision | None = None
+        try:
+            while decision is None or not decision.stop:
+                self.phase = "thinking"
+                request = messages + [{"role": "user", "content": pushback}] if pushback else messages
+                try:
+                    turn = self.engine.complete(request, self.tools, self._on_delta)
+                except EngineError as e:
+                    if e.kind in ("config", "protocol"):
+                        return self._result(messages, started, "error", f"{e.kind}_error", summary, e.message)
+                    decision = self._decide(TurnOutcome(engine_failure=e.kind), started)  # type: ignore[arg-type]
+                    break
+                self.steps += 1
+                self.usage.add(turn.usage)
+                self._emit_model_call(turn)
+                messages.append(turn.to_message())
+                outcome = self._run_tools(turn, messages)
+                summary = self._summary(turn, summary)
+                decision = self._decide(outcome, started)
+                pushback = decision.pushback
+        except KeyboardInterrupt:
+            return self._result(messages, started, "incomplete", "interrupted", summary)
+        finally:
+            self.phase = "end_turn"
+        status = "complete" if decision.reason == "complete" else "incomplete"
+        return self._result(messages, started, status, decision.reason, summary)
+
+    # -- one turn's tools ----------------------------------------------------------------------
+    def _run_tools(self, turn: AssistantTurn, messages: list[dict[str, Any]]) -> TurnOutcome:
+        calls = turn.tool_calls
+        finished = asked = None
+        progress = False
+        answered = 0
+        if calls:
+            self.phase = "tool_use"
+        try:
+            for call, result in zip(calls, self.registry.run_calls(calls, self.ctx), strict=False):
+                repeat = self.repeats.observe(call.name, call.arguments, result.output)
+                self.state.record_tool_call()
+                text = refusal_text(call.name) if repeat else result.output
+                if repeat:
+                    self.state.repetition_strikes = max(self.state.repetition_strikes, repeat)
+                else:
+                    progress = progress or not result.meta.get("invalid")
+                    self._absorb(result)
+                finished = result.finished if result.finished is not None else finished
+                asked = result.question if result.question is not None else asked
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                answered += 1
+                self._emit_tool_call(call, result, repeat)
+        except KeyboardInterrupt:
+            for call in calls[answered:]:
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": INTERRUPTED})
+            raise
+        self.phase = "tool_result" if calls else "thinking"
+        return TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress,
+                           finished=finished is not None, asked_user=asked,
+                           plan_submitted=self.plan_mode and not calls and bool(turn.content.strip()),
+                           truncated=turn.finish_reason == "length")
+
+    def _absorb(self, result: ToolResult) -> None:
+        """Move the facts a tool reported into the task state the decider reads."""
+        for path in result.files_changed:
+            self.state.record_file_change(path)
+        if result.check is not None and result.check.kind:
+            self.state.record_check(result.check.command, result.check.exit_code, result.check.kind)
+        if result.todos is not None:
+            self.state.set_todos([Todo(t["content"], t["status"]) for t in result.todos])  # type: ignore[arg-type]
+
+    # -- decisions -----------------------------------------------------------------------------
+    def _decide(self, outcome: TurnOutcome, started: float) -> Decision:
+        used = lim.Usage(steps=self.steps, elapsed_s=self.clock() - started, tokens=self.usage.total,
+                         cost_usd=self._cost())
+        decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
+                          plan_mode=self.plan_mode)
+        if decision.pushback is not None:
+            self.state.pushback_counts[decision.reason] += 1
+            self.state.pushback_streak = 0 if outcome.progress else self.state.pushback_streak + 1
+        elif outcome.progress:
+            self.state.pushback_streak = 0
+        self.bus.emit("decision", step=self.steps, verdict=decision.verdict, reason=decision.reason,
+                      pushback_kind=decision.pushback_kind, pushback=decision.pushback)
+        return decision
+
+    def _cost(self) -> float:
+        u = self.usage
+        return self.prices.cost(u.prompt_tokens, u.cached_tokens, u.completion_tokens)
+
+    @staticmethod
+    def _summary(turn: AssistantTurn, previous: str) -> str:
+        for call in turn.tool_calls:
+            if call.name == "finish":
+                try:
+                    return str(json.loads(call.arguments).get("summary", previous))
+                except (json.JSONDecodeError, AttributeError):
+                    return previous
+        return turn.content.strip() or previous
+
+    # -- events --------------------------------------------------------------------------------
+    def _on_delta(self, delta: StreamDelta) -> None:
+        self.bus.emit("assistant_delta", step=self.steps + 1, kind=delta.kind, text=delta.text)
+
+    def _emit_model_call(self, turn: AssistantTurn) -> None:
+        u = turn.usage
+        self.bus.emit("model_call", step=self.steps, model=self.engine.model, latency_s=round(turn.latency_s, 4),
+                      usage={"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+                             "cached_tokens": u.cached_tokens, "estimated": u.estimated},
+                      finish_reason=turn.finish_reason, tool_calls=len(turn.tool_calls),
+                      tool_call_format=turn.tool_call_format, retries=turn.retries,
+                      content=turn.content[:2000], reasoning=turn.reasoning[:2000])
+
+    def _emit_tool_call(self, call: ToolCall, result: ToolResult, repeat: int) -> None:
+        self.bus.emit("tool_call", step=self.steps, call_id=call.id, name=call.name,
+                      arguments=call.arguments[:4000], ok=result.ok and not repeat, repeat=repeat,
+                      result_preview=result.output[:300], files_changed=result.files_changed,
+                      elapsed_ms=round(result.meta.get("elapsed_ms", 0.0), 2))
+
+    def _result(self, messages: list[dict[str, Any]], started: float, status: str, reason: str,
+                summary: str, error: str | None = None) -> RunResult:
+        result = RunResult(status=status, stop_reason=reason, summary=summary, steps=self.steps,  # type: ignore[arg-type]
+                           usage=self.usage, cost_usd=self._cost(), duration_s=self.clock() - started,
+                           files_changed=list(self.state.files_changed), session_id=self.bus.session_id,
+                           error=error, messages=messages)
+        self.bus.emit("stop", step=self.steps, status=status, reason=reason, error=error,
+                      summary=summary[:2000], usage=result.to_json()["usage"], cost_usd=result.cost_usd)
+        return result

@@ -1,0 +1,86 @@
+"""Task state the stop decider reads: todos, files changed, verification evidence, counters.
+
+The runner updates it from tool results; the decider only reads it. Every change bumps a
+sequence number so "a check passed after the last file change" is a comparison of integers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+TodoStatus = Literal["pending", "in_progress", "done"]
+
+
+@dataclass(frozen=True)
+class Todo:
+    content: str
+    status: TodoStatus
+
+
+@dataclass(frozen=True)
+class CheckEvidence:
+    command: str
+    exit_code: int | None
+    kind: str
+    seq: int
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass
+class TaskState:
+    todos: list[Todo] = field(default_factory=list)
+    files_changed: list[str] = field(default_factory=list)
+    checks: list[CheckEvidence] = field(default_factory=list)
+    seq: int = 0
+    last_change_seq: int = -1
+    tool_calls_total: int = 0
+    # stop-decider bookkeeping (updated by the runner from each Decision)
+    pushback_counts: Counter[str] = field(default_factory=Counter)
+    pushback_streak: int = 0           # pushbacks since the last turn that made progress
+    repetition_strikes: int = 0        # the most times one (call, result) pair was refused
+
+    # -- updates ------------------------------------------------------------------------------
+    def record_tool_call(self) -> None:
+        self.tool_calls_total += 1
+        self.seq += 1
+
+    def record_file_change(self, path: str) -> None:
+        self.seq += 1
+        self.last_change_seq = self.seq
+        if path not in self.files_changed:
+            self.files_changed.append(path)
+
+    def record_check(self, command: str, exit_code: int | None, kind: str) -> None:
+        self.seq += 1
+        self.checks.append(CheckEvidence(command, exit_code, kind, self.seq))
+
+    def set_todos(self, todos: list[Todo]) -> None:
+        self.todos = list(todos)
+
+    # -- queries ------------------------------------------------------------------------------
+    def unfinished_todos(self) -> list[Todo]:
+        return [t for t in self.todos if t.status != "done"]
+
+    def checks_since_last_change(self) -> list[CheckEvidence]:
+        return [c for c in self.checks if c.seq > self.last_change_seq]
+
+    def fresh_verification(self) -> bool:
+        """A check passed after the last file change, and the latest run of each kind since passed."""
+        recent = self.checks_since_last_change()
+        if not any(c.passed for c in recent):
+            return False
+        latest_by_kind: dict[str, CheckEvidence] = {}
+        for c in recent:
+            latest_by_kind[c.kind] = c
+        return all(c.passed for c in latest_by_kind.values())
+
+    def failing_checks_since_last_change(self) -> list[CheckEvidence]:
+        latest: dict[str, CheckEvidence] = {}
+        for c in self.checks_since_last_change():
+            latest[c.kind] = c
+        return [c for c in latest.values() if not c.passed]

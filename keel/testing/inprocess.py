@@ -1,0 +1,120 @@
+"""The scripted engine without HTTP: the same script replayed straight into the loop.
+
+For tests and benchmarks that exercise the loop rather than the wire; per-step cost is a few
+JSON serialisations, so a 500-step run measures keel, not the stand-in model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, ToolCall, Usage
+from keel.testing.script import (
+    PrefixCache,
+    ScriptedFailure,
+    ScriptPlayer,
+    ScriptStep,
+    load_script,
+    serialize,
+    step_usage,
+    stream_deltas,
+)
+
+
+class ScriptedModel:
+    """An ``Engine`` that answers each ``complete`` call with the next scripted step.
+
+    With ``record=True`` every call is kept in ``requests`` as ``{"messages", "tools"}`` copies
+    (made by a JSON round trip, so later edits to the caller's history do not leak in).
+    """
+
+    def __init__(self, script: str | os.PathLike[str] | Sequence[Any], model: str = "scripted",
+                 record: bool = False) -> None:
+        self.model = model
+        self.record = record
+        self.requests: list[dict[str, Any]] = []
+        self._player = ScriptPlayer(load_script(script))
+        self._cache = PrefixCache()
+
+    @property
+    def remaining(self) -> int:
+        return self._player.remaining
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 on_delta: DeltaCallback | None = None) -> AssistantTurn:
+        started = time.monotonic()
+        prompt = serialize(messages)
+        tools_text = serialize(tools)
+        if self.record:
+            self.requests.append({"messages": json.loads(prompt), "tools": json.loads(tools_text)})
+        step = self._player.take()
+        if step is None:
+            raise EngineError("retries", f"scripted model exhausted: all {self._player.total} scripted "
+                                         "responses were used and another call was made")
+        if step.delay_s:
+            time.sleep(step.delay_s)
+        if step.error is not None:
+            raise _engine_error(step.error)
+        if step.cut_after_chunks is not None and step.cut_after_chunks < _chunk_count(step):
+            raise EngineError("retries", f"scripted stream cut after {step.cut_after_chunks} chunks "
+                                         f"(script step {step.index + 1})")
+        if on_delta is not None:
+            _replay_deltas(step, on_delta)
+
+        usage = step_usage(step, len(prompt) + len(tools_text), self._cache.observe(prompt))
+        turn = AssistantTurn(
+            content=step.content,
+            tool_calls=[ToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in step.tool_calls],
+            reasoning=step.reasoning,
+            finish_reason=step.finish_reason,
+            usage=Usage(prompt_tokens=usage["prompt_tokens"], completion_tokens=usage["completion_tokens"],
+                        cached_tokens=usage["cached_tokens"],
+                        estimated=not (step.report_usage and step.usage_overrides)),
+            tool_call_format="structured" if step.tool_calls else "",
+        )
+        if step.text_format is not None:
+            _recover_calls(turn, tools)
+        turn.latency_s = time.monotonic() - started
+        return turn
+
+
+def _engine_error(failure: ScriptedFailure) -> EngineError:
+    kind: Literal["config", "context", "retries"]
+    if failure.status in (401, 403, 404):
+        kind = "config"
+    elif failure.status == 400 and failure.code == "context_length_exceeded":
+        kind = "context"
+    else:
+        kind = "retries"
+    return EngineError(kind, f"HTTP {failure.status}: {failure.message}", status=failure.status)
+
+
+def _chunk_count(step: ScriptStep) -> int:
+    # Deltas, the finish chunk, and the usage chunk a real client always asks for.
+    return sum(1 for _ in stream_deltas(step)) + 1 + (1 if step.report_usage else 0)
+
+
+def _replay_deltas(step: ScriptStep, on_delta: DeltaCallback) -> None:
+    for delta in stream_deltas(step):
+        if delta.get("reasoning_content"):
+            on_delta(StreamDelta("reasoning", delta["reasoning_content"]))
+        elif delta.get("content"):
+            on_delta(StreamDelta("content", delta["content"]))
+        elif "tool_calls" in delta and "name" in delta["tool_calls"][0]["function"]:
+            on_delta(StreamDelta("tool_call", delta["tool_calls"][0]["function"]["name"]))
+
+
+def _recover_calls(turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
+    # Imported here: recovery belongs to the engine client and is only needed for text-form steps.
+    from keel.engine.recovery import recover_text_tool_calls
+
+    functions = [t.get("function", {}) for t in tools if isinstance(t, dict)]
+    names = {f["name"] for f in functions if isinstance(f.get("name"), str)}
+    schemas = {f["name"]: f.get("parameters") or {} for f in functions if isinstance(f.get("name"), str)}
+    content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas)
+    if calls:
+        turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt

@@ -1,0 +1,91 @@
+"""The tool framework: a typed schema kept apart from the code that executes it.
+
+A ``ToolSpec`` is what the model sees (name, description, argument model, annotations).
+An executor is a plain function ``(args, ctx) -> ToolResult``. The registry pairs them,
+validates raw JSON arguments and turns every failure into text the model can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+A = TypeVar("A", bound=BaseModel)
+
+
+class ToolArgs(BaseModel):
+    """Base for argument models: unknown fields are an error the model is told about."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class ToolAnnotations:
+    read_only: bool = False      # safe to run in parallel with other read-only calls, never asks
+    destructive: bool = False    # may lose data: approval applies
+    needs_network: bool = False
+    idempotent: bool = False
+
+
+@dataclass
+class CheckRun:
+    """A shell command that ran, as verification evidence."""
+
+    command: str
+    exit_code: int | None
+    kind: str | None          # "test" | "lint" | "type" | "build" | "run" | None (not a check)
+    timed_out: bool = False
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    output: str
+    files_changed: list[str] = field(default_factory=list)
+    check: CheckRun | None = None
+    finished: str | None = None                 # finish(summary)
+    question: str | None = None                 # ask_user(question) when a person is present
+    todos: list[dict[str, str]] | None = None   # todo_write
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def error(cls, message: str, **meta: Any) -> ToolResult:
+        return cls(ok=False, output=message, meta=dict(meta))
+
+
+@dataclass(frozen=True)
+class ToolSpec(Generic[A]):
+    name: str
+    description: str
+    args: type[A]
+    annotations: ToolAnnotations = ToolAnnotations()
+
+
+Executor = Callable[[Any, "ToolContext"], ToolResult]
+
+
+@dataclass
+class Tool:
+    spec: ToolSpec[Any]
+    execute: Executor
+
+
+@dataclass
+class ToolContext:
+    """Everything an executor may touch. Built by the loop; tools never reach for globals."""
+
+    workspace: Path
+    attended: bool = False
+    # Per-session facts shared by file tools (read snapshots for stale-write checks, backups).
+    session: Any = None
+    # The shell policy / approval gate and the sandbox (keel.policy); None means defaults.
+    approval: Any = None
+    sandbox: Any = None
+    shell_timeout_s: float = 120.0
+    output_cap_bytes: int = 30_000
+    ask_user: Callable[[str], str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

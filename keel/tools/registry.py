@@ -1,0 +1,143 @@
+"""The tool registry: schemas for the model, validation, execution, result caps.
+
+Errors never escape as exceptions: unknown tools, malformed JSON, invalid fields and executor
+crashes all become a tool result whose text names the exact problem, so the model can correct
+itself on the next turn.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from keel.engine.types import ToolCall
+from keel.tools.base import Tool, ToolContext, ToolResult
+
+RESULT_CAP_CHARS = 40_000
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Pydantic's JSON schema minus noise the model does not need (titles), with defs inlined."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return walk(dict(defs[node["$ref"].split("/")[-1]]))
+            return {k: walk(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    cleaned = walk(schema)
+    cleaned.pop("additionalProperties", None)
+    return cleaned
+
+
+def format_validation_error(tool: str, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        field = ".".join(str(p) for p in e["loc"]) or "(arguments)"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"- field '{field}': not an argument of {tool}")
+        elif e["type"] == "missing":
+            lines.append(f"- field '{field}': required but missing")
+        else:
+            lines.append(f"- field '{field}': {e['msg']} (got {json.dumps(e.get('input'), default=str)[:80]})")
+    return f"Invalid arguments for {tool}:\n" + "\n".join(lines)
+
+
+def cap_result(text: str, cap: int = RESULT_CAP_CHARS) -> str:
+    if len(text) <= cap:
+        return text
+    head, tail = text[: cap * 2 // 3], text[-(cap // 3):]
+    cut = len(text) - len(head) - len(tail)
+    return (f"{head}\n... [{cut} characters cut from the middle of this result; narrow the request "
+            f"(offset/limit, a tighter pattern, or filter the command's output) to see them] ...\n{tail}")
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.spec.name in self._tools:
+                raise ValueError(f"tool {tool.spec.name!r} registered twice")
+            self._tools[tool.spec.name] = tool
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI tool definitions, in registration order, byte-stable across calls."""
+        return [
+            {"type": "function", "function": {
+                "name": t.spec.name, "description": t.spec.description,
+                "parameters": _clean_schema(t.spec.args.model_json_schema()),
+            }}
+            for t in self._tools.values()
+        ]
+
+    def parse(self, call: ToolCall) -> tuple[Tool, BaseModel] | str:
+        """The tool and validated arguments, or an error message for the model."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return f"Unknown tool '{call.name}'. Available tools: {', '.join(self._tools)}."
+        raw = call.arguments.strip() or "{}"
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as e:
+            return (f"The arguments for {call.name} are not valid JSON ({e.msg} at line {e.lineno} column "
+                    f"{e.colno}). Send one JSON object, e.g. {self._example(tool)}.")
+        if not isinstance(data, dict):
+            return f"The arguments for {call.name} must be a JSON object, e.g. {self._example(tool)}."
+        try:
+            return tool, tool.spec.args.model_validate(data)
+        except ValidationError as e:
+            return format_validation_error(call.name, e)
+
+    def _example(self, tool: Tool) -> str:
+        required = tool.spec.args.model_json_schema().get("required", [])
+        return json.dumps({name: "..." for name in required})
+
+    def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        parsed = self.parse(call)
+        if isinstance(parsed, str):
+            return ToolResult(ok=False, output=parsed, meta={"invalid": True})
+        tool, args = parsed
+        started = time.perf_counter()
+        try:
+            result = tool.execute(args, ctx)
+        except Exception as e:  # an executor bug must not end the run; the model sees what broke
+            result = ToolResult.error(f"{call.name} failed: {type(e).__name__}: {e}")
+        result.meta.setdefault("elapsed_ms", (time.perf_counter() - started) * 1000)
+        result.output = cap_result(result.output)
+        return result
+
+    def is_read_only(self, call: ToolCall) -> bool:
+        tool = self._tools.get(call.name)
+        return bool(tool and tool.spec.annotations.read_only)
+
+    def run_calls(self, calls: list[ToolCall], ctx: ToolContext) -> Iterator[ToolResult]:
+        """Yield one result per call, in call order. Each run of consecutive read-only calls
+        executes in parallel; anything that writes runs alone, in order."""
+        i = 0
+        while i < len(calls):
+            j = i
+            while j < len(calls) and self.is_read_only(calls[j]):
+                j += 1
+            if j - i > 1:
+                with ThreadPoolExecutor(max_workers=min(4, j - i)) as pool:
+                    yield from pool.map(lambda c: self.execute(c, ctx), calls[i:j])
+                i = j
+            else:
+                yield self.execute(calls[i], ctx)
+                i += 1

@@ -1,0 +1,60 @@
+"""Per-session file facts shared by the file tools.
+
+- which files this session has read, and what they looked like then (so an overwrite of a
+  file that changed on disk since it was read is refused instead of silently lost);
+- a snapshot of every file's previous bytes before keel first changes it, so it can be
+  restored byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class FileSession:
+    # real path -> sha256 of the content last read or written by this session
+    seen: dict[Path, str] = field(default_factory=dict)
+    # real path -> bytes before keel's first change (None: the file did not exist)
+    snapshots: dict[Path, bytes | None] = field(default_factory=dict)
+
+    def record_read(self, path: Path, data: bytes) -> None:
+        self.seen[path] = _digest(data)
+
+    def record_write(self, path: Path, data: bytes) -> None:
+        self.seen[path] = _digest(data)
+
+    def was_read(self, path: Path) -> bool:
+        return path in self.seen
+
+    def changed_since_seen(self, path: Path) -> bool:
+        """True when the file on disk differs from what this session last read or wrote."""
+        if path not in self.seen:
+            return True
+        try:
+            return _digest(path.read_bytes()) != self.seen[path]
+        except FileNotFoundError:
+            return True
+
+    def snapshot(self, path: Path) -> None:
+        """Keep the bytes of ``path`` as they were before keel's first change to it."""
+        if path in self.snapshots:
+            return
+        self.snapshots[path] = path.read_bytes() if path.exists() else None
+
+    def restore(self, path: Path) -> None:
+        """Put ``path`` back exactly as it was before this session first changed it."""
+        if path not in self.snapshots:
+            raise KeyError(f"no snapshot of {path}")
+        before = self.snapshots[path]
+        if before is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(before)
+        self.seen.pop(path, None)

@@ -1,0 +1,95 @@
+"""Which shell commands count as verification evidence.
+
+A "check" is a command whose exit status tells whether the work is right: tests, linters,
+type checkers, builds, or running the program. The decider only accepts "done" when a check
+exited 0 after the last file change; this module decides what counts as a check.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+# First words (after unwrapping env assignments and simple wrappers) and the check kind they imply.
+_TEST = {"pytest", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit", "ctest", "bats"}
+_LINT = {"ruff", "flake8", "pylint", "eslint", "shellcheck", "golangci-lint", "black", "isort", "prettier"}
+_TYPE = {"mypy", "pyright", "tsc", "pytype"}
+_BUILD = {"make", "cmake", "ninja", "gcc", "g++", "cc", "clang", "javac", "mvn", "gradle", "meson"}
+_RUN = {"python", "python3", "node", "ruby", "perl", "bash", "sh", "deno", "bun", "php", "java"}
+_WRAPPERS = {"env", "timeout", "nice", "time", "command", "uv", "poetry", "pipenv", "hatch", "pdm"}
+
+_PY_MODULES = {
+    "pytest": "test", "unittest": "test", "doctest": "test", "nose2": "test",
+    "mypy": "type", "pyright": "type", "ruff": "lint", "flake8": "lint", "pylint": "lint",
+    "py_compile": "build", "compileall": "build", "build": "build",
+}
+_SUBCOMMANDS = {
+    ("cargo", "test"): "test", ("cargo", "check"): "build", ("cargo", "build"): "build",
+    ("cargo", "clippy"): "lint", ("cargo", "run"): "run",
+    ("go", "test"): "test", ("go", "vet"): "lint", ("go", "build"): "build", ("go", "run"): "run",
+    ("npm", "test"): "test", ("npm", "run"): "run", ("yarn", "test"): "test", ("pnpm", "test"): "test",
+    ("dotnet", "test"): "test", ("dotnet", "build"): "build", ("swift", "test"): "test",
+}
+_SPLIT = re.compile(r"\|\||&&|;|\n")
+
+
+_RUNNERS = {"uv", "poetry", "pipenv", "hatch", "pdm"}
+
+
+def _is_assignment(word: str) -> bool:
+    return "=" in word and not word.startswith("=") and word.split("=", 1)[0].isidentifier()
+
+
+def _words(segment: str) -> list[str]:
+    try:
+        words = shlex.split(segment, comments=True)
+    except ValueError:
+        return []
+    while words and (_is_assignment(words[0]) or words[0] in _WRAPPERS):
+        # `timeout 60 pytest` and `uv run pytest` drop two words; `env`, `FOO=1`, `nice` drop one.
+        two = words[0] == "timeout" or (words[0] in _RUNNERS and len(words) > 1 and words[1] == "run")
+        words = words[2:] if two else words[1:]
+    return words
+
+
+def _classify_words(words: list[str]) -> str | None:
+    if not words:
+        return None
+    head = words[0].rsplit("/", 1)[-1]
+    if re.fullmatch(r"python(\d(\.\d+)?)?", head):
+        if len(words) >= 3 and words[1] == "-m":
+            return _PY_MODULES.get(words[2], "run")
+        if len(words) >= 2 and words[1] not in {"-V", "--version", "-h", "--help"}:
+            return "run"
+        return None
+    if len(words) >= 2 and (head, words[1]) in _SUBCOMMANDS:
+        if (head, words[1]) == ("npm", "run") and len(words) >= 3:
+            name = words[2]
+            return "test" if "test" in name else "lint" if "lint" in name else "build" if "build" in name else "run"
+        return _SUBCOMMANDS[(head, words[1])]
+    for kind, names in (("test", _TEST), ("lint", _LINT), ("type", _TYPE), ("build", _BUILD), ("run", _RUN)):
+        if head in names:
+            if head in {"bash", "sh"} and len(words) > 1 and words[1] == "-c":
+                return None
+            return kind
+    if head.startswith("./") or head.endswith((".sh", ".py")):
+        return "run"
+    return None
+
+
+def classify_check(command: str) -> str | None:
+    """Return "test", "lint", "type", "build" or "run" when ``command`` verifies work, else None.
+
+    With several commands chained, the strongest kind wins (test > type > lint > build > run):
+    `cd x && pytest` is a test run. A pipeline's status is its last command's, so only that counts.
+    """
+    order = ["test", "type", "lint", "build", "run"]
+    found: list[str] = []
+    for segment in _SPLIT.split(command):
+        last = segment.split("|")[-1] if "|" in segment else segment
+        kind = _classify_words(_words(last))
+        if kind:
+            found.append(kind)
+    if not found:
+        return None
+    return min(found, key=order.index)

@@ -1,0 +1,134 @@
+"""Table-driven tests for the pure stop decider: every branch, no I/O."""
+
+from __future__ import annotations
+
+import pytest
+
+from keel.loop.decider import TurnOutcome, decide, is_question
+from keel.loop.limits import Limits, Usage
+from keel.loop.state import TaskState, Todo
+
+
+def state(*, calls=1, changed=False, check=None, todos=(), streak=0, strikes=0, counts=None) -> TaskState:
+    s = TaskState()
+    for _ in range(calls):
+        s.record_tool_call()
+    if changed:
+        s.record_file_change("a.py")
+    if check is not None:
+        s.record_check("python -m pytest -q", check, "test")
+    s.set_todos([Todo(c, st) for c, st in todos])
+    s.pushback_streak = streak
+    s.repetition_strikes = strikes
+    for k, v in (counts or {}).items():
+        s.pushback_counts[k] = v
+    return s
+
+
+WORKING = TurnOutcome(text="", tool_calls=1, progress=True)
+DONE_TEXT = TurnOutcome(text="I fixed the bug and the tests pass.")
+FINISH = TurnOutcome(text="", tool_calls=1, progress=True, finished=True)
+QUESTION = TurnOutcome(text="Should I also update the docs?")
+PERMISSION = TurnOutcome(text="I can refactor the module. Let me know if you want me to proceed.")
+ASK_TOOL = TurnOutcome(tool_calls=1, progress=True, asked_user="Which database?")
+EMPTY = TurnOutcome(text="   ")
+L = Limits(max_steps=50)
+U = Usage(steps=3)
+
+CASES = [
+    # id, outcome, state, limits, usage, attended, plan_mode, verdict, reason
+    ("working continues", WORKING, state(), L, U, False, False, "continue", ""),
+    ("complete with fresh passing check", FINISH, state(changed=True, check=0), L, U, False, False, "stop", "complete"),
+    ("complete by text reply", DONE_TEXT, state(changed=True, check=0), L, U, False, False, "stop", "complete"),
+    ("read-only task needs no check", DONE_TEXT, state(), L, U, False, False, "stop", "complete"),
+    ("no check after change", FINISH, state(changed=True), L, U, False, False, "continue", "unverified"),
+    ("failing check", FINISH, state(changed=True, check=1), L, U, False, False, "continue", "unverified"),
+    ("did nothing", DONE_TEXT, state(calls=0), L, U, False, False, "continue", "did_nothing"),
+    ("unfinished todos", FINISH, state(todos=[("fix", "in_progress")]), L, U, False, False, "continue",
+     "unfinished_todos"),
+    ("todos all done", FINISH, state(todos=[("fix", "done")]), L, U, False, False, "stop", "complete"),
+    ("question unattended", QUESTION, state(), L, U, False, False, "continue", "question_unattended"),
+    ("permission unattended", PERMISSION, state(), L, U, False, False, "continue", "question_unattended"),
+    ("question attended", QUESTION, state(), L, U, True, False, "stop", "needs_user"),
+    ("ask_user attended", ASK_TOOL, state(), L, U, True, False, "stop", "needs_user"),
+    ("ask_user unattended", ASK_TOOL, state(), L, U, False, False, "continue", "question_unattended"),
+    ("plan attended", TurnOutcome(text="Plan: 1. ...", plan_submitted=True), state(), L, U, True, True,
+     "stop", "awaiting_plan_approval"),
+    ("plan unattended", TurnOutcome(text="Plan: 1. ...", plan_submitted=True), state(), L, U, False, True,
+     "continue", "plan_unattended"),
+    ("empty reply", EMPTY, state(), L, U, False, False, "continue", "empty_reply"),
+    ("truncated reply", TurnOutcome(text="Here is a very long", truncated=True), state(), L, U, False, False,
+     "continue", "truncated"),
+    ("steps limit", WORKING, state(), Limits(max_steps=3), Usage(steps=3), False, False, "stop", "limit:steps"),
+    ("complete beats step limit", FINISH, state(), Limits(max_steps=3), Usage(steps=3), False, False,
+     "stop", "complete"),
+    ("wall clock", WORKING, state(), Limits(max_seconds=10), Usage(steps=1, elapsed_s=11), False, False,
+     "stop", "limit:wall_clock"),
+    ("tokens", WORKING, state(), Limits(max_tokens=100), Usage(steps=1, tokens=150), False, False,
+     "stop", "limit:tokens"),
+    ("cost", WORKING, state(), Limits(max_cost_usd=0.5), Usage(steps=1, cost_usd=0.6), False, False,
+     "stop", "limit:cost"),
+    ("repetition", WORKING, state(strikes=2), L, U, False, False, "stop", "limit:repetition"),
+    ("one repeat is only refused", WORKING, state(strikes=1), L, U, False, False, "continue", ""),
+    ("no progress after pushbacks", QUESTION, state(streak=3), L, U, False, False, "stop", "limit:no_progress"),
+    ("progress resets the streak", FINISH, state(changed=True, streak=3), L, U, False, False, "continue",
+     "unverified"),
+    ("context error", TurnOutcome(engine_failure="context"), state(), L, U, False, False, "stop",
+     "limit:context"),
+    ("retries exhausted", TurnOutcome(engine_failure="retries"), state(), L, U, False, False, "stop",
+     "limit:retries"),
+]
+
+
+@pytest.mark.parametrize(("outcome", "st", "limits", "used", "attended", "plan_mode", "verdict", "reason"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_decide(outcome, st, limits, used, attended, plan_mode, verdict, reason):
+    d = decide(outcome, st, limits, used, attended=attended, plan_mode=plan_mode)
+    assert (d.verdict, d.reason) == (verdict, reason)
+    if verdict == "continue" and reason:
+        assert d.pushback  # every pushback carries text for the next request
+    if verdict == "stop":
+        assert d.pushback is None
+
+
+def test_tool_failures_never_stop():
+    failed = TurnOutcome(text="", tool_calls=2, progress=False)
+    assert decide(failed, state(), L, U, attended=False).verdict == "continue"
+
+
+def test_pushback_wording_escalates_and_names_specifics():
+    s = state(changed=True, check=1)
+    texts = []
+    for n in range(3):
+        s.pushback_counts["unverified"] = n
+        texts.append(decide(FINISH, s, L, U, attended=False).pushback)
+    assert len(set(texts)) == 3
+    assert "python -m pytest -q" in texts[0] and "exited 1" in texts[0]
+    todo_state = state(todos=[("write the migration", "pending")])
+    assert "write the migration" in decide(FINISH, todo_state, L, U, attended=False).pushback
+
+
+def test_a_later_failing_check_of_the_same_kind_cancels_an_earlier_pass():
+    s = state(changed=True, check=0)
+    s.record_check("python -m pytest -q", 1, "test")
+    assert decide(FINISH, s, L, U, attended=False).reason == "unverified"
+
+
+def test_a_change_after_the_passing_check_makes_it_stale():
+    s = state(changed=True, check=0)
+    s.record_file_change("b.py")
+    assert decide(FINISH, s, L, U, attended=False).reason == "unverified"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Done. All tests pass.", False),
+    ("Would you like me to add tests?", True),
+    ("I fixed it.\nShall I commit the change", True),
+    ("What is the fix? The off-by-one in range(). Fixed it.", False),
+    ("", False),
+    ("Done. Let me know if you want anything else.", False),
+    ("I can refactor it. Let me know if you want me to proceed.", True),
+    ("Please confirm the target version before I proceed.", True),
+])
+def test_is_question(text, expected):
+    assert is_question(text) is expected

@@ -1,0 +1,239 @@
+"""Text-form tool call recovery and retry backoff: pure functions, tested as tables."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from keel.engine.recovery import recover_text_tool_calls
+from keel.engine.retry import MAX_RETRY_AFTER_S, backoff_delay, parse_retry_after
+
+TOOLS = {"read_file", "write_file", "grep", "run_shell", "finish"}
+
+
+def _calls(content: str, tools: set[str] = TOOLS, **kw):
+    rest, calls, fmt = recover_text_tool_calls(content, tools, **kw)
+    return rest, [(c.name, _maybe_json(c.arguments)) for c in calls], fmt
+
+
+def _maybe_json(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # malformed arguments stay raw text
+
+
+# (case id, model output, expected calls [(name, args)], expected format, expected remaining content)
+CASES = [
+    ("hermes_single",
+     '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>',
+     [("read_file", {"path": "a.py"})], "hermes", ""),
+    ("hermes_prose_before_after",
+     'Let me look at the file.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "src/x.py"}}\n'
+     '</tool_call>\nThen I will fix it.',
+     [("read_file", {"path": "src/x.py"})], "hermes", "Let me look at the file.\n\nThen I will fix it."),
+    ("hermes_two_calls",
+     '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>\n'
+     '<tool_call>{"name": "grep", "arguments": {"pattern": "def main"}}</tool_call>',
+     [("read_file", {"path": "a.py"}), ("grep", {"pattern": "def main"})], "hermes", ""),
+    ("hermes_arguments_as_json_string",
+     '<tool_call>{"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}</tool_call>',
+     [("read_file", {"path": "a.py"})], "hermes", ""),
+    ("hermes_missing_close_at_end",
+     'Reading.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n',
+     [("read_file", {"path": "a.py"})], "hermes", "Reading."),
+    ("hermes_missing_close_before_next_open",
+     '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}\n'
+     '<tool_call>{"name": "read_file", "arguments": {"path": "b.py"}}</tool_call>',
+     [("read_file", {"path": "a.py"}), ("read_file", {"path": "b.py"})], "hermes", ""),
+    ("hermes_braces_inside_strings",
+     '<tool_call>{"name": "write_file", "arguments": {"path": "m.py", '
+     '"content": "def f():\\n    return {\\"a\\": \\"}{\\"}\\n"}}</tool_call>',
+     [("write_file", {"path": "m.py", "content": 'def f():\n    return {"a": "}{"}\n'})], "hermes", ""),
+    ("hermes_nested_arguments",
+     '<tool_call>{"name": "run_shell", "arguments": {"command": "pytest -q", "env": {"A": {"B": [1, 2]}}}}'
+     '</tool_call>',
+     [("run_shell", {"command": "pytest -q", "env": {"A": {"B": [1, 2]}}})], "hermes", ""),
+    ("hermes_parameters_key",
+     '<tool_call>{"name": "grep", "parameters": {"pattern": "TODO"}}</tool_call>',
+     [("grep", {"pattern": "TODO"})], "hermes", ""),
+    ("hermes_no_arguments",
+     '<tool_call>{"name": "finish"}</tool_call>', [("finish", {})], "hermes", ""),
+    ("hermes_unknown_name_kept",
+     '<tool_call>{"name": "delete_everything", "arguments": {}}</tool_call>',
+     [("delete_everything", {})], "hermes", ""),
+    ("hermes_malformed_trailing_comma_raw",
+     '<tool_call>{"name": "read_file", "arguments": {"path": "a.py",}}</tool_call>',
+     [("read_file", '{"path": "a.py",}')], "hermes", ""),
+    ("hermes_malformed_unescaped_quote_raw",
+     '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.py", "content": "x = "1""}}\n</tool_call>',
+     [("write_file", '{"path": "a.py", "content": "x = "1""}')], "hermes", ""),
+    ("hermes_fenced_inside_tag",
+     '<tool_call>\n```json\n{"name": "read_file", "arguments": {"path": "a.py"}}\n```\n</tool_call>',
+     [("read_file", {"path": "a.py"})], "hermes", ""),
+    ("qwen3_coder_single",
+     '<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/app.py\n</parameter>\n</function>\n</tool_call>',
+     [("read_file", {"path": "src/app.py"})], "qwen3_coder", ""),
+    ("qwen3_coder_multiline_value_keeps_inner_newlines",
+     "I'll write the file.\n<tool_call>\n<function=write_file>\n<parameter=path>\nm.py\n</parameter>\n"
+     "<parameter=content>\n\ndef f():\n    return 1\n\n</parameter>\n</function>\n</tool_call>",
+     [("write_file", {"path": "m.py", "content": "\ndef f():\n    return 1\n"})], "qwen3_coder",
+     "I'll write the file."),
+    ("qwen3_coder_json_typed_values",
+     '<tool_call><function=grep><parameter=pattern>x</parameter><parameter=max_results>20</parameter>'
+     '<parameter=globs>["*.py"]</parameter><parameter=ignore_case>true</parameter></function></tool_call>',
+     [("grep", {"pattern": "x", "max_results": 20, "globs": ["*.py"], "ignore_case": True})],
+     "qwen3_coder", ""),
+    ("qwen3_coder_two_functions_in_one_wrapper",
+     "<tool_call>\n<function=read_file>\n<parameter=path>\na.py\n</parameter>\n</function>\n"
+     "<function=read_file>\n<parameter=path>\nb.py\n</parameter>\n</function>\n</tool_call>",
+     [("read_file", {"path": "a.py"}), ("read_file", {"path": "b.py"})], "qwen3_coder", ""),
+    ("qwen3_coder_bare_without_wrapper",
+     "Checking.\n<function=read_file>\n<parameter=path>\na.py\n</parameter>\n</function>",
+     [("read_file", {"path": "a.py"})], "qwen3_coder", "Checking."),
+    ("qwen3_coder_missing_final_closes",
+     "<tool_call>\n<function=run_shell>\n<parameter=command>\npytest -q\n",
+     [("run_shell", {"command": "pytest -q"})], "qwen3_coder", ""),
+    ("qwen3_coder_missing_parameter_close",
+     "<tool_call>\n<function=run_shell>\n<parameter=command>\nls\n</function>\n</tool_call>",
+     [("run_shell", {"command": "ls"})], "qwen3_coder", ""),
+    ("qwen3_coder_unknown_name_kept",
+     "<tool_call>\n<function=browse_web>\n<parameter=url>\nhttp://x\n</parameter>\n</function>\n</tool_call>",
+     [("browse_web", {"url": "http://x"})], "qwen3_coder", ""),
+    ("qwen3_coder_no_parameters",
+     "<tool_call>\n<function=finish>\n</function>\n</tool_call>", [("finish", {})], "qwen3_coder", ""),
+    ("json_fenced_small_model",
+     'I will read the file.\n```json\n{"name": "read_file", "arguments": {"path": "a.py"}}\n```',
+     [("read_file", {"path": "a.py"})], "json", "I will read the file."),
+    ("json_bare_object_parameters",
+     '{"name": "grep", "parameters": {"pattern": "foo"}}', [("grep", {"pattern": "foo"})], "json", ""),
+    ("json_bare_with_prose",
+     'Sure. {"name": "read_file", "arguments": {"path": "a.py"}} Done.',
+     [("read_file", {"path": "a.py"})], "json", "Sure.  Done."),
+    ("json_fenced_list_of_calls",
+     '```json\n[{"name": "read_file", "arguments": {"path": "a"}}, {"name": "read_file", "arguments": {"path": "b"}}]\n```',
+     [("read_file", {"path": "a"}), ("read_file", {"path": "b"})], "json", ""),
+    ("json_openai_shaped_object",
+     '{"type": "function", "function": {"name": "finish", "arguments": "{\\"summary\\": \\"ok\\"}"}}',
+     [("finish", {"summary": "ok"})], "json", ""),
+]
+
+# Outputs that must yield no call at all: content comes back unchanged.
+NO_CALLS = [
+    ("plain_prose", "The bug is in parse(); it returns {} when the input is empty."),
+    ("placeholder_hermes", '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'),
+    ("placeholder_name_string", '<tool_call>{"name": "tool_name", "arguments": {}}</tool_call>'),
+    ("placeholder_braced", '<tool_call>{"name": "{name}", "arguments": {}}</tool_call>'),
+    ("placeholder_xml", "<tool_call>\n<function=<action>>\n</function>\n</tool_call>"),
+    ("placeholder_xml_name", "<function=function_name>\n<parameter=arg>\nx\n</parameter>\n</function>"),
+    ("json_unknown_tool", '```json\n{"name": "send_email", "arguments": {"to": "a@b"}}\n```'),
+    ("json_bare_unknown_tool", '{"name": "send_email", "arguments": {"to": "a@b"}}'),
+    ("json_data_not_call", '```json\n{"name": "keel", "version": "0.1"}\n```'),
+    ("json_nested_in_other_data", '{"examples": [{"name": "read_file", "arguments": {"path": "a"}}]}'),
+    ("json_call_in_python_fence",
+     '```python\nCALL = {"name": "read_file", "arguments": {"path": "a.py"}}\n```'),
+    ("json_mixed_list_fence", '```json\n[{"name": "read_file", "arguments": {}}, {"x": 1}]\n```'),
+    ("empty", ""),
+]
+
+
+@pytest.mark.parametrize(("output", "expected", "fmt", "rest"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_recovers_calls(output, expected, fmt, rest):
+    got_rest, got_calls, got_fmt = _calls(output)
+    assert got_calls == expected
+    assert got_fmt == fmt
+    assert got_rest == rest
+
+
+@pytest.mark.parametrize("output", [c[1] for c in NO_CALLS], ids=[c[0] for c in NO_CALLS])
+def test_no_call_leaves_content_alone(output):
+    assert recover_text_tool_calls(output, TOOLS) == (output, [], "")
+
+
+def test_ids_are_generated_in_order_from_id_start():
+    text = ('<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>'
+            '<tool_call>{"name": "read_file", "arguments": {"path": "b"}}</tool_call>')
+    _, calls, _ = recover_text_tool_calls(text, TOOLS, id_start=7)
+    assert [c.id for c in calls] == ["call_txt_7", "call_txt_8"]
+
+
+def test_schema_keeps_string_parameters_as_strings():
+    text = ("<function=write_file>\n<parameter=path>\nn.txt\n</parameter>\n"
+            "<parameter=content>\n42\n</parameter>\n</function>")
+    schemas = {"write_file": {"type": "object", "properties": {"path": {"type": "string"},
+                                                               "content": {"type": "string"}}}}
+    _, typed, _ = _calls(text, schemas=schemas)
+    _, untyped, _ = _calls(text)
+    assert typed == [("write_file", {"path": "n.txt", "content": "42"})]
+    assert untyped == [("write_file", {"path": "n.txt", "content": 42})]
+
+
+def test_schema_types_integer_parameters():
+    text = "<function=grep>\n<parameter=pattern>\n1\n</parameter>\n<parameter=limit>\n5\n</parameter>\n</function>"
+    schemas = {"grep": {"properties": {"pattern": {"type": "string"}, "limit": {"type": "integer"}}}}
+    assert _calls(text, schemas=schemas)[1] == [("grep", {"pattern": "1", "limit": 5})]
+
+
+def test_hermes_takes_precedence_over_json_lookalikes_in_prose():
+    text = ('Example: {"name": "grep", "arguments": {"pattern": "x"}}\n'
+            '<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>')
+    rest, calls, fmt = _calls(text)
+    assert calls == [("read_file", {"path": "a"})]
+    assert fmt == "hermes"
+    assert rest.startswith("Example:")
+
+
+# ---- retry.py ------------------------------------------------------------------------------
+
+BACKOFF = [
+    # (attempt, base, cap, retry_after, expected upper bound of the jitter window or exact value)
+    (0, 0.5, 30.0, None, ("window", 0.5)),
+    (1, 0.5, 30.0, None, ("window", 1.0)),
+    (3, 0.5, 30.0, None, ("window", 4.0)),
+    (10, 0.5, 30.0, None, ("window", 30.0)),
+    (200, 0.5, 30.0, None, ("window", 30.0)),
+    (0, 0.5, 30.0, 7.0, ("exact", 7.0)),
+    (5, 0.5, 1.0, 3.0, ("exact", 3.0)),   # the server knows better than our cap
+    (0, 0.5, 30.0, 0.0, ("exact", 0.0)),
+    (0, 0.5, 30.0, 3600.0, ("exact", MAX_RETRY_AFTER_S)),
+    (0, 0.5, 30.0, float("inf"), ("exact", MAX_RETRY_AFTER_S)),
+    (0, 0.0, 30.0, None, ("exact", 0.0)),
+]
+
+
+@pytest.mark.parametrize(("attempt", "base", "cap", "retry_after", "expected"), BACKOFF)
+def test_backoff_delay(attempt, base, cap, retry_after, expected):
+    rng = random.Random(42)
+    samples = [backoff_delay(attempt, base, cap, retry_after, rng) for _ in range(300)]
+    kind, value = expected
+    if kind == "exact":
+        assert samples == [value] * len(samples)
+    else:
+        assert all(0.0 <= s <= value for s in samples)
+        # Full jitter spreads over the whole window, not just near its top.
+        assert min(samples) < value * 0.1 and max(samples) > value * 0.9
+
+
+RETRY_AFTER = [
+    ({}, None),
+    (None, None),
+    ({"Retry-After": "3"}, 3.0),
+    ({"retry-after": "1.5"}, 1.5),
+    ({"Retry-After": " 2 "}, 2.0),
+    ({"retry-after-ms": "250"}, 0.25),
+    ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+    ({"retry-after-ms": "soon", "retry-after": "9"}, 9.0),
+    ({"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"}, 10.0),   # relative to the fixed `now` below
+    ({"Retry-After": "Wed, 21 Oct 2015 07:27:00 GMT"}, 0.0),    # a date in the past: go now
+    ({"Retry-After": "whenever"}, None),
+    ({"Retry-After": "-5"}, None),
+    ({"Content-Type": "application/json"}, None),
+]
+_NOW = 1445412480.0  # Wed, 21 Oct 2015 07:28:00 GMT
+
+
+@pytest.mark.parametrize(("headers", "expected"), RETRY_AFTER)
+def test_parse_retry_after(headers, expected):
+    assert parse_retry_after(headers, now=_NOW) == expected
