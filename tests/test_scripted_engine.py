@@ -14,9 +14,12 @@ from urllib.parse import urlparse
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keel.engine.types import EngineError
 from keel.testing import ScriptedEngineServer, ScriptedModel, ScriptError, load_script
+from keel.testing.script import PromptMeter, common_prefix_len, serialize
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {
@@ -309,3 +312,24 @@ def test_in_process_recovers_text_tool_calls(fmt: str) -> None:
     assert turn.tool_call_format == fmt
     assert [(c.name, json.loads(c.arguments)) for c in turn.tool_calls] == [("read_file", {"path": "a.py", "limit": 5})]
     assert turn.content == "Reading."
+
+
+MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "tool"]),
+                                           "content": st.text("ab\u00e9\"", max_size=6)}), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(MESSAGES, min_size=1, max_size=4), st.data())
+def test_prompt_meter_matches_whole_prompt_comparison(prompts: list[list[dict[str, str]]], data: Any) -> None:
+    """Reusing earlier messages (same objects, some edited in place) must not change the numbers."""
+    meter, previous = PromptMeter(), None
+    history: list[dict[str, str]] = []
+    for fresh in prompts:
+        keep = data.draw(st.integers(0, len(history)))
+        history = history[:keep] + fresh
+        if history and data.draw(st.booleans()):
+            history[0]["content"] = history[0]["content"] + "x"  # edited in place, as a compactor might
+        text = serialize(history)
+        expected_shared = 0 if previous is None else common_prefix_len(previous, text)
+        assert meter.measure(history) == (len(text), expected_shared)
+        previous = text

@@ -36,8 +36,9 @@ CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context
 KEY_FIX = "the server rejected the API key — set KEEL_API_KEY or --api-key-env"
 
 
-class _Transient(Exception):
-    """A failure worth retrying; carries what the next wait should honour."""
+class TransientFailure(Exception):
+    """A failure worth retrying (busy server, cut stream); carries what the next wait should honour.
+    ``complete`` never lets it escape: after the last attempt it becomes ``EngineError("retries")``."""
 
     def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(reason)
@@ -99,7 +100,7 @@ class OpenAICompatEngine:
             try:
                 turn = self._attempt(params, on_delta)
                 break
-            except _Transient as failure:
+            except TransientFailure as failure:
                 if retries + 1 >= self.max_attempts:
                     raise EngineError(
                         "retries", f"the engine at {self.base_url} failed {self.max_attempts} times in a row; "
@@ -109,7 +110,10 @@ class OpenAICompatEngine:
                 retries += 1
         if turn.tool_calls:
             turn.tool_call_format = "structured"
-        elif turn.content:
+        elif turn.content and turn.finish_reason != "length":
+            # A reply cut by max_tokens may end inside a text call whose missing closing tags
+            # recovery would forgive, running e.g. write_file with half its content. Leave it as
+            # text; the caller treats "length" as recoverable and asks again.
             self._recover_text_calls(turn, tools)
         if turn.usage.estimated:
             turn.usage = _estimate_usage(messages, tools, turn)
@@ -145,16 +149,16 @@ class OpenAICompatEngine:
             raise self._classify_connection(exc) from None
         self._server_seen = True
         try:
-            turn, self.last_usage_raw = _assemble(stream, on_delta)
+            turn, self.last_usage_raw = assemble_stream(stream, on_delta)
             return turn
         except (openai.APIConnectionError, json.JSONDecodeError) as exc:
             # Everything received in this attempt is dropped with the exception.
-            raise _Transient(f"the response stream broke off ({_describe(exc)})") from None
+            raise TransientFailure(f"the response stream broke off ({_describe(exc)})") from None
         except openai.APIError as exc:  # an error event inside the stream
             if _is_context_error(_server_text(exc), exc.code, exc.type):
                 raise EngineError("context", f"the request does not fit the model's context window: "
                                              f"{_server_text(exc)}") from None
-            raise _Transient(f"the server reported an error mid-stream: {_server_text(exc)}") from None
+            raise TransientFailure(f"the server reported an error mid-stream: {_server_text(exc)}") from None
         finally:
             stream.close()
 
@@ -162,7 +166,7 @@ class OpenAICompatEngine:
         if not self._server_seen and _is_connect_failure(exc):
             return EngineError("config", f"cannot reach the engine at {self.base_url} ({_describe(exc)}): "
                                          "is the server running, and is --base-url / KEEL_BASE_URL right?")
-        return _Transient(f"{_describe(exc)} talking to {self.base_url}")
+        return TransientFailure(f"{_describe(exc)} talking to {self.base_url}")
 
     def _classify_status(self, exc: openai.APIStatusError) -> Exception:
         status = exc.status_code
@@ -172,7 +176,7 @@ class OpenAICompatEngine:
         if status == 404:
             return self._explain_not_found(text)
         if status in RETRYABLE_STATUSES or status >= 500:
-            return _Transient(f"HTTP {status}: {text}", status=status,
+            return TransientFailure(f"HTTP {status}: {text}", status=status,
                               retry_after=parse_retry_after(dict(exc.response.headers)))
         if _is_context_error(text, exc.code, exc.type):
             return EngineError("context", f"the request does not fit the model's context window "
@@ -217,7 +221,12 @@ class OpenAICompatEngine:
 # ---- stream assembly ----------------------------------------------------------------------------
 
 
-def _assemble(stream: Iterable[Any], on_delta: DeltaCallback | None) -> tuple[AssistantTurn, dict[str, Any] | None]:
+def assemble_stream(stream: Iterable[Any], on_delta: DeltaCallback | None = None,
+                    ) -> tuple[AssistantTurn, dict[str, Any] | None]:
+    """Fold Chat Completions chunks into one turn plus the raw usage dict (None if not sent).
+
+    Raises ``TransientFailure`` when the stream ends without a finish_reason: whatever arrived
+    may be a cut-off tool call and must not be acted on."""
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, _PartialCall] = {}
@@ -235,7 +244,7 @@ def _assemble(stream: Iterable[Any], on_delta: DeltaCallback | None) -> tuple[As
             if choice.finish_reason:
                 finish_reason = choice.finish_reason
     if finish_reason is None:
-        raise _Transient("the response stream ended before the server said it was finished")
+        raise TransientFailure("the response stream ended before the server said it was finished")
     turn = AssistantTurn(content="".join(content), reasoning="".join(reasoning), finish_reason=finish_reason)
     for _index, partial in sorted(calls.items()):
         if not partial.name and not partial.arguments:

@@ -14,10 +14,11 @@ from typing import Any, Literal
 
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, ToolCall, Usage
 from keel.testing.script import (
-    PrefixCache,
+    PromptMeter,
     ScriptedFailure,
     ScriptPlayer,
     ScriptStep,
+    cached_tokens_for,
     load_script,
     serialize,
     step_usage,
@@ -38,7 +39,7 @@ class ScriptedModel:
         self.record = record
         self.requests: list[dict[str, Any]] = []
         self._player = ScriptPlayer(load_script(script))
-        self._cache = PrefixCache()
+        self._meter = PromptMeter()
 
     @property
     def remaining(self) -> int:
@@ -47,10 +48,9 @@ class ScriptedModel:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  on_delta: DeltaCallback | None = None) -> AssistantTurn:
         started = time.monotonic()
-        prompt = serialize(messages)
         tools_text = serialize(tools)
         if self.record:
-            self.requests.append({"messages": json.loads(prompt), "tools": json.loads(tools_text)})
+            self.requests.append({"messages": json.loads(serialize(messages)), "tools": json.loads(tools_text)})
         step = self._player.take()
         if step is None:
             raise EngineError("retries", f"scripted model exhausted: all {self._player.total} scripted "
@@ -59,13 +59,15 @@ class ScriptedModel:
             time.sleep(step.delay_s)
         if step.error is not None:
             raise _engine_error(step.error)
+        # Measured before a cut, as on the server: the prompt reached the engine's cache.
+        prompt_chars, shared_chars = self._meter.measure(messages)
         if step.cut_after_chunks is not None and step.cut_after_chunks < _chunk_count(step):
             raise EngineError("retries", f"scripted stream cut after {step.cut_after_chunks} chunks "
                                          f"(script step {step.index + 1})")
         if on_delta is not None:
             _replay_deltas(step, on_delta)
 
-        usage = step_usage(step, len(prompt) + len(tools_text), self._cache.observe(prompt))
+        usage = step_usage(step, prompt_chars + len(tools_text), cached_tokens_for(shared_chars))
         turn = AssistantTurn(
             content=step.content,
             tool_calls=[ToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in step.tool_calls],

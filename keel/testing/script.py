@@ -309,20 +309,60 @@ def common_prefix_len(a: str, b: str) -> int:
     return i
 
 
-class PrefixCache:
-    """Simulates a server prefix cache: the previous request's prompt is what sits in the cache."""
+class PromptMeter:
+    """Sizes each prompt and the prefix it shares with the previous one, like a server prefix cache.
+
+    Sizes are characters of ``serialize(messages)``, computed per message so that only messages
+    that changed since the previous call are serialised again: a long append-only history then
+    costs little per call. Keys keep references to each message and its content, so a message
+    edited in place (new content) is noticed; edits deep inside nested lists are not.
+    """
 
     def __init__(self) -> None:
-        self._previous = ""
+        self._keys: list[tuple[Any, ...]] = []
+        self._parts: list[str] = []
+        self._primed = False
         self._lock = threading.Lock()
 
-    def observe(self, prompt: str) -> int:
-        """Cached tokens for this prompt, in whole blocks; then this prompt becomes the cache."""
+    def measure(self, messages: Sequence[Any]) -> tuple[int, int]:
+        """(characters of this prompt, characters at its start shared with the previous prompt)."""
         with self._lock:
-            shared = common_prefix_len(self._previous, prompt)
-            self._previous = prompt
-        tokens = shared // CHARS_PER_TOKEN
-        return tokens - tokens % CACHE_BLOCK_TOKENS
+            old_keys, old_parts = self._keys, self._parts
+            keys = [_message_key(m) for m in messages]
+            parts: list[str] = []
+            same = 0  # leading messages that serialise exactly as last time
+            for i, key in enumerate(keys):
+                reuse = i < len(old_keys) and key == old_keys[i]
+                part = old_parts[i] if reuse else serialize(messages[i])
+                if same == i and i < len(old_parts) and part == old_parts[i]:
+                    same += 1
+                parts.append(part)
+            total = 2 + sum(map(len, parts)) + max(0, len(parts) - 1)
+            lead = 1 + sum(map(len, parts[:same]))  # "[" and the identical messages
+            if not self._primed:
+                shared = 0
+            elif same < len(parts) and same < len(old_parts):
+                shared = lead + same + common_prefix_len(old_parts[same], parts[same])
+            elif len(parts) == len(old_parts):
+                shared = total
+            else:  # one prompt ends where the other goes on with another message
+                shared = lead + max(0, same - 1)
+            self._keys, self._parts, self._primed = keys, parts, True
+        return total, shared
+
+
+def _message_key(message: Any) -> tuple[Any, ...]:
+    # Identity first: equal dicts with another key order serialise differently, so only the very
+    # same object may reuse its text. Holding the object keeps its id from being recycled.
+    if isinstance(message, dict):
+        return id(message), message.get("content"), message.get("tool_calls"), message
+    return id(message), message
+
+
+def cached_tokens_for(shared_chars: int) -> int:
+    """Shared prefix in whole cache blocks: real prefix caches only reuse complete KV blocks."""
+    tokens = shared_chars // CHARS_PER_TOKEN
+    return tokens - tokens % CACHE_BLOCK_TOKENS
 
 
 def step_output_chars(step: ScriptStep) -> int:

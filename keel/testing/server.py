@@ -20,10 +20,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from keel.testing.script import (
-    PrefixCache,
+    PromptMeter,
     ScriptError,
     ScriptPlayer,
     ScriptStep,
+    cached_tokens_for,
     load_script,
     serialize,
     step_usage,
@@ -41,13 +42,14 @@ class ScriptedEngineServer:
         self.api_key = api_key
         self.record = record
         self._player = ScriptPlayer(load_script(script))
-        self._cache = PrefixCache()
+        self._meter = PromptMeter()
         self._requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._counter = 0
         self._httpd = _Httpd((host, port), _Handler, self)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="keel-scripted-engine",
-                                        daemon=True)
+        # A short poll keeps close() quick: shutdown() waits for the serve loop's next wake-up.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="keel-scripted-engine", daemon=True)
         self._closed = False
         self._thread.start()
 
@@ -159,9 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
             extra = {} if err.retry_after is None else {"Retry-After": _seconds(err.retry_after)}
             self._send_json(err.status, err.body(), extra)
             return
-        prompt = serialize(body["messages"])
-        cached = owner._cache.observe(prompt)
-        usage = step_usage(step, len(prompt) + len(serialize(body.get("tools") or [])), cached)
+        prompt_chars, shared_chars = owner._meter.measure(body["messages"])
+        usage = step_usage(step, prompt_chars + len(serialize(body.get("tools") or [])),
+                           cached_tokens_for(shared_chars))
         completion_id = f"chatcmpl-scripted-{number}"
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

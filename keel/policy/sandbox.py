@@ -1,0 +1,377 @@
+"""The OS sandbox around every shell command keel runs.
+
+Two layers, strongest available first:
+
+- **bubblewrap**: the whole filesystem is mounted read-only except the workspace; /tmp is a
+  fresh tmpfs; /dev and /proc are minimal and private; a new PID namespace (the command sees
+  only its own processes and dies with keel), new IPC/UTS namespaces, a new network namespace
+  unless network was approved, all capabilities dropped (so even root cannot remount ``/``),
+  and secrets hidden: credential dirs under HOME are covered by empty tmpfs, secret files and
+  daemon sockets by an empty read-only file, ``.env`` files in the workspace likewise.
+- **rlimits** (always, and alone where bubblewrap is missing or broken): CPU time, data memory,
+  file size and core dumps are limited; the process-tree kill lives in keel.tools.process.
+
+Every command, sandboxed or not, gets a scrubbed environment (no tokens, keys, passwords)
+and git/pager settings that can never wait for a terminal.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fnmatch
+import os
+import re
+import resource
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+SandboxKind = Literal["bubblewrap", "rlimits"]
+
+GIB = 1024**3
+
+DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
+    "~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.netrc", "~/.docker", "~/.config/keel",
+    "~/.kube", "~/.azure", "~/.config/gh", "~/.git-credentials", "~/.pypirc", "~/.npmrc",
+    "~/.password-store", "~/.local/share/keyrings", "~/.vault-token",
+    # Sockets of daemons that would run anything as their (privileged) owner.
+    "/run/docker.sock", "/var/run/docker.sock", "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock", "/run/user",
+)
+
+# Directories never searched for .env files: dependency trees and caches, huge and not the user's.
+_ENV_SEARCH_SKIP = frozenset({
+    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", ".env", "__pycache__", ".tox", ".nox",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", "site-packages", "target", "dist", "build",
+})
+_ENV_SEARCH_MAX_DEPTH = 6
+_ENV_SEARCH_MAX_DIRS = 5000
+# Conventional placeholders that are committed on purpose and hold no real secret.
+_ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
+
+
+@dataclass
+class SandboxPolicy:
+    """How commands are confined. ``enabled=False`` turns off only the bubblewrap layer:
+    rlimits and environment scrubbing always apply."""
+
+    enabled: bool = True
+    network: bool = False
+    cpu_seconds: int = 600
+    memory_bytes: int = 4 * GIB       # RLIMIT_DATA: heap + private writable mappings
+    file_size_bytes: int = 1 * GIB
+    # RLIMIT_NPROC counts every process of the *user*, not of the command, so it is off by default.
+    nproc: int | None = None
+    hide_paths: list[str] = field(default_factory=lambda: list(DEFAULT_HIDDEN_PATHS))
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    kind: SandboxKind
+    detail: str
+
+
+class SandboxLaunch(NamedTuple):
+    argv_prefix: list[str]
+    env: dict[str, str]
+    preexec_fn: Callable[[], None]
+
+    @property
+    def kind(self) -> SandboxKind:
+        return "bubblewrap" if self.argv_prefix else "rlimits"
+
+
+# ---------------------------------------------------------------- environment
+
+_SECRET_NAME_PARTS = ("KEY", "SECRET", "TOKEN", "PASSW", "CREDENTIAL", "_AUTH")
+_SECRET_NAME_PREFIXES = ("AWS_", "GH_", "GITHUB_", "OPENAI_", "KEEL_API", "ANTHROPIC_", "AZURE_")
+_SECRET_NAMES = frozenset({"GOOGLE_APPLICATION_CREDENTIALS", "SSH_AUTH_SOCK", "MYSQL_PWD"})
+# scheme://user:password@host — a password carried inside a URL-valued variable.
+_URL_WITH_PASSWORD = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")
+
+
+def is_secret_variable(name: str, value: str = "") -> bool:
+    upper = name.upper()
+    return (
+        upper in _SECRET_NAMES
+        or upper.startswith(_SECRET_NAME_PREFIXES)
+        or any(part in upper for part in _SECRET_NAME_PARTS)
+        or bool(_URL_WITH_PASSWORD.search(value))
+    )
+
+
+_GIT_CONFIG_ENTRY = re.compile(r"GIT_CONFIG_(KEY|VALUE)_(\d+)")
+_SECRET_GIT_KEYS = re.compile(r"extraheader|token|passw|credential|auth|secret", re.IGNORECASE)
+
+
+def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``env`` without variables that look like credentials."""
+    clean = {k: v for k, v in env.items()
+             if _GIT_CONFIG_ENTRY.fullmatch(k) or not is_secret_variable(k, v)}
+    # GIT_CONFIG_KEY_<n> has "KEY" in its name but is plain git configuration. Entries cannot be
+    # dropped (git insists on every index below GIT_CONFIG_COUNT), so a credential-bearing one
+    # (an Authorization extraheader, a credential helper) gets an empty value, which resets it.
+    for name in list(clean):
+        match = _GIT_CONFIG_ENTRY.fullmatch(name)
+        if match and match.group(1) == "KEY" and _SECRET_GIT_KEYS.search(clean[name]):
+            clean[f"GIT_CONFIG_VALUE_{match.group(2)}"] = ""
+    return clean
+
+
+_GIT_OVERRIDES = (("core.fsmonitor", "false"), ("core.pager", "cat"))
+
+
+def _add_git_config(env: dict[str, str]) -> None:
+    """Append keel's git settings after any the caller passed via GIT_CONFIG_COUNT."""
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = -1
+    if count < 0:
+        # A malformed count makes git refuse to run; start a clean, valid list instead.
+        for name in [k for k in env if _GIT_CONFIG_ENTRY.fullmatch(k)]:
+            del env[name]
+        count = 0
+    for key, value in _GIT_OVERRIDES:
+        env[f"GIT_CONFIG_KEY_{count}"] = key
+        env[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    env["GIT_CONFIG_COUNT"] = str(count)
+
+
+def command_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """The environment for any command: scrubbed, and unable to wait for a pager, editor or prompt."""
+    env = scrub_env(base)
+    env.update({
+        "GIT_PAGER": "cat", "PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
+        # `git commit` without -m must fail at once, not wait for an editor nobody sees.
+        "GIT_EDITOR": "true",
+        "TERM": "dumb", "NO_COLOR": "1", "PIP_NO_INPUT": "1",
+    })
+    _add_git_config(env)
+    return env
+
+
+# ---------------------------------------------------------------- rlimits
+
+
+def _clamped(limit: int, resource_id: int) -> int:
+    """``limit``, lowered to the current hard limit: raising a hard limit needs privileges."""
+    _, hard = resource.getrlimit(resource_id)
+    return limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+
+
+def _rlimits(policy: SandboxPolicy) -> list[tuple[int, tuple[int, int]]]:
+    data = _clamped(policy.memory_bytes, resource.RLIMIT_DATA)
+    fsize = _clamped(policy.file_size_bytes, resource.RLIMIT_FSIZE)
+    limits = [
+        (resource.RLIMIT_DATA, (data, data)),
+        (resource.RLIMIT_FSIZE, (fsize, fsize)),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ]
+    # The soft CPU limit sends SIGXCPU (a named, explainable death); the hard one SIGKILLs 5 s later.
+    hard_cpu = _clamped(policy.cpu_seconds + 5, resource.RLIMIT_CPU)
+    limits.append((resource.RLIMIT_CPU, (min(policy.cpu_seconds, hard_cpu), hard_cpu)))
+    if policy.nproc is not None:
+        nproc = _clamped(policy.nproc, resource.RLIMIT_NPROC)
+        limits.append((resource.RLIMIT_NPROC, (nproc, nproc)))
+    return limits
+
+
+def _preexec_for(limits: list[tuple[int, tuple[int, int]]]) -> Callable[[], None]:
+    # Runs in the forked child before exec: everything is computed beforehand so the child
+    # only makes system calls (no imports, no locks).
+    setrlimit = resource.setrlimit
+
+    def apply_limits() -> None:
+        for resource_id, values in limits:
+            setrlimit(resource_id, values)
+
+    return apply_limits
+
+
+# ---------------------------------------------------------------- detection
+
+_BASE_FLAGS = (
+    "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    "--unshare-cgroup-try", "--cap-drop", "ALL",
+    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+)
+_detect_lock = threading.Lock()
+_detected: SandboxInfo | None = None
+
+
+def detect_sandbox() -> SandboxInfo:
+    """Which protection commands get here. bubblewrap must not only exist but work (it needs
+    namespaces the host may forbid), so it is tried once per process and the answer cached."""
+    global _detected
+    with _detect_lock:
+        if _detected is None:
+            _detected = _probe_bubblewrap()
+        return _detected
+
+
+def _probe_bubblewrap() -> SandboxInfo:
+    fallback = ("rlimits only ({why}): commands can write anywhere this user can and reach the "
+                "network; CPU, memory and file-size limits, a scrubbed environment and "
+                "process-tree kill on timeout apply")
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return SandboxInfo("rlimits", fallback.format(why="bubblewrap (bwrap) is not installed"))
+    try:
+        probe = subprocess.run([bwrap, *_BASE_FLAGS, "--unshare-net", "--", "true"],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxInfo("rlimits", fallback.format(why=f"bubblewrap failed to start: {exc}"))
+    if probe.returncode != 0:
+        reason = probe.stderr.decode(errors="replace").strip().splitlines()
+        why = f"bubblewrap does not work here: {reason[0] if reason else f'exit {probe.returncode}'}"
+        return SandboxInfo("rlimits", fallback.format(why=why))
+    return SandboxInfo("bubblewrap", "bubblewrap: read-only filesystem except the workspace, private /tmp, "
+                                     "no network unless approved, own PID namespace, no capabilities, "
+                                     "secrets and .env files hidden, CPU/memory/file-size limits")
+
+
+# ---------------------------------------------------------------- hiding secrets
+
+
+def _homes(command_env: Mapping[str, str]) -> list[str]:
+    """Every HOME whose secrets must be hidden: the command's and keel's own."""
+    homes = [command_env.get("HOME", ""), os.environ.get("HOME", ""), os.path.expanduser("~")]
+    return list(dict.fromkeys(h for h in homes if h and os.path.isabs(h)))
+
+
+def _keel_dirs(command_env: Mapping[str, str]) -> list[str]:
+    """keel's own config/state directories (API keys live there), wherever they were moved to."""
+    found = []
+    for env in (command_env, os.environ):
+        if env.get("KEEL_HOME"):
+            found.append(env["KEEL_HOME"])
+        if env.get("XDG_CONFIG_HOME"):
+            found.append(os.path.join(env["XDG_CONFIG_HOME"], "keel"))
+    return [d for d in found if os.path.isabs(d)]
+
+
+def _expand(entry: str, homes: list[str]) -> list[str]:
+    if entry == "~" or entry.startswith("~/"):
+        return [os.path.join(home, entry[2:]) for home in homes]
+    return [entry] if os.path.isabs(entry) else []
+
+
+def find_env_files(workspace: Path) -> list[Path]:
+    """``.env`` / ``.env.*`` files in the workspace (bounded depth and directory count)."""
+    found: list[Path] = []
+    root_depth = len(workspace.parts)
+    for visited, (dirpath, dirnames, filenames) in enumerate(os.walk(workspace), start=1):
+        depth = len(Path(dirpath).parts) - root_depth
+        dirnames[:] = [] if depth >= _ENV_SEARCH_MAX_DEPTH else [d for d in dirnames if d not in _ENV_SEARCH_SKIP]
+        for name in filenames:
+            if (name == ".env" or fnmatch.fnmatch(name, ".env.*")) and name not in _ENV_TEMPLATES:
+                found.append(Path(dirpath) / name)
+        if visited >= _ENV_SEARCH_MAX_DIRS:
+            break
+    return found
+
+
+def _is_within(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
+_empty_lock = threading.Lock()
+_empty_path: str | None = None
+
+
+def _empty_file() -> str:
+    """A read-only empty regular file to mount over secret files.
+
+    /dev/null would be the obvious choice, but bubblewrap mounts it ``nodev`` (opening fails
+    with EACCES, which breaks tools that merely read an optional ~/.npmrc) or, bound as a
+    device, silently swallows writes. An empty file reads as empty and refuses writes (EROFS).
+    """
+    global _empty_path
+    with _empty_lock:
+        if _empty_path is None or not os.path.isfile(_empty_path):
+            directory = tempfile.mkdtemp(prefix="keel-sandbox-")
+            atexit.register(shutil.rmtree, directory, True)
+            path = os.path.join(directory, "empty")
+            with open(path, "wb"):
+                pass
+            os.chmod(path, 0o444)
+            _empty_path = path
+        return _empty_path
+
+
+def _hide_args(path: str) -> list[str] | None:
+    """bwrap arguments that make ``path`` (a real path) empty, or None if it does not exist."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode):
+        return ["--tmpfs", path]
+    return ["--ro-bind", _empty_file(), path]
+
+
+def _hidden_targets(policy: SandboxPolicy, workspace: str, homes: list[str], extra: list[str]) -> list[str]:
+    candidates: list[str] = list(extra)
+    for entry in policy.hide_paths:
+        candidates.extend(_expand(entry, homes))
+    candidates.extend(str(p) for p in find_env_files(Path(workspace)))
+    targets: list[str] = []
+    for real in sorted({os.path.realpath(c) for c in candidates if os.path.lexists(c)}, key=len):
+        # Hiding the workspace itself would leave nothing to work on; anything inside an
+        # already hidden directory is gone with it.
+        if real != workspace and not any(_is_within(real, t) for t in targets):
+            targets.append(real)
+    return targets
+
+
+# ---------------------------------------------------------------- assembling the command
+
+
+def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, command_env: Mapping[str, str]) -> list[str]:
+    ws = os.path.realpath(workspace)
+    argv = [shutil.which("bwrap") or "bwrap", *_BASE_FLAGS]
+    if not network:
+        argv.append("--unshare-net")
+    targets = _hidden_targets(policy, ws, _homes(command_env), _keel_dirs(command_env))
+    # A hidden directory that contains the workspace is covered first, then the workspace is
+    # bound back on top of it; every other hide goes last so it also wins inside the workspace.
+    before = [t for t in targets if _is_within(ws, t)]
+    after = [t for t in targets if t not in before]
+    for target in before:
+        argv += _hide_args(target) or []
+    argv += ["--bind", ws, ws]
+    for target in after:
+        argv += _hide_args(target) or []
+    argv += ["--chdir", ws, "--"]
+    return argv
+
+
+def build_sandboxed(
+    command_env: Mapping[str, str],
+    workspace: Path,
+    policy: SandboxPolicy,
+    allow_network: bool,
+) -> SandboxLaunch:
+    """Everything needed to run one command confined: an argv prefix (empty without
+    bubblewrap), the environment, and the preexec function that sets rlimits.
+
+    ``command_env`` is the environment the command would otherwise get (usually os.environ);
+    its HOME also decides which secret directories are hidden.
+    """
+    env = command_environment(command_env)
+    preexec = _preexec_for(_rlimits(policy))
+    if not policy.enabled or detect_sandbox().kind != "bubblewrap":
+        return SandboxLaunch([], env, preexec)
+    # Only the workspace and the fresh /tmp are writable: temp files and caches go to /tmp.
+    env["TMPDIR"] = "/tmp"
+    env["XDG_CACHE_HOME"] = "/tmp/.cache"
+    argv = bubblewrap_argv(workspace, policy, network=policy.network or allow_network, command_env=command_env)
+    return SandboxLaunch(argv, env, preexec)

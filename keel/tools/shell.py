@@ -1,0 +1,177 @@
+"""run_shell: one bash command in the workspace, through the shell policy and the OS sandbox.
+
+Flow: policy (the approval gate, or the risk classifier when no gate is configured; never
+fail open) -> sandbox (bubblewrap or rlimits, scrubbed environment) -> run with timeout, tree
+kill and output cap -> a result whose first line is the exit status, plus a CheckRun so the
+stop decider can count passing tests/builds as evidence.
+"""
+
+from __future__ import annotations
+
+import os
+import signal as signals
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from keel.policy.sandbox import SandboxPolicy, build_sandboxed
+from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
+from keel.tools.process import CommandResult, run_command
+
+MAX_TIMEOUT_S = 600
+
+
+class RunShellArgs(ToolArgs):
+    command: str = Field(
+        min_length=1,
+        description=(
+            "The bash command line to run, e.g. `python -m pytest -q tests/test_api.py` or "
+            "`git diff --stat`. Chain steps with && in one command."
+        ),
+    )
+    timeout: int | None = Field(
+        default=None, ge=1, le=MAX_TIMEOUT_S,
+        description="Seconds before the command and every process it started are killed "
+                    "(default 120, max 600). Raise it only for slow builds or test suites.",
+    )
+
+
+DESCRIPTION = (
+    "Run a bash command in the workspace root and get its exit code and combined stdout/stderr. "
+    "Use it to run tests, builds, linters, type checkers, git and project scripts. For reading, "
+    "listing and searching files prefer read_file, list_dir, grep and find_files; to change files "
+    "use edit_file and write_file, not sed or echo redirection. "
+    "The command is non-interactive: stdin is closed, so anything that prompts fails; pass flags "
+    "such as -y, --yes, --no-edit or -m. Each call starts a fresh shell in the workspace root: "
+    "`cd` and exported variables do not carry over. Background processes are stopped when the "
+    "command ends, so start a server and the client that tests it in the same command. Files "
+    "outside the workspace may be read-only and network access may be blocked. Long output is "
+    "cut in the middle; filter it (e.g. `| tail -50`, `pytest -q`) to keep what matters."
+)
+
+
+@dataclass
+class _Authorization:
+    allowed: bool
+    message: str
+    decision: str
+    network: bool = False
+
+
+def _authorize(command: str, ctx: ToolContext) -> _Authorization:
+    """Ask the approval gate; without one, apply the risk classifier. Never fail open."""
+    if ctx.approval is not None:
+        outcome = ctx.approval.authorize_shell(command)
+        return _Authorization(bool(outcome.allowed), str(getattr(outcome, "message", "") or ""),
+                              str(getattr(outcome, "decision", "")), bool(getattr(outcome, "network", False)))
+    try:
+        from keel.policy.shell_risk import classify_command
+    except ImportError:
+        return _Authorization(False, "run_shell is unavailable: no shell policy is configured, and commands "
+                                     "are never run unchecked. Use the file tools instead.", "deny")
+    verdict = classify_command(command, ctx.workspace)
+    decision = str(getattr(verdict, "decision", ""))
+    reason = str(getattr(verdict, "reason", "") or "")
+    part = getattr(verdict, "part", None)
+    where = f" (in `{part}`)" if part and part != command else ""
+    if decision == "allow":
+        return _Authorization(True, "", decision)
+    if decision == "ask":
+        return _Authorization(False, f"Not run: this command needs a person's approval{where}: {reason}. No one "
+                                     "can approve commands in this run; find a safer way to reach the goal.",
+                              decision)
+    return _Authorization(False, f"Refused{where}: {reason or 'the shell policy denies this command'}.",
+                          decision or "deny")
+
+
+_SIGNAL_NOTES: dict[int, str] = {
+    signals.SIGXCPU: "the CPU time limit was reached",
+    signals.SIGXFSZ: "the file size limit was reached",
+    signals.SIGKILL: "killed (possibly out of memory or the hard CPU limit)",
+    signals.SIGSEGV: "segmentation fault",
+    signals.SIGABRT: "aborted",
+}
+_READ_ONLY_SIGNS = ("Read-only file system",)
+_NETWORK_SIGNS = ("Temporary failure in name resolution", "Network is unreachable", "Could not resolve host",
+                  "Name or service not known", "getaddrinfo failed", "No address associated with hostname")
+
+
+def _status_line(result: CommandResult, timeout_s: float) -> str:
+    if result.timed_out:
+        return f"timed out after {timeout_s:g} s — the whole process tree was killed"
+    if result.signal is not None and result.exit_code is None:
+        try:
+            name = signals.Signals(result.signal).name
+        except ValueError:
+            name = str(result.signal)
+        note = _SIGNAL_NOTES.get(result.signal)
+        return f"exit code: none — killed by signal {name}" + (f" ({note})" if note else "")
+    return f"exit code: {result.exit_code}"
+
+
+def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
+    """Explain failures the sandbox caused, so the model does not chase a phantom bug."""
+    hints = []
+    if kind == "bubblewrap" and any(s in output for s in _READ_ONLY_SIGNS):
+        hints.append("[sandbox: only the workspace and /tmp are writable; install packages into a "
+                     "virtualenv inside the workspace]")
+    if kind == "bubblewrap" and not network and any(s in output for s in _NETWORK_SIGNS):
+        hints.append("[sandbox: network access is off for this command]")
+    return hints
+
+
+def _check_kind(command: str) -> str | None:
+    try:
+        from keel.verify.checks import classify_check
+    except ImportError:
+        return None
+    return classify_check(command)
+
+
+def run_shell(args: RunShellArgs, ctx: ToolContext) -> ToolResult:
+    command = args.command
+    if "\x00" in command:
+        return ToolResult.error("The command contains a NUL byte; bash cannot run it.")
+    if not ctx.workspace.is_dir():
+        return ToolResult.error(f"The workspace {ctx.workspace} does not exist; nothing was run.")
+
+    auth = _authorize(command, ctx)
+    if not auth.allowed:
+        return ToolResult.error(auth.message or "The shell policy refused this command.", decision=auth.decision)
+
+    policy = ctx.sandbox if ctx.sandbox is not None else SandboxPolicy()
+    launch = build_sandboxed(os.environ, ctx.workspace, policy, allow_network=auth.network)
+    network = bool(policy.network or auth.network)
+    timeout_s = min(float(args.timeout) if args.timeout is not None else ctx.shell_timeout_s, MAX_TIMEOUT_S)
+    try:
+        result = run_command(command, ctx.workspace, timeout_s=timeout_s, output_cap_bytes=ctx.output_cap_bytes,
+                             env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn)
+    except OSError as exc:
+        return ToolResult.error(f"Could not start the command: {exc}", sandbox=launch.kind)
+
+    lines = [_status_line(result, timeout_s), result.output if result.output else "(no output)"]
+    lines += _sandbox_hints(result.output, launch.kind, network)
+    meta: dict[str, Any] = {
+        "elapsed_s": round(result.elapsed_s, 3), "sandbox": launch.kind, "truncated": result.truncated,
+        "total_bytes": result.total_bytes, "timed_out": result.timed_out, "exit_code": result.exit_code,
+        "signal": result.signal, "network": network, "decision": auth.decision,
+    }
+    return ToolResult(
+        ok=result.exit_code == 0,
+        output="\n".join(line.rstrip("\n") for line in lines),
+        check=CheckRun(command=command, exit_code=result.exit_code, kind=_check_kind(command),
+                       timed_out=result.timed_out),
+        meta=meta,
+    )
+
+
+RUN_SHELL = Tool(
+    spec=ToolSpec(
+        name="run_shell",
+        description=DESCRIPTION,
+        args=RunShellArgs,
+        annotations=ToolAnnotations(read_only=False, destructive=True),
+    ),
+    execute=run_shell,
+)

@@ -1,0 +1,157 @@
+"""Text files read and written without disturbing the bytes an edit did not touch.
+
+A file is decoded once into ``raw`` (its characters with the original line endings). Editing code
+works on ``text``, a view where every line ending is ``\\n``; offsets in that view are mapped back
+onto ``raw`` so only the replaced span changes. New text gets the file's dominant line ending, and
+the BOM, encoding and final-newline state are kept. Decoding then encoding is exact for every
+encoding used here, so bytes outside the edited span come back identical.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import re
+import stat
+import tempfile
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+
+# Longest BOM first: the UTF-32-LE BOM starts with the UTF-16-LE one.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+# The same line breaks Python's universal-newlines mode recognises (not str.splitlines' extras).
+_EOL = re.compile(r"\r\n|\r|\n")
+_EOL_NAMES = {"\n": "LF", "\r\n": "CRLF", "\r": "CR"}
+
+
+class TextFileError(Exception):
+    """The file cannot be edited as text; the message is shown to the model as is."""
+
+
+@dataclass(frozen=True)
+class TextFile:
+    raw: str                  # decoded characters, original line endings, no BOM
+    encoding: str             # codec used for raw (without BOM handling)
+    bom: bytes = b""
+    newline: str = "\n"       # dominant line ending, used for text the edit inserts
+    latin1_fallback: bool = False   # the bytes were not valid UTF-8
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TextFile:
+        for bom, encoding in _BOMS:
+            if data.startswith(bom):
+                try:
+                    raw = data[len(bom):].decode(encoding)
+                except UnicodeDecodeError as e:
+                    raise TextFileError(f"the file starts with a {encoding} byte-order mark but is not valid "
+                                        f"{encoding} ({e.reason} at byte {e.start + len(bom)})") from None
+                return cls(raw, encoding, bom, dominant_newline(raw))
+        if b"\x00" in data:
+            raise TextFileError("the file looks binary (it contains NUL bytes); edit_file only edits text")
+        try:
+            raw, fallback = data.decode("utf-8"), False
+        except UnicodeDecodeError:
+            # latin-1 maps every byte to one character, so it round-trips any bytes exactly.
+            raw, fallback = data.decode("latin-1"), True
+        return cls(raw, "latin-1" if fallback else "utf-8", b"", dominant_newline(raw), fallback)
+
+    @cached_property
+    def text(self) -> str:
+        """The LF view that matching works on."""
+        return _EOL.sub("\n", self.raw)
+
+    @property
+    def final_newline(self) -> bool:
+        return self.raw.endswith(("\n", "\r"))
+
+    @property
+    def description(self) -> str:
+        enc = f"{self.encoding}{' with BOM' if self.bom else ''}"
+        return f"{enc}, {_EOL_NAMES[self.newline]} line endings"
+
+    @cached_property
+    def _line_table(self) -> tuple[list[int], list[int]]:
+        """Start offset of every line in the LF view and in raw (same index, same line)."""
+        lf_starts, raw_starts = [0], [0]
+        for m in _EOL.finditer(self.raw):
+            content_len = m.start() - raw_starts[-1]
+            lf_starts.append(lf_starts[-1] + content_len + 1)
+            raw_starts.append(m.end())
+        return lf_starts, raw_starts
+
+    def raw_offset(self, offset: int) -> int:
+        """Map an offset in ``text`` to the same place in ``raw``."""
+        if not 0 <= offset <= len(self.text):
+            raise ValueError(f"offset {offset} outside the text (length {len(self.text)})")
+        lf_starts, raw_starts = self._line_table
+        i = bisect_right(lf_starts, offset) - 1
+        return raw_starts[i] + (offset - lf_starts[i])
+
+    def with_replacements(self, spans: Iterable[tuple[int, int, str]]) -> TextFile:
+        """Replace ``text[start:end]`` by each LF-view replacement; spans must not overlap."""
+        pieces: list[str] = []
+        cursor = 0
+        for start, end, new in sorted(spans, key=lambda s: (s[0], s[1])):
+            raw_start, raw_end = self.raw_offset(start), self.raw_offset(end)
+            if raw_start < cursor or end < start:
+                raise ValueError("overlapping or inverted replacement spans")
+            pieces.append(self.raw[cursor:raw_start])
+            pieces.append(_EOL.sub(self.newline, new))
+            cursor = raw_end
+        pieces.append(self.raw[cursor:])
+        raw = "".join(pieces)
+        # Models routinely drop the last newline of new_text; a file that ended with one keeps it.
+        if self.final_newline and raw and not raw.endswith(("\n", "\r")):
+            raw += self.newline
+        return replace(self, raw=raw)
+
+    def to_bytes(self) -> bytes:
+        try:
+            return self.bom + self.raw.encode(self.encoding)
+        except UnicodeEncodeError as e:
+            bad = self.raw[e.start:e.end]
+            raise TextFileError(f"the file is stored as {self.encoding}, which cannot hold {bad!r} from "
+                                f"the new text; use characters {self.encoding} can store") from None
+
+
+def dominant_newline(raw: str) -> str:
+    crlf = raw.count("\r\n")
+    lf = raw.count("\n") - crlf
+    cr = raw.count("\r") - crlf
+    best = max((lf, "\n"), (crlf, "\r\n"), (cr, "\r"), key=lambda c: c[0])
+    return best[1] if best[0] else "\n"
+
+
+def read_text_file(path: Path) -> tuple[TextFile, bytes]:
+    """The decoded file and the exact bytes it was decoded from."""
+    data = path.read_bytes()
+    return TextFile.from_bytes(data), data
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` in one step (temp file in the same directory, then rename),
+    keeping its permission bits, so a crash never leaves a half-written file."""
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".keel-tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,94 @@
+"""Shared fixtures: a small buggy project in a temp git repo, and a way to run the real `keel` CLI
+against a scripted OpenAI-compatible engine over real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CALC = "def add(a, b):\n    return a - b\n"
+TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+@pytest.fixture
+def calc_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text(CALC)
+    (repo / "test_calc.py").write_text(TEST_CALC)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    return repo
+
+
+@dataclass
+class KeelRun:
+    code: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def result(self) -> dict[str, Any]:
+        return json.loads(self.stdout.strip().splitlines()[-1])
+
+    def events(self) -> list[dict[str, Any]]:
+        with open(self.result["log"], encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+
+
+@pytest.fixture
+def keel_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KEEL_", "OPENAI_"))}
+    env["KEEL_HOME"] = str(tmp_path / "keel-home")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg-config")
+    return env
+
+
+@pytest.fixture
+def run_keel(keel_env: dict[str, str]):
+    import time
+
+    def _run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+             timeout: float = 60) -> KeelRun:
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "keel.cli.main", *args], cwd=cwd, env=env or keel_env,
+                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return KeelRun(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+
+    return _run
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def assert_tool_messages_answer_calls(request: dict[str, Any]) -> None:
+    """Every assistant tool_call is answered by exactly one tool message right after it, in order."""
+    msgs = request["messages"]
+    i = 0
+    while i < len(msgs):
+        m = msgs[i]
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            answers = [x.get("tool_call_id") for x in msgs[i + 1:i + 1 + len(ids)]]
+            assert answers == ids, f"message {i}: calls {ids} answered by {answers}"
+            assert all(x["role"] == "tool" for x in msgs[i + 1:i + 1 + len(ids)])
+            i += 1 + len(ids)
+        else:
+            assert m["role"] != "tool", f"message {i}: a tool message that answers no call"
+            i += 1
