@@ -235,13 +235,18 @@ def test_git_pager_and_fsmonitor_cannot_run(ws: Path) -> None:
 
 
 def test_git_config_entries_from_the_caller_are_kept() -> None:
-    env = command_environment({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name",
-                               "GIT_CONFIG_VALUE_0": "Tester"})
-    assert env["GIT_CONFIG_COUNT"] == "3"
+    env = command_environment({"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name",
+                               "GIT_CONFIG_VALUE_0": "Tester", "GIT_CONFIG_KEY_1": "http.extraHeader",
+                               "GIT_CONFIG_VALUE_1": "Authorization: Bearer GIT-TOKEN"})
+    assert env["GIT_CONFIG_COUNT"] == "4"
     assert (env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"]) == ("user.name", "Tester")
-    assert {env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_KEY_2"]} == {"core.fsmonitor", "core.pager"}
+    assert (env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"]) == ("http.extraHeader", "")
+    assert {env["GIT_CONFIG_KEY_2"], env["GIT_CONFIG_KEY_3"]} == {"core.fsmonitor", "core.pager"}
     out = subprocess.run(["git", "config", "user.name"], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "Tester"
+    # A malformed count would make every git command fail; keel starts a valid list instead.
+    fixed = command_environment({"GIT_CONFIG_COUNT": "x", "GIT_CONFIG_KEY_0": "user.name"})
+    assert fixed["GIT_CONFIG_COUNT"] == "2" and fixed["GIT_CONFIG_KEY_0"] == "core.fsmonitor"
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -119,8 +119,11 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     # (an Authorization extraheader, a credential helper) gets an empty value, which resets it.
     for name in list(clean):
         match = _GIT_CONFIG_ENTRY.fullmatch(name)
-        if match and match.group(1) == "KEY" and _SECRET_GIT_KEYS.search(clean[name]):
-            clean[f"GIT_CONFIG_VALUE_{match.group(2)}"] = ""
+        if not match or match.group(1) != "VALUE":
+            continue
+        key = clean.get(f"GIT_CONFIG_KEY_{match.group(2)}", "")
+        if _SECRET_GIT_KEYS.search(key) or _URL_WITH_PASSWORD.search(clean[name]):
+            clean[name] = ""
     return clean
 
 

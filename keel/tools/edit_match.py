@@ -269,7 +269,7 @@ def _windows(doc: _Doc, old: list[str]) -> list[int]:
         return []
     k = len(old)
     starts = (c - anchor for c in doc.lenient_index.get(okeys[anchor], ()))
-    return [i for i in starts if 0 <= i and i + k <= len(doc.lines) and doc.lenient_keys[i:i + k] == okeys]
+    return [i for i in starts if i >= 0 and i + k <= len(doc.lines) and doc.lenient_keys[i:i + k] == okeys]
 
 
 def _line_match(doc: _Doc, old: list[str], new: list[str], replace_all: bool) -> MatchResult | None:
@@ -307,11 +307,12 @@ def _line_replacement(doc: _Doc, i: int, k: int, lines: list[str]) -> Replacemen
 
 
 def _ambiguous(lines: list[int], tier: str) -> MatchResult:
-    how = "exactly" if tier == "exact" else f"at the '{tier}' tier (whitespace/quotes ignored)"
-    return MatchResult(error=(f"old_text matches {len(lines)} places {how}: {_lines_word(lines)}. Nothing was "
+    how = "exactly" if tier in ("exact", "line_endings") else "once whitespace and quotes are ignored"
+    shown = sorted(set(lines))
+    return MatchResult(error=(f"old_text matches {len(lines)} places {how}: {_lines_word(shown)}. Nothing was "
                               "changed. Add neighbouring lines to old_text so it matches one place only, "
                               "or set replace_all=true to change every place."),
-                       candidates=tuple(lines), tier=tier)
+                       candidates=tuple(shown), tier=tier)
 
 
 # ---- substring tiers ------------------------------------------------------------------------------
@@ -330,6 +331,8 @@ def _substring_match(doc: _Doc, old: str, new: str, tier: str, replace_all: bool
         return None
     if len(hits) > 1 and not replace_all:
         return _ambiguous([doc.line_of(h) for h in hits], tier)
+    if not replace_all and (repeat := _would_repeat(doc.content, hits[0], old, new)):
+        return repeat
     reps = []
     for h in hits:
         text, end = new, h + len(old)
@@ -340,6 +343,22 @@ def _substring_match(doc: _Doc, old: str, new: str, tier: str, replace_all: bool
             text = text[:-1]    # the file's own newline follows; do not add a blank line
         reps.append(Replacement(h, end, text, doc.line_of(h), doc.line_of(max(h, end - 1))))
     return MatchResult(replacements=tuple(reps), tier=tier)
+
+
+def _would_repeat(content: str, at: int, old: str, new: str) -> MatchResult | None:
+    """new_text = old_text plus an addition that already sits next to old_text: applying it again
+    would duplicate the addition (the classic double-applied insert)."""
+    end = at + len(old)
+    added_after = new.startswith(old) and content.startswith(new, at)
+    added_before = new.endswith(old) and len(new) <= end and content.startswith(new, end - len(new))
+    addition = new[len(old):] if added_after else new[: len(new) - len(old)]
+    if not (added_after or added_before) or not addition.strip():
+        return None
+    line = content.count("\n", 0, at if added_after else end - len(new)) + 1
+    return MatchResult(error=(f"new_text is already in the file at line {line} (old_text plus the lines you add "
+                              "are all there): this edit was probably applied already, and applying it again "
+                              "would duplicate the addition. Nothing was changed. If you really want another "
+                              "copy, include the neighbouring lines in old_text."), already_applied_at=line)
 
 
 # ---- elision --------------------------------------------------------------------------------------
@@ -387,7 +406,7 @@ def _elision_match(doc: _Doc, old: list[str], new: list[str]) -> MatchResult | N
     if not parts:
         return MatchResult(error="old_text holds only '...' lines; copy the lines to change from the file.")
     for a, b in zip(parts, parts[1:], strict=False):
-        if b.start <= a.end:
+        if b.start < a.end:
             return MatchResult(error=(f"the parts of old_text between '...' lines are found out of order (line "
                                       f"{a.first_line} then line {b.first_line}); they must follow the file."))
     pieces, cursor = [], parts[0].start
@@ -415,13 +434,13 @@ def _closest(doc: _Doc, old: list[str]) -> tuple[int, int, float] | None:
                 for c in doc.strong_index[near][:MAX_LISTED]:
                     votes[c - j] += 1
     best: tuple[int, int, float] | None = None
-    k = len(old)
+    k, wanted = len(old), "\n".join(okeys)
     for s, _ in votes.most_common(8):
         for length in sorted(range(max(1, k - 2), k + 3), key=lambda n: abs(n - k)):
             a, b = max(0, s), min(len(doc.lines), s + length)
             if a >= b:
                 continue
-            ratio = SequenceMatcher(None, okeys, doc.strong_keys[a:b], autojunk=False).ratio()
+            ratio = SequenceMatcher(None, wanted, "\n".join(doc.strong_keys[a:b]), autojunk=False).ratio()
             if best is None or ratio > best[2]:
                 best = (a, b, ratio)
     return best if best and best[2] >= HINT_MIN_RATIO else None
@@ -440,21 +459,19 @@ def _already_applied(doc: _Doc, new: str) -> int | None:
 def _differences(file_lines: list[str], first: int, old: list[str]) -> list[str]:
     out: list[str] = []
     sm = SequenceMatcher(None, [_strong(x) for x in file_lines], [_strong(x) for x in old], autojunk=False)
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+    for _tag, i1, i2, j1, j2 in sm.get_opcodes():
         for d in range(max(i2 - i1, j2 - j1)):
             f = file_lines[i1 + d] if i1 + d < i2 else None
             o = old[j1 + d] if j1 + d < j2 else None
             if f == o:
                 continue
-            label = f"line {first + i1 + min(d, max(i2 - i1 - 1, 0))}"
+            label = f"line {first + i1 + d}"
             if f is not None and o is not None:
                 out.append(f"  {label} file:     {visible(f)}\n  {' ' * len(label)} old_text: {visible(o)}")
             elif f is not None:
                 out.append(f"  {label} file:     {visible(f)}   (missing from old_text)")
             else:
-                out.append(f"  {' ' * len(label)} old_text: {visible(o or '')}   (not in the file here)")
-            if tag == "equal":
-                break
+                out.append(f"  old_text line {j1 + d + 1}: {visible(o or '')}   (not in the file here)")
     return out
 
 
@@ -526,13 +543,14 @@ def _with_line_hint(result: MatchResult, line_hint: int | None) -> MatchResult:
 def find_edits(content: str, requests: Sequence[EditRequest], *, line_hint: int | None = None) -> MatchResult:
     """Locate several edits against the same original content; all of them or none."""
     reps: list[tuple[Replacement, int]] = []
-    tiers, notes = [], []
+    tiers: list[str] = []
+    notes: list[str] = []
     for n, req in enumerate(requests, 1):
         hint = line_hint if len(requests) == 1 else None
         res = find_edit(content, req.old_text, req.new_text, replace_all=req.replace_all, line_hint=hint)
         if not res.ok:
             later = ""
-            if n > 1 and find_edit(apply(content, [r for r, _ in reps]), req.old_text, req.new_text).ok:
+            if n > 1 and find_edit(apply_replacements(content, [r for r, _ in reps]), req.old_text, req.new_text).ok:
                 later = (" Its old_text only exists after the earlier edits are applied, but all edits are "
                          "matched against the file as it is now: merge it into the earlier edit.")
             return replace(res, error=(f"edit {n} of {len(requests)} failed: {res.error}{later}\nNO edit was "
@@ -549,7 +567,7 @@ def find_edits(content: str, requests: Sequence[EditRequest], *, line_hint: int 
                        notes=tuple(notes), tiers=tuple(tiers))
 
 
-def apply(content: str, replacements: Sequence[Replacement]) -> str:
+def apply_replacements(content: str, replacements: Sequence[Replacement]) -> str:
     out, cursor = [], 0
     for r in sorted(replacements, key=lambda r: r.start):
         out += [content[cursor:r.start], r.text]
@@ -558,12 +576,12 @@ def apply(content: str, replacements: Sequence[Replacement]) -> str:
     return "".join(out)
 
 
-def edited_ranges(replacements: Sequence[Replacement]) -> list[tuple[int, int]]:
-    """1-based inclusive line ranges the replacements occupy in the new content."""
+def edited_ranges(content: str, replacements: Sequence[Replacement]) -> list[tuple[int, int]]:
+    """1-based inclusive line ranges the replacements occupy in the content after applying them."""
     ranges, shift = [], 0
     for r in sorted(replacements, key=lambda r: r.start):
-        first = r.first_line + shift
-        added = r.text.count("\n") + (0 if r.text.endswith("\n") or not r.text else 1)
-        ranges.append((first, max(first, first + added - 1)))
-        shift += r.text.count("\n") - (r.last_line - r.first_line) - (1 if r.text.endswith("\n") else 0)
+        first = content.count("\n", 0, r.start) + 1 + shift
+        last = first + r.text.count("\n") - (1 if r.text.endswith("\n") else 0)
+        ranges.append((first, max(first, last)))
+        shift += r.text.count("\n") - content.count("\n", r.start, r.end)
     return ranges
