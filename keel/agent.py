@@ -86,6 +86,9 @@ class Agent:
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise EngineError("config", f"workspace {self.workspace} is not a directory")
+        if self.workspace == Path(self.workspace.anchor) or self.workspace == Path.home().resolve():
+            # the workspace is what the sandbox makes writable: "/" or $HOME would fence nothing
+            raise EngineError("config", f"refusing {self.workspace} as the workspace: choose a project directory")
         self.engine = engine or build_engine(self.config)
         self.attended = attended
         self.registry = ToolRegistry(tools if tools is not None else default_tools())

@@ -132,3 +132,4 @@ def test_a_change_after_the_passing_check_makes_it_stale():
 ])
 def test_is_question(text, expected):
     assert is_question(text) is expected
+

@@ -148,7 +148,8 @@ def ctx_for(ws: Path, gate: Gate | None = None, **kw) -> ToolContext:
 
 
 def test_result_reports_exit_code_first_and_a_check(tmp_path: Path) -> None:
-    result = run_shell(RunShellArgs(command="python3 -c 'import sys; print(\"hi\"); sys.exit(3)'"), ctx_for(tmp_path))
+    (tmp_path / "fail.py").write_text("import sys\nprint('hi')\nsys.exit(3)\n")
+    result = run_shell(RunShellArgs(command="python3 fail.py"), ctx_for(tmp_path))
     assert not result.ok
     assert result.output.splitlines() == ["exit code: 3", "hi"]
     assert result.check is not None and result.check.exit_code == 3 and result.check.kind == "run"
@@ -221,3 +222,10 @@ def test_arguments_are_validated_for_the_model(tmp_path: Path) -> None:
     started = time.monotonic()
     good = registry.execute(ToolCall("3", "run_shell", '{"command": "echo hi"}'), ctx_for(tmp_path))
     assert good.ok and good.output == "exit code: 0\nhi" and time.monotonic() - started < 5
+
+
+def test_cpu_limit_death_is_named(tmp_path: Path) -> None:
+    for enabled in (True, False):
+        ctx = ctx_for(tmp_path, sandbox=SandboxPolicy(enabled=enabled, cpu_seconds=1))
+        result = run_shell(RunShellArgs(command="python3 -c 'while True: pass'"), ctx)
+        assert not result.ok and "SIGXCPU (the CPU time limit was reached)" in result.output.splitlines()[0]

@@ -161,13 +161,16 @@ def test_env_files_in_the_workspace_are_hidden(ws: Path) -> None:
     (ws / "svc" / "deep").mkdir(parents=True)
     (ws / "svc" / "deep" / ".env.local").write_text("SECRET=DEEP-ENV\n")
     (ws / ".env.example").write_text("DB_PASSWORD=changeme\n")
+    (ws / ".envrc").write_text("export API_TOKEN=DIRENV-TOKEN\n")
+    (ws / ".env.d").mkdir()  # a directory (e.g. a virtualenv named .env*) is not a secret file
     (ws / "node_modules" / "pkg").mkdir(parents=True)
     (ws / "node_modules" / "pkg" / ".env").write_text("x=1\n")
-    assert sorted(p.relative_to(ws).as_posix() for p in find_env_files(ws)) == [".env", "svc/deep/.env.local"]
+    assert sorted(p.relative_to(ws).as_posix() for p in find_env_files(ws)) == [".env", ".envrc", "svc/deep/.env.local"]
 
-    result = sandboxed("cat .env svc/deep/.env.local; echo read=$?; cat .env.example; "
+    result = sandboxed("cat .env .envrc svc/deep/.env.local; echo read=$?; cat .env.example; "
                        "echo HACKED > .env; echo write=$?", ws)
-    assert "ROOT-ENV" not in result.output and "DEEP-ENV" not in result.output
+    for secret in ("ROOT-ENV", "DEEP-ENV", "DIRENV-TOKEN"):
+        assert secret not in result.output
     assert "read=0" in result.output  # empty, not an error that breaks dotenv loaders
     assert "changeme" in result.output
     assert "write=1" in result.output
@@ -296,3 +299,16 @@ def test_background_jobs_end_with_the_command_inside_the_sandbox(ws: Path) -> No
     result = sandboxed(f"sleep {marker} & echo started", ws, timeout=20)
     assert result.exit_code == 0 and "started" in result.output and result.elapsed_s < 5
     assert marked_processes(marker) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can hand the workspace to another user")
+def test_root_can_work_in_a_workspace_owned_by_another_user(ws: Path) -> None:
+    (ws / "file.txt").write_text("a\n")
+    (ws / "sub").mkdir()
+    for path in (ws, ws / "file.txt", ws / "sub"):
+        os.chown(path, 1000, 1000)
+    result = sandboxed("echo b >> file.txt; touch sub/new; chmod 600 file.txt; echo rc=$?; "
+                       "mount -o remount,rw /; echo m=$?; touch /usr/keel-x; echo u=$?", ws)
+    assert "rc=0" in result.output and (ws / "file.txt").read_text() == "a\nb\n"
+    assert (ws / "sub" / "new").exists()
+    assert "m=0" not in result.output and "u=1" in result.output

@@ -1,15 +1,21 @@
 """The workspace path jail.
 
-Every path a tool touches goes through ``resolve_in_workspace``. The check compares real,
-fully-resolved paths component by component (never by string prefix: ``/ws-evil`` is not
-inside ``/ws``), so ``..``, absolute paths, ``~``, symlinks and ``/proc/self/root`` tricks all
-end up judged by where they really point.
+Every path a tool touches goes through ``resolve_in_workspace``. It resolves the path the way
+the kernel would (every existing symlink followed, ``..`` applied to the resolved directory, at
+most 40 link hops) with its own walker instead of ``os.path.realpath``, because realpath gives
+up silently on a symlink loop and then returns a path that still contains ``..`` components.
+The result is compared with the workspace component by component (never by string prefix:
+``/ws-evil`` is not inside ``/ws``), so ``..``, absolute paths, ``~``, symlinks, dangling links
+and ``/proc/self/root`` tricks are all judged by where they really lead. Callers must then use
+the returned real path for I/O, never the string they were given.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import re
+import stat
 from pathlib import Path
 
 
@@ -17,9 +23,20 @@ class PathJailError(Exception):
     """A path the tool must not touch; the message is shown to the model as is."""
 
 
+# The kernel's MAXSYMLINKS: more hops than this fail with ELOOP, so we refuse them too.
+MAX_SYMLINK_HOPS = 40
+
 # Files whose content is a secret: reading them needs explicit approval.
-SECRET_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "id_ecdsa*",
-                   ".netrc", ".npmrc", ".pypirc", "credentials", "*.p12", "*.pfx")
+SECRET_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ed25519*", "id_ecdsa*",
+                   ".netrc", ".npmrc", ".pypirc", "credentials", "*.p12", "*.pfx", ".git-credentials",
+                   ".htpasswd", "*.jks", "*.keystore", "*.kdbx")
+# Names that match a secret pattern but are, by convention, committed templates or public keys.
+NOT_SECRET_PATTERNS = (".env.example", ".env.sample", ".env.template", ".env.dist", "*.pub")
+# Directories whose every file holds credentials or keys.
+SECRET_DIRS = (".ssh", ".gnupg", ".aws")
+
+# Code points that HFS+ ignores in names, so ".g\u200cit" would open ".git" there (CVE-2014-9390).
+_IGNORABLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
 def _is_within(child: Path, parent: Path) -> bool:
@@ -27,37 +44,94 @@ def _is_within(child: Path, parent: Path) -> bool:
     return len(child_parts) >= len(parent_parts) and child_parts[: len(parent_parts)] == parent_parts
 
 
+def _resolve(path: str, shown: str) -> str:
+    """The absolute path ``path`` really names: symlinks followed, '.' and '..' applied.
+
+    Components that do not exist are joined lexically: nothing below them can be a link yet,
+    and a file created there lands exactly where this function says.
+    """
+    done = "/"
+    pending = [part for part in reversed(path.split("/")) if part not in ("", ".")]
+    hops = 0
+    while pending:
+        name = pending.pop()
+        if name == "..":
+            done = os.path.dirname(done)
+            continue
+        candidate = os.path.join(done, name)
+        try:
+            mode = os.lstat(candidate).st_mode
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            done = candidate  # missing (or unreadable, so not traversable by us either)
+            continue
+        except UnicodeEncodeError as exc:
+            raise PathJailError(f"{shown!r} is not a valid file name (bad unicode: {exc.reason})") from None
+        except OSError as exc:
+            raise PathJailError(f"{shown!r} cannot be resolved: {exc.strerror}") from None
+        if not stat.S_ISLNK(mode):
+            done = candidate
+            continue
+        hops += 1
+        if hops > MAX_SYMLINK_HOPS:
+            raise PathJailError(f"{shown!r}: symlink loop (more than {MAX_SYMLINK_HOPS} links to follow)")
+        try:
+            target = os.readlink(candidate)
+        except OSError as exc:
+            raise PathJailError(f"{shown!r} cannot be resolved: {exc.strerror}") from None
+        if target.startswith("/"):
+            done = "/"
+        pending.extend(part for part in reversed(target.split("/")) if part not in ("", "."))
+    return done
+
+
+def is_git_internal_name(name: str) -> bool:
+    """True for '.git' and names some filesystem would treat as '.git' (case, HFS+, NTFS tricks)."""
+    folded = _IGNORABLE.sub("", name).casefold().rstrip(". ")
+    return folded in (".git", "git~1")
+
+
+def workspace_root(workspace: Path) -> Path:
+    """The real absolute path of the workspace itself."""
+    return Path(_resolve(os.path.abspath(workspace), str(workspace)))
+
+
 def resolve_in_workspace(workspace: Path, path: str, *, for_write: bool = False) -> Path:
     """Return the real absolute path of ``path`` (relative to ``workspace``) or raise PathJailError."""
-    if not isinstance(path, str) or path == "":
-        raise PathJailError("path must be a non-empty string")
+    if not isinstance(path, str) or path.strip() == "":
+        raise PathJailError("path must be a non-empty string (use '.' for the workspace root)")
     if "\x00" in path:
         raise PathJailError("path contains a NUL byte")
-    root = Path(os.path.realpath(workspace))
     if path.startswith("~"):
         raise PathJailError(f"{path!r}: '~' paths point outside the workspace; use a path relative to it")
-    candidate = Path(path)
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    # realpath resolves every symlink that exists, including /proc/self/root style links,
-    # and normalises '..' after resolution, which is what the kernel would do.
-    real = Path(os.path.realpath(candidate))
+    root = workspace_root(workspace)
+    joined = path if path.startswith("/") else f"{root}/{path}"
+    real = Path(_resolve(joined, path))
     if not _is_within(real, root):
         raise PathJailError(f"{path!r} resolves to {real}, which is outside the workspace {root}")
     if for_write:
         rel = real.relative_to(root).parts
-        if rel and rel[0] == ".git":
+        if not rel:
+            raise PathJailError(f"{path!r} is the workspace directory itself, not a file")
+        if any(is_git_internal_name(part) for part in rel):
             raise PathJailError(f"{path!r} is inside .git; writing git internals is refused")
+        if path.endswith("/"):
+            raise PathJailError(f"{path!r} ends with '/', so it names a directory; give a file path")
     return real
 
 
 def is_secret_path(path: Path) -> bool:
-    return any(fnmatch.fnmatch(path.name, pat) for pat in SECRET_PATTERNS)
+    """True for files that hold credentials or keys (matched case-insensitively, by name)."""
+    name = path.name.lower()
+    if path.parent.name in SECRET_DIRS:
+        return True
+    if any(fnmatch.fnmatchcase(name, pat) for pat in NOT_SECRET_PATTERNS):
+        return False
+    return any(fnmatch.fnmatchcase(name, pat) for pat in SECRET_PATTERNS)
 
 
 def display_path(workspace: Path, path: Path) -> str:
     """The path as the model should see it: relative to the workspace."""
-    root = Path(os.path.realpath(workspace))
+    root = workspace_root(workspace)
     try:
         rel = path.relative_to(root)
     except ValueError:

@@ -18,8 +18,8 @@ and git/pager settings that can never wait for a terminal.
 from __future__ import annotations
 
 import atexit
-import fnmatch
 import os
+import pwd
 import re
 import resource
 import shutil
@@ -27,6 +27,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +51,9 @@ _ENV_SEARCH_SKIP = frozenset({
     ".git", ".hg", ".svn", "node_modules", ".venv", "venv", ".env", "__pycache__", ".tox", ".nox",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", "site-packages", "target", "dist", "build",
 })
-_ENV_SEARCH_MAX_DEPTH = 6
-_ENV_SEARCH_MAX_DIRS = 5000
+_ENV_SEARCH_MAX_DEPTH = 5
+_ENV_SEARCH_MAX_DIRS = 3000
+_ENV_SEARCH_MAX_ENTRIES = 50_000
 # Conventional placeholders that are committed on purpose and hold no real secret.
 _ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
 
@@ -132,10 +134,7 @@ _GIT_OVERRIDES = (("core.fsmonitor", "false"), ("core.pager", "cat"))
 
 def _add_git_config(env: dict[str, str]) -> None:
     """Append keel's git settings after any the caller passed via GIT_CONFIG_COUNT."""
-    try:
-        count = int(env.get("GIT_CONFIG_COUNT", "0"))
-    except ValueError:
-        count = -1
+    count = int(env.get("GIT_CONFIG_COUNT", "0")) if env.get("GIT_CONFIG_COUNT", "0").isdigit() else -1
     if count < 0:
         # A malformed count makes git refuse to run; start a clean, valid list instead.
         for name in [k for k in env if _GIT_CONFIG_ENTRY.fullmatch(k)]:
@@ -171,19 +170,14 @@ def _clamped(limit: int, resource_id: int) -> int:
 
 
 def _rlimits(policy: SandboxPolicy) -> list[tuple[int, tuple[int, int]]]:
-    data = _clamped(policy.memory_bytes, resource.RLIMIT_DATA)
-    fsize = _clamped(policy.file_size_bytes, resource.RLIMIT_FSIZE)
-    limits = [
-        (resource.RLIMIT_DATA, (data, data)),
-        (resource.RLIMIT_FSIZE, (fsize, fsize)),
-        (resource.RLIMIT_CORE, (0, 0)),
-    ]
+    wanted = [(resource.RLIMIT_DATA, policy.memory_bytes), (resource.RLIMIT_FSIZE, policy.file_size_bytes),
+              (resource.RLIMIT_CORE, 0)]
+    if policy.nproc is not None:
+        wanted.append((resource.RLIMIT_NPROC, policy.nproc))
+    limits = [(rid, (_clamped(value, rid),) * 2) for rid, value in wanted]
     # The soft CPU limit sends SIGXCPU (a named, explainable death); the hard one SIGKILLs 5 s later.
     hard_cpu = _clamped(policy.cpu_seconds + 5, resource.RLIMIT_CPU)
     limits.append((resource.RLIMIT_CPU, (min(policy.cpu_seconds, hard_cpu), hard_cpu)))
-    if policy.nproc is not None:
-        nproc = _clamped(policy.nproc, resource.RLIMIT_NPROC)
-        limits.append((resource.RLIMIT_NPROC, (nproc, nproc)))
     return limits
 
 
@@ -245,9 +239,22 @@ def _probe_bubblewrap() -> SandboxInfo:
 
 
 def _homes(command_env: Mapping[str, str]) -> list[str]:
-    """Every HOME whose secrets must be hidden: the command's and keel's own."""
+    """Every HOME whose secrets must be hidden: the command's and keel's own, and when keel runs
+    as root (which may keep CAP_DAC_OVERRIDE, see _root_capabilities) every user's."""
     homes = [command_env.get("HOME", ""), os.environ.get("HOME", ""), os.path.expanduser("~")]
-    return list(dict.fromkeys(h for h in homes if h and os.path.isabs(h)))
+    if os.geteuid() == 0:
+        homes += [entry.pw_dir for entry in pwd.getpwall()]
+    return list(dict.fromkeys(h for h in homes if h and os.path.isabs(h) and h != "/"))
+
+
+def _root_capabilities(workspace: str) -> list[str]:
+    """Capabilities root keeps inside the sandbox: none, unless the workspace belongs to another
+    user (a host checkout mounted into a root container). Without CAP_DAC_OVERRIDE root cannot
+    write files it does not own, and without CAP_FOWNER it cannot chmod them (git checkout does).
+    Neither lets it mount, so read-only mounts and hidden paths still hold."""
+    if os.geteuid() != 0 or os.stat(workspace).st_uid == 0:
+        return []
+    return ["--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER"]
 
 
 def _keel_dirs(command_env: Mapping[str, str]) -> list[str]:
@@ -268,17 +275,28 @@ def _expand(entry: str, homes: list[str]) -> list[str]:
 
 
 def find_env_files(workspace: Path) -> list[Path]:
-    """``.env`` / ``.env.*`` files in the workspace (bounded depth and directory count)."""
+    """``.env`` / ``.env.*`` / ``.envrc`` files in the workspace, searched breadth first (shallow files,
+    where .env files live, are found first) with bounded depth and directory count, because
+    this runs before every command."""
     found: list[Path] = []
-    root_depth = len(workspace.parts)
-    for visited, (dirpath, dirnames, filenames) in enumerate(os.walk(workspace), start=1):
-        depth = len(Path(dirpath).parts) - root_depth
-        dirnames[:] = [] if depth >= _ENV_SEARCH_MAX_DEPTH else [d for d in dirnames if d not in _ENV_SEARCH_SKIP]
-        for name in filenames:
-            if (name == ".env" or fnmatch.fnmatch(name, ".env.*")) and name not in _ENV_TEMPLATES:
-                found.append(Path(dirpath) / name)
-        if visited >= _ENV_SEARCH_MAX_DIRS:
-            break
+    queue: deque[tuple[str, int]] = deque([(str(workspace), 0)])
+    visited = seen = 0
+    while queue and visited < _ENV_SEARCH_MAX_DIRS and seen < _ENV_SEARCH_MAX_ENTRIES:
+        directory, depth = queue.popleft()
+        visited += 1
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    seen += 1
+                    name = entry.name
+                    if name.startswith(".env") and (name in (".env", ".envrc") or name.startswith(".env.")):
+                        if name not in _ENV_TEMPLATES and not entry.is_dir(follow_symlinks=False):
+                            found.append(Path(entry.path))
+                    elif (depth < _ENV_SEARCH_MAX_DEPTH and name not in _ENV_SEARCH_SKIP
+                          and entry.is_dir(follow_symlinks=False)):
+                        queue.append((entry.path, depth + 1))
+        except OSError:
+            continue
     return found
 
 
@@ -291,21 +309,16 @@ _empty_path: str | None = None
 
 
 def _empty_file() -> str:
-    """A read-only empty regular file to mount over secret files.
-
-    /dev/null would be the obvious choice, but bubblewrap mounts it ``nodev`` (opening fails
-    with EACCES, which breaks tools that merely read an optional ~/.npmrc) or, bound as a
-    device, silently swallows writes. An empty file reads as empty and refuses writes (EROFS).
-    """
+    """A read-only empty regular file to mount over secret files. (/dev/null bound by bwrap is
+    ``nodev``: opening fails, breaking tools that merely read an optional ~/.npmrc; bound as a
+    device it silently swallows writes. An empty file reads as empty and refuses writes.)"""
     global _empty_path
     with _empty_lock:
         if _empty_path is None or not os.path.isfile(_empty_path):
             directory = tempfile.mkdtemp(prefix="keel-sandbox-")
             atexit.register(shutil.rmtree, directory, True)
             path = os.path.join(directory, "empty")
-            with open(path, "wb"):
-                pass
-            os.chmod(path, 0o444)
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o444))
             _empty_path = path
         return _empty_path
 
@@ -329,9 +342,13 @@ def _hidden_targets(policy: SandboxPolicy, workspace: str, homes: list[str], ext
     targets: list[str] = []
     for real in sorted({os.path.realpath(c) for c in candidates if os.path.lexists(c)}, key=len):
         # Hiding the workspace itself would leave nothing to work on; anything inside an
-        # already hidden directory is gone with it.
-        if real != workspace and not any(_is_within(real, t) for t in targets):
-            targets.append(real)
+        # already hidden directory is gone with it (shortest paths come first).
+        if real == workspace or any(_is_within(real, t) for t in targets):
+            continue
+        # The host's /tmp is replaced by an empty tmpfs anyway, except where the workspace is.
+        if _is_within(real, "/tmp") and not (_is_within(workspace, real) or _is_within(real, workspace)):
+            continue
+        targets.append(real)
     return targets
 
 
@@ -341,6 +358,7 @@ def _hidden_targets(policy: SandboxPolicy, workspace: str, homes: list[str], ext
 def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, command_env: Mapping[str, str]) -> list[str]:
     ws = os.path.realpath(workspace)
     argv = [shutil.which("bwrap") or "bwrap", *_BASE_FLAGS]
+    argv += _root_capabilities(ws)
     if not network:
         argv.append("--unshare-net")
     targets = _hidden_targets(policy, ws, _homes(command_env), _keel_dirs(command_env))

@@ -10,17 +10,15 @@ similar block look unique. Zero matches come back with the closest region and wh
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from difflib import SequenceMatcher, get_close_matches
+from difflib import SequenceMatcher
 from functools import cached_property
 
-_CURLY_TO_STRAIGHT = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "‚": "'"})
+from keel.tools.edit_hints import CURLY_TO_STRAIGHT, diagnose_not_found
+
 _WS_RUN = re.compile(r"\s+")
 _ELISION = re.compile(r"^\s*(?:\.\.\.|(?:#|//)\s*\.\.\..*)\s*$")
-_VISIBLE = str.maketrans({" ": "·", "\t": "→", "\r": "␍"})
-HINT_MIN_RATIO = 0.5
 LINE_HINT_SLACK = 5
 MAX_LISTED = 50
 
@@ -59,10 +57,6 @@ class MatchResult:
         return not self.error
 
 
-def visible(text: str) -> str:
-    return text.translate(_VISIBLE)
-
-
 def _lf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
@@ -76,11 +70,7 @@ def _collapse(line: str) -> str:
 
 
 def _lenient(line: str) -> str:
-    return _collapse(line).translate(_CURLY_TO_STRAIGHT)
-
-
-def _strong(line: str) -> str:
-    return _WS_RUN.sub("", line).translate(_CURLY_TO_STRAIGHT)
+    return _collapse(line).translate(CURLY_TO_STRAIGHT)
 
 
 def _lead(line: str) -> str:
@@ -126,14 +116,6 @@ class _Doc:
     @cached_property
     def lenient_index(self) -> dict[str, list[int]]:
         return _index(self.lenient_keys)
-
-    @cached_property
-    def strong_keys(self) -> list[str]:
-        return [_strong(line) for line in self.lines]
-
-    @cached_property
-    def strong_index(self) -> dict[str, list[int]]:
-        return _index(self.strong_keys)
 
 
 def _index(keys: list[str]) -> dict[str, list[int]]:
@@ -250,7 +232,10 @@ def _quote_table(file_lines: list[str], old: list[str]) -> dict[int, str]:
             for a, b in zip(oq, fq, strict=True):
                 if a != b and a not in "'\"" and b in "'\"":
                     seen.setdefault(a, set()).add(b)
-    return {ord(a): next(iter(bs)) for a, bs in seen.items() if len(bs) == 1}
+    table = {ord(a): next(iter(bs)) for a, bs in seen.items() if len(bs) == 1}
+    if table and not any(c in "‘’“”„‚" for f in file_lines for c in f):
+        return dict(CURLY_TO_STRAIGHT)   # the model types curly for straight; the file has none
+    return table
 
 
 _LINE_TIERS: tuple[tuple[str, Fit], ...] = (
@@ -281,8 +266,11 @@ def _line_match(doc: _Doc, old: list[str], new: list[str], replace_all: bool) ->
         fits = [(i, r) for i in windows if (r := fit(doc.lines[i:i + k], old, new)) is not None]
         if not fits:
             continue
-        if len(windows) > 1 and not replace_all:
-            return _ambiguous([i + 1 for i in windows], tier)
+        # Exact lines are judged like an exact substring; anything looser must be unique even
+        # under the loosest comparison, so a drifted copy elsewhere cannot be mistaken for it.
+        rivals = fits if tier == "exact" else windows
+        if len(rivals) > 1 and not replace_all:
+            return _ambiguous([r[0] + 1 if isinstance(r, tuple) else r + 1 for r in rivals], tier)
         chosen, last_end = [], -1
         for i, lines in fits:
             if i > last_end:
@@ -419,33 +407,6 @@ def _elision_match(doc: _Doc, old: list[str], new: list[str]) -> MatchResult | N
 
 # ---- not found --------------------------------------------------------------------------------------
 
-def _closest(doc: _Doc, old: list[str]) -> tuple[int, int, float] | None:
-    """0-based half-open window of the file most like old_text, by line, ignoring whitespace."""
-    okeys = [_strong(line) for line in old]
-    votes: Counter[int] = Counter()
-    for j, key in enumerate(okeys):
-        hits = doc.strong_index.get(key, []) if key else []
-        for c in hits if len(hits) <= MAX_LISTED else ():
-            votes[c - j] += 1
-    if not votes:  # no line survives intact: vote with near-identical lines instead
-        distinct = [k for k in doc.strong_index if k]
-        for j in sorted(range(len(okeys)), key=lambda j: -len(okeys[j]))[:5]:
-            for near in get_close_matches(okeys[j], distinct, n=3, cutoff=0.6) if okeys[j] else ():
-                for c in doc.strong_index[near][:MAX_LISTED]:
-                    votes[c - j] += 1
-    best: tuple[int, int, float] | None = None
-    k, wanted = len(old), "\n".join(okeys)
-    for s, _ in votes.most_common(8):
-        for length in sorted(range(max(1, k - 2), k + 3), key=lambda n: abs(n - k)):
-            a, b = max(0, s), min(len(doc.lines), s + length)
-            if a >= b:
-                continue
-            ratio = SequenceMatcher(None, wanted, "\n".join(doc.strong_keys[a:b]), autojunk=False).ratio()
-            if best is None or ratio > best[2]:
-                best = (a, b, ratio)
-    return best if best and best[2] >= HINT_MIN_RATIO else None
-
-
 def _already_applied(doc: _Doc, new: str) -> int | None:
     if not new.strip():
         return None
@@ -456,48 +417,9 @@ def _already_applied(doc: _Doc, new: str) -> int | None:
     return windows[0] + 1 if windows else None
 
 
-def _differences(file_lines: list[str], first: int, old: list[str]) -> list[str]:
-    out: list[str] = []
-    sm = SequenceMatcher(None, [_strong(x) for x in file_lines], [_strong(x) for x in old], autojunk=False)
-    for _tag, i1, i2, j1, j2 in sm.get_opcodes():
-        for d in range(max(i2 - i1, j2 - j1)):
-            f = file_lines[i1 + d] if i1 + d < i2 else None
-            o = old[j1 + d] if j1 + d < j2 else None
-            if f == o:
-                continue
-            label = f"line {first + i1 + d}"
-            if f is not None and o is not None:
-                out.append(f"  {label} file:     {visible(f)}\n  {' ' * len(label)} old_text: {visible(o)}")
-            elif f is not None:
-                out.append(f"  {label} file:     {visible(f)}   (missing from old_text)")
-            else:
-                out.append(f"  old_text line {j1 + d + 1}: {visible(o or '')}   (not in the file here)")
-    return out
-
-
 def _not_found(doc: _Doc, old: list[str], new: str, had_cr: bool) -> MatchResult:
-    msg = ["old_text was not found in the file (tried exact, line endings, re-indentation, whitespace, quotes"
-           " and '...' elision). Nothing was changed."]
-    applied = _already_applied(doc, new)
-    if applied is not None:
-        msg.append(f"new_text is already in the file at line {applied}: this edit was probably applied "
-                   "already. Re-read the file before editing it again.")
-    region = _closest(doc, old)
-    closest = None
-    if region:
-        a, b, ratio = region
-        closest = (a + 1, b)
-        shown = "\n".join(f"{n + 1:>6}\t{doc.lines[n]}" for n in range(a, min(b, a + 40)))
-        msg.append(f"The closest region is lines {a + 1}-{b} ({ratio:.0%} similar):\n{shown}")
-        diffs = _differences(doc.lines[a:b], a + 1, old)
-        if diffs:
-            msg.append("Where it differs from old_text (· space, → tab, ␍ CR):\n" + "\n".join(diffs[:12]))
-        msg.append("Copy old_text from the current file exactly (re-read it if it may have changed).")
-    elif applied is None:
-        msg.append("No similar region either: re-read the file; it may not contain what you expect.")
-    if had_cr:
-        msg.append("(old_text's CR/CRLF line endings were already ignored.)")
-    return MatchResult(error="\n".join(msg), closest=closest, already_applied_at=applied)
+    d = diagnose_not_found(doc.lines, old, already_applied_at=_already_applied(doc, new), had_cr=had_cr)
+    return MatchResult(error=d.message, closest=d.closest, already_applied_at=d.already_applied_at)
 
 
 # ---- public entry points ----------------------------------------------------------------------------

@@ -72,7 +72,7 @@ def _authorize(command: str, ctx: ToolContext) -> _Authorization:
                                      "are never run unchecked. Use the file tools instead.", "deny")
     verdict = classify_command(command, ctx.workspace)
     decision = str(getattr(verdict, "decision", ""))
-    reason = str(getattr(verdict, "reason", "") or "")
+    reason = str(getattr(verdict, "reason", "") or "").rstrip(".")
     part = getattr(verdict, "part", None)
     where = f" (in `{part}`)" if part and part != command else ""
     if decision == "allow":
@@ -88,7 +88,7 @@ def _authorize(command: str, ctx: ToolContext) -> _Authorization:
 _SIGNAL_NOTES: dict[int, str] = {
     signals.SIGXCPU: "the CPU time limit was reached",
     signals.SIGXFSZ: "the file size limit was reached",
-    signals.SIGKILL: "killed (possibly out of memory or the hard CPU limit)",
+    signals.SIGKILL: "possibly out of memory or over the hard CPU limit",
     signals.SIGSEGV: "segmentation fault",
     signals.SIGABRT: "aborted",
 }
@@ -101,13 +101,21 @@ def _status_line(result: CommandResult, timeout_s: float) -> str:
     if result.timed_out:
         return f"timed out after {timeout_s:g} s — the whole process tree was killed"
     if result.signal is not None and result.exit_code is None:
-        try:
-            name = signals.Signals(result.signal).name
-        except ValueError:
-            name = str(result.signal)
-        note = _SIGNAL_NOTES.get(result.signal)
-        return f"exit code: none — killed by signal {name}" + (f" ({note})" if note else "")
-    return f"exit code: {result.exit_code}"
+        return f"exit code: none — killed by {_describe_signal(result.signal)}"
+    code = result.exit_code
+    # Shells (and bubblewrap) report a child killed by signal N as exit code 128+N.
+    if code is not None and 128 < code < 128 + 32:
+        return f"exit code: {code} (128+{code - 128}: probably killed by {_describe_signal(code - 128)})"
+    return f"exit code: {code}"
+
+
+def _describe_signal(number: int) -> str:
+    try:
+        name = signals.Signals(number).name
+    except ValueError:
+        name = str(number)
+    note = _SIGNAL_NOTES.get(number)
+    return f"signal {name}" + (f" ({note})" if note else "")
 
 
 def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:

@@ -30,7 +30,6 @@ _SUBCOMMANDS = {
     ("npm", "test"): "test", ("npm", "run"): "run", ("yarn", "test"): "test", ("pnpm", "test"): "test",
     ("dotnet", "test"): "test", ("dotnet", "build"): "build", ("swift", "test"): "test",
 }
-_SPLIT = re.compile(r"\|\||&&|;|\n")
 
 
 _RUNNERS = {"uv", "poetry", "pipenv", "hatch", "pdm"}
@@ -40,11 +39,7 @@ def _is_assignment(word: str) -> bool:
     return "=" in word and not word.startswith("=") and word.split("=", 1)[0].isidentifier()
 
 
-def _words(segment: str) -> list[str]:
-    try:
-        words = shlex.split(segment, comments=True)
-    except ValueError:
-        return []
+def _strip_wrappers(words: list[str]) -> list[str]:
     while words and (_is_assignment(words[0]) or words[0] in _WRAPPERS):
         # `timeout 60 pytest` and `uv run pytest` drop two words; `env`, `FOO=1`, `nice` drop one.
         two = words[0] == "timeout" or (words[0] in _RUNNERS and len(words) > 1 and words[1] == "run")
@@ -77,6 +72,31 @@ def _classify_words(words: list[str]) -> str | None:
     return None
 
 
+def _segments(command: str) -> list[list[str]]:
+    """The simple commands whose failure makes the whole command fail, so a 0 exit proves them.
+
+    Only the `&&` chain after the last `;`, `&`, `||` or newline counts (`pytest; true` and
+    `pytest || true` exit 0 whatever pytest did), and of a pipeline only its last command (its
+    status is the pipeline's). Quotes are respected: `python -c 'a; b'` is one command."""
+    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    segments: list[list[str]] = [[]]
+    try:
+        for token in lexer:
+            if token in {";", "||", "&", ";;"}:
+                segments = [[]]
+            elif token == "&&":
+                segments.append([])
+            elif token in {"|", "|&"}:
+                segments[-1] = []
+            else:
+                segments[-1].append(token)
+    except ValueError:  # unbalanced quotes: not something to count as evidence
+        return []
+    return [s for s in segments if s]
+
+
 def classify_check(command: str) -> str | None:
     """Return "test", "lint", "type", "build" or "run" when ``command`` verifies work, else None.
 
@@ -84,12 +104,7 @@ def classify_check(command: str) -> str | None:
     `cd x && pytest` is a test run. A pipeline's status is its last command's, so only that counts.
     """
     order = ["test", "type", "lint", "build", "run"]
-    found: list[str] = []
-    for segment in _SPLIT.split(command):
-        last = segment.split("|")[-1] if "|" in segment else segment
-        kind = _classify_words(_words(last))
-        if kind:
-            found.append(kind)
+    found = [k for k in (_classify_words(_strip_wrappers(words)) for words in _segments(command)) if k]
     if not found:
         return None
     return min(found, key=order.index)

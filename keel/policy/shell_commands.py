@@ -1,0 +1,463 @@
+"""Per-command judgments: read-only utilities, file writers, deleters, system and network tools.
+
+Each judge looks at one command (already unwrapped) and returns Findings. A judge only needs
+to say what is special about its command; the caller adds what applies to every command
+(credential paths among the arguments, redirections, environment assignments).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from keel.policy.shell_parse import Cwds, Word
+from keel.policy.shell_paths import PathJudge
+from keel.policy.shell_unwrap import env_name_risk
+
+
+@dataclass(frozen=True)
+class Finding:
+    decision: str                  # "allow" | "ask" | "deny"
+    reason: str
+    lift: str | None = "shell"     # which user allow rule may lift an ask: "shell", "read", None
+    path: Path | None = None       # for lift == "read": the file a read(...) rule must cover
+    destructive: bool = False      # deletes or overwrites: never under sudo
+    network: bool = False
+
+
+def allow(reason: str) -> Finding:
+    return Finding("allow", reason)
+
+
+def ask(reason: str, **kw: object) -> Finding:
+    return Finding("ask", reason, **kw)  # type: ignore[arg-type]
+
+
+def deny(reason: str, **kw: object) -> Finding:
+    return Finding("deny", reason, **kw)  # type: ignore[arg-type]
+
+
+@dataclass
+class Invocation:
+    argv: list[Word]
+    cwds: Cwds
+    extra_args: bool = False       # more arguments arrive at run time (xargs, find -exec ... +)
+
+    @property
+    def name(self) -> str:
+        return self.argv[0].value.rsplit("/", 1)[-1]
+
+    @property
+    def args(self) -> list[Word]:
+        return self.argv[1:]
+
+    @property
+    def values(self) -> list[str]:
+        return [w.value for w in self.argv[1:]]
+
+
+class JudgeEnv(Protocol):
+    paths: PathJudge
+
+    def sub_command(self, argv: list[Word], cwds: Cwds, extra_args: bool, label: str) -> str: ...
+
+    def sub_code(self, code: Word, cwds: Cwds, label: str) -> str: ...
+
+    def assignment(self, word: Word, cwds: Cwds) -> list[Finding]: ...
+
+
+Judge = Callable[[Invocation, JudgeEnv], list[Finding]]
+
+
+def parse_options(args: list[Word], with_value: frozenset[str] | set[str] = frozenset()
+                  ) -> tuple[list[tuple[str, Word | None]], list[Word]]:
+    """Split into ([(option, value word)], operands). ``-rf`` becomes ``-r``, ``-f``."""
+    options: list[tuple[str, Word | None]] = []
+    operands: list[Word] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        text = word.value
+        if text == "--":
+            operands.extend(args[i + 1:])
+            break
+        if text.startswith("--") and len(text) > 2:
+            name, eq, value = text.partition("=")
+            if eq:
+                options.append((name, Word(value, value, word.params, word.subs)))
+            elif name in with_value and i + 1 < len(args):
+                options.append((name, args[i + 1]))
+                i += 1
+            else:
+                options.append((name, None))
+        elif text.startswith("-") and len(text) > 1 and not re.fullmatch(r"-\d+", text):
+            for j, ch in enumerate(text[1:], start=1):
+                opt = "-" + ch
+                if opt in with_value:
+                    rest = text[j + 1:]
+                    if rest:
+                        options.append((opt, Word(rest, rest, word.params, word.subs)))
+                    elif i + 1 < len(args):
+                        options.append((opt, args[i + 1]))
+                        i += 1
+                    else:
+                        options.append((opt, None))
+                    break
+                options.append((opt, None))
+        else:
+            operands.append(word)
+        i += 1
+    return options, operands
+
+
+def has(options: list[tuple[str, Word | None]], *names: str) -> bool:
+    return any(opt in names for opt, _ in options)
+
+
+def values_of(options: list[tuple[str, Word | None]], *names: str) -> list[Word]:
+    return [value for opt, value in options if opt in names and value is not None]
+
+
+# -- writing and deleting --------------------------------------------------------------------
+
+def judge_write(env: JudgeEnv, word: Word, cwds: Cwds, verb: str = "writes") -> list[Finding]:
+    """Escalations for writing ``word``: deny outside the workspace and into protected places."""
+    out: list[Finding] = []
+    for place in env.paths.places(word, cwds):
+        if env.paths.harmless_sink(place):
+            continue
+        protected = env.paths.protected_reason(place)
+        if protected:
+            out.append(deny(protected, destructive=True))
+        elif place.where == "outside":
+            out.append(deny(f"{verb} {word.value!r}, outside the workspace", destructive=True))
+        elif place.where == "unknown":
+            out.append(ask(f"{verb} {word.value!r}, a path only known when it runs", destructive=True))
+        else:
+            out.append(ask(f"{verb} {word.value!r}", destructive=True))
+    return out
+
+
+def judge_delete(env: JudgeEnv, word: Word, cwds: Cwds, recursive: bool, verb: str = "delete") -> list[Finding]:
+    out: list[Finding] = []
+    what = "recursive " + verb if recursive else verb
+    for place in env.paths.places(word, cwds):
+        protected = env.paths.protected_reason(place)
+        if protected:
+            out.append(deny(protected, destructive=True))
+        elif place.where == "outside":
+            out.append(deny(f"{what} of {word.value!r}, outside the workspace", destructive=True))
+        elif recursive and place.leading_unknown:
+            out.append(deny(f"{what} of {word.value!r}, which starts with a variable that may be empty "
+                            "or '/'", destructive=True))
+        elif place.where == "root" and (recursive or not place.glob_tail):
+            out.append(deny(f"{what} of the whole workspace ({word.value!r})", destructive=True))
+        elif recursive and place.real is not None and place.real.name == ".git":
+            out.append(deny(f"{what} of the git repository ({word.value!r})", destructive=True))
+        elif place.where == "unknown":
+            out.append(ask(f"{what} of {word.value!r}, a path only known when it runs", destructive=True))
+        else:
+            out.append(ask(f"{what} of {word.value!r}", destructive=True))
+    return out
+
+
+def _rm(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    options, operands = parse_options(inv.args)
+    if has(options, "--no-preserve-root"):
+        return [deny("rm --no-preserve-root", destructive=True)]
+    recursive = inv.name == "rm" and has(options, "-r", "-R", "--recursive")
+    out = [ask(f"{inv.name} deletes files", destructive=True)]
+    if inv.extra_args:
+        out.append(ask(f"{inv.name} of paths only known when it runs", destructive=True))
+    for word in operands:
+        out += judge_delete(env, word, inv.cwds, recursive)
+    return out
+
+
+def _shred(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    _, operands = parse_options(inv.args, {"-n", "-s", "--iterations", "--size", "--random-source"})
+    out = [ask("shred destroys file contents", destructive=True)]
+    for word in operands:
+        out += judge_delete(env, word, inv.cwds, recursive=False, verb="shred")
+    return out
+
+
+def _move_or_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    options, operands = parse_options(inv.args, {"-t", "--target-directory", "-S", "--suffix", "-m", "--mode",
+                                                 "-o", "--owner", "-g", "--group"})
+    targets = values_of(options, "-t", "--target-directory")
+    if not targets and inv.name == "ln" and len(operands) == 1:
+        targets = [Word(".", ".")]
+    elif not targets and operands:
+        targets, operands = operands[-1:], operands[:-1]
+    out = [ask(f"{inv.name} changes files", destructive=True)]
+    if inv.name == "mv":
+        for word in operands:
+            for place in env.paths.places(word, inv.cwds):
+                if place.where == "outside":
+                    out.append(deny(f"moves {word.value!r} from outside the workspace", destructive=True))
+                elif place.where == "root" and not place.glob_tail:
+                    out.append(deny("moves the whole workspace away", destructive=True))
+                elif env.paths.protected_reason(place):
+                    out.append(deny(f"moves {word.value!r} out of a protected place", destructive=True))
+    for word in targets:
+        out += judge_write(env, word, inv.cwds)
+    if inv.name == "ln" and has(options, "-s", "--symbolic") and len(operands) == 1 and targets:
+        _remember_link(env, operands[0], targets[0], inv.cwds)
+    return out
+
+
+def _remember_link(env: JudgeEnv, source: Word, target: Word, cwds: Cwds) -> None:
+    """``ln -s SOURCE TARGET``: later words through the new link resolve to SOURCE."""
+    expanded = env.paths.expand(source)
+    if not expanded or len(expanded) != 1:
+        return
+    for place in env.paths.places(target, cwds):
+        if place.lexical is None:
+            continue
+        into_dir = target.value.endswith("/") or (place.real is not None and place.real.is_dir())
+        link = place.lexical / Path(expanded[0]).name if into_dir else place.lexical
+        env.paths.add_link(expanded[0], link)
+
+
+def _make_targets(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """mkdir, touch, truncate, tee: every operand is written."""
+    with_value = {"mkdir": {"-m", "--mode"}, "touch": {"-r", "--reference", "-d", "--date", "-t"},
+                  "truncate": {"-s", "--size", "-r", "--reference"}, "tee": set()}[inv.name]
+    _, operands = parse_options(inv.args, with_value)
+    out = [ask(f"{inv.name} writes files", destructive=inv.name != "mkdir")] if operands else [allow("tee to stdout")]
+    for word in operands:
+        out += judge_write(env, word, inv.cwds)
+    return out
+
+
+def _change_mode(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    options, operands = parse_options(inv.args)
+    if not has(options, "--reference") and operands:
+        operands = operands[1:]
+    recursive = has(options, "-R", "--recursive")
+    out = [ask(f"{inv.name} changes file permissions", destructive=True)]
+    for word in operands:
+        for place in env.paths.places(word, inv.cwds):
+            if place.where == "outside" or env.paths.protected_reason(place):
+                out.append(deny(f"{inv.name}{' -R' if recursive else ''} on {word.value!r}, outside the workspace",
+                                destructive=True))
+            elif place.where == "unknown" and recursive and place.leading_unknown:
+                out.append(deny(f"{inv.name} -R on {word.value!r}, which may be '/'", destructive=True))
+    return out
+
+
+def _dd(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    out = [ask("dd copies raw data", destructive=True)]
+    for word in inv.args:
+        if word.value.startswith("of="):
+            target = Word(word.value[3:], word.value[3:], word.params, word.subs)
+            out += judge_write(env, target, inv.cwds)
+    return out
+
+
+# -- system, network, shell state ------------------------------------------------------------
+
+_DISK_AND_POWER = frozenset({"mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk",
+                             "parted", "wipefs", "mount", "umount", "swapon", "swapoff", "shutdown", "reboot",
+                             "halt", "poweroff", "kexec", "crontab", "at", "batch", "insmod", "rmmod",
+                             "telinit", "killall5"})
+
+
+def _system(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    return [deny(f"{inv.name} changes disks, power state or scheduled jobs", destructive=True)]
+
+
+def _init(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    if set(inv.values) & {"0", "6", "1", "s", "S"}:
+        return [deny("init changes the run level (shutdown/reboot)", destructive=True)]
+    return [ask("init")]
+
+
+def _systemctl(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    if set(inv.values) & {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "rescue", "emergency"}:
+        return [deny("systemctl changes the power state", destructive=True)]
+    return [ask("systemctl manages services")]
+
+
+def _kill(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    values = inv.values
+    i = 0
+    if values and values[0] in ("-s", "-n"):
+        i = 2                                   # kill -s SIG PID...
+    elif values and values[0].startswith("-") and values[0] != "--":
+        i = 1                                   # kill -9 PID...: the first dash word is the signal
+    if i < len(values) and values[i] == "--":
+        i += 1
+    if inv.name == "kill" and "-1" in values[i:]:
+        return [deny("kill -1 signals every process", destructive=True)]
+    return [ask(f"{inv.name} stops processes", destructive=True)]
+
+
+def _netcat(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    options, _ = parse_options(inv.args)
+    if has(options, "-e", "-c", "--exec", "--sh-exec", "--lua-exec"):
+        return [deny(f"{inv.name} -e gives a network peer a shell")]
+    return [ask(f"{inv.name} opens network connections", network=True)]
+
+
+def _socat(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    if any(re.search(r"(?i)(^|[,:!])(exec|system)[:,]", v) for v in inv.values):
+        return [deny("socat exec: runs a program for a network peer")]
+    return [ask("socat opens network connections", network=True)]
+
+
+def _downloader(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    writes = {"curl": {"-o", "--output", "--output-dir", "-c", "--cookie-jar", "-D", "--dump-header",
+                       "--trace", "--trace-ascii", "--stderr"},
+              "wget": {"-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file",
+                       "-a", "--append-output"}}.get(inv.name, set())
+    options, _ = parse_options(inv.args, writes | {"-d", "--data", "-H", "-X", "-u", "-e", "-A", "-T", "-F",
+                                                   "-K", "--config", "--data-binary", "-b", "-x", "-w"})
+    out = [ask(f"{inv.name} uses the network", network=True)]
+    for word in values_of(options, *writes):
+        if word.value != "-":
+            out += judge_write(env, word, inv.cwds)
+    return out
+
+
+def _remote_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    _, operands = parse_options(inv.args, {"-e", "--rsh", "-i", "-P", "-p", "-o", "-F", "-l", "-c", "-S"})
+    out = [ask(f"{inv.name} uses the network", network=True, destructive=True)]
+    if operands and ":" not in operands[-1].value and inv.name in ("scp", "rsync"):
+        out += judge_write(env, operands[-1], inv.cwds)
+    return out
+
+
+def _eval(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    code = " ".join(inv.values)
+    joined = Word(code, code, tuple(p for w in inv.args for p in w.params), tuple(s for w in inv.args for s in w.subs))
+    env.sub_code(joined, inv.cwds, "eval")
+    return [ask("eval runs a string as shell code")]
+
+
+def _trap(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    _, operands = parse_options(inv.args)
+    if len(operands) >= 2:
+        env.sub_code(operands[0], inv.cwds, "trap")
+        return [ask("trap runs shell code later")]
+    return [allow("lists traps")]
+
+
+def _alias(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    for word in inv.args:
+        if "=" in word.value:
+            code = word.value.split("=", 1)[1]
+            env.sub_code(Word(code, code, word.params, word.subs), inv.cwds, "alias")
+    return [ask("alias changes what command names mean")]
+
+
+def _declare(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    out = [allow(f"{inv.name} sets shell variables")]
+    for word in inv.args:
+        if "=" in word.value and not word.value.startswith("-"):
+            out += env.assignment(word, inv.cwds)
+    return out
+
+
+def _names_assigned(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """printf -v NAME / read NAME: a variable gets a value the policy cannot see."""
+    options, operands = parse_options(inv.args, {"-v", "-a", "-d", "-n", "-N", "-p", "-t", "-u", "-i"})
+    names = values_of(options, "-v", "-a") + (operands if inv.name == "read" else [])
+    out = [allow(f"{inv.name}")]
+    for word in names:
+        risk = env_name_risk(word.value)
+        if risk is not None:
+            out.append(Finding(risk[0], risk[1], lift=None))
+    return out
+
+
+def _shopt(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    if "expand_aliases" in inv.values or "extdebug" in inv.values:
+        return [ask("shopt enables aliases or debug hooks")]
+    return [allow("shopt")]
+
+
+def _hash(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    options, _ = parse_options(inv.args, {"-p", "-t", "-d"})
+    if has(options, "-p"):
+        return [ask("hash -p changes which program a name runs")]
+    return [allow("hash")]
+
+
+def _read_only(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    return [allow(f"{inv.name} only reads")]
+
+
+def _read_only_output(option_names: set[str], with_value: set[str]) -> Judge:
+    """A reader with options that write a file (sort -o, tree -o)."""
+
+    def judge(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+        options, operands = parse_options(inv.args, with_value | option_names)
+        out = [allow(f"{inv.name} only reads")]
+        for word in values_of(options, *option_names):
+            out += judge_write(env, word, inv.cwds)
+        if inv.name == "sort" and has(options, "--compress-program"):
+            out.append(ask("sort --compress-program runs a program"))
+        if inv.name in ("uniq", "xxd") and len(operands) >= 2:
+            out += judge_write(env, operands[1], inv.cwds)
+        return out
+
+    return judge
+
+
+def _setter(what: str, setting: set[str], operands_set: bool = False) -> Judge:
+    """file/date/hostname: read-only unless an option (or any operand) changes the system."""
+
+    def judge(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+        options, operands = parse_options(inv.args, {"-f", "-d", "-r", "-m", "--file", "--date", "--reference"})
+        if has(options, *setting) or (operands_set and operands):
+            return [ask(f"{inv.name} {what}")]
+        return [allow(f"{inv.name} only reads")]
+
+    return judge
+
+
+READ_ONLY = ("ls cat head tail wc pwd echo true false which type stat du df diff cmp cut tr nl basename "
+             "dirname realpath readlink whoami uname grep egrep fgrep jq env test [ : seq expr sleep id "
+             "printenv md5sum sha1sum sha256sum sha512sum b2sum cksum column paste comm join fold rev od "
+             "hexdump strings tac cd pushd popd dirs set unset exit return wait jobs nproc locale fmt "
+             "expand unexpand numfmt getconf unalias").split()
+
+JUDGES: dict[str, Judge] = {name: _read_only for name in READ_ONLY}
+JUDGES.update({
+    "sort": _read_only_output({"-o", "--output"}, {"-k", "-t", "-S", "-T", "--compress-program"}),
+    "tree": _read_only_output({"-o"}, {"-L", "-P", "-I", "--charset"}),
+    "shuf": _read_only_output({"-o", "--output"}, {"-n", "-i", "--random-source"}),
+    "uniq": _read_only_output(set(), {"-f", "-s", "-w"}),
+    "xxd": _read_only_output(set(), {"-c", "-g", "-l", "-s", "-o"}),
+    "file": _setter("compiles a magic file", {"-C", "--compile"}),
+    "date": _setter("sets the clock", {"-s", "--set"}),
+    "hostname": _setter("sets the host name", {"-F", "--file"}, operands_set=True),
+    "rm": _rm, "unlink": _rm, "rmdir": _rm, "shred": _shred,
+    "mv": _move_or_copy, "cp": _move_or_copy, "ln": _move_or_copy, "install": _move_or_copy,
+    "mkdir": _make_targets, "touch": _make_targets, "truncate": _make_targets, "tee": _make_targets,
+    "chmod": _change_mode, "chown": _change_mode, "chgrp": _change_mode, "dd": _dd,
+    "init": _init, "systemctl": _systemctl, "kill": _kill, "pkill": _kill, "killall": _kill,
+    "nc": _netcat, "ncat": _netcat, "netcat": _netcat, "socat": _socat,
+    "curl": _downloader, "wget": _downloader, "aria2c": _downloader,
+    "scp": _remote_copy, "rsync": _remote_copy, "ssh": _remote_copy, "sftp": _remote_copy,
+    "eval": _eval, "trap": _trap, "alias": _alias, "shopt": _shopt, "hash": _hash,
+    "export": _declare, "declare": _declare, "typeset": _declare, "local": _declare, "readonly": _declare,
+    "printf": _names_assigned, "read": _names_assigned,
+})
+JUDGES.update({name: _system for name in _DISK_AND_POWER})
+for _name in ("source", "."):
+    JUDGES[_name] = lambda inv, env: [ask(f"{inv.name} runs another file in this shell")]
+for _name in ("less", "more", "most", "vi", "vim", "nvim", "nano", "emacs", "man", "top", "htop", "watch"):
+    JUDGES[_name] = lambda inv, env: [ask(f"{inv.name} is interactive")]
+for _name in ("enable", "history"):
+    JUDGES[_name] = lambda inv, env: [ask(f"{inv.name} changes the shell itself")]
+
+
+def judge_mkfs_family(name: str) -> Judge | None:
+    """mkfs.ext4 and friends are one family."""
+    return _system if re.fullmatch(r"mkfs\.\w+|mkdosfs|mke2fs|mkswap", name) else None

@@ -1,0 +1,319 @@
+"""Peel wrapper commands (env, sudo, xargs, timeout, bash -c, ...) off a command line.
+
+``unwrap`` returns the command that really runs, the wrappers around it, environment
+assignments made through ``env``, and shell code the wrappers hand to a shell (``bash -c``,
+``su -c``), which the policy parses again. A wrapper option that is not understood stops the
+peeling with an "ask" issue: guessing where the inner command starts is how allowlists fall.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from keel.policy.shell_parse import Word
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash"})
+
+# Environment variables, by what setting them can do to the commands keel allows.
+_DENY_ENV = frozenset({"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV",
+                       "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "GIT_CONFIG_PARAMETERS",
+                       "GIT_CONFIG_COUNT"})
+_COMMAND_ENV = frozenset({"VISUAL", "GIT_SSH", "GIT_EXTERNAL_DIFF", "LESSOPEN", "LESSCLOSE",
+                          "BROWSER", "FCEDIT", "TERMINAL"})
+_SAFE_ENV = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR",
+                       "CLICOLOR", "CLICOLOR_FORCE", "CI", "PYTHONPATH", "PYTHONUNBUFFERED",
+                       "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONIOENCODING",
+                       "PYTHONUTF8", "PYTHONFAULTHANDLER", "PYTHONDEVMODE", "PYTEST_ADDOPTS",
+                       "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PY_COLORS", "MYPY_FORCE_COLOR", "RUST_BACKTRACE",
+                       "RUST_LOG", "NODE_ENV", "CARGO_TERM_COLOR", "GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED",
+                       "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+                       "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT",
+                       "GIT_OPTIONAL_LOCKS", "TMPDIR", "DEBUG", "VERBOSE"})
+_CODE_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_", "BASH", "LESS", "RIPGREP_", "PERL5", "RUBY", "MAKE",
+                      "PYTHONSTARTUP", "PYTHONHOME", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
+_CODE_ENV = frozenset({"PATH", "IFS", "HOME", "CDPATH", "SHELL", "PYTHONINSPECT"})
+
+
+def classify_env(name: str) -> str:
+    """'deny' | 'command' (value is a program/shell command) | 'code' | 'safe' | 'plain'."""
+    if name in _SAFE_ENV or name.startswith("LC_"):
+        return "safe"
+    if name in _DENY_ENV or name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "BASH_FUNC_")):
+        return "deny"
+    if name in _COMMAND_ENV or re.search(r"(PAGER|EDITOR|_COMMAND|_CMD|ASKPASS)$", name):
+        return "command"
+    if name in _CODE_ENV or name.startswith(_CODE_ENV_PREFIXES) or re.search(r"(PATH|_OPTIONS|_OPTS)$", name):
+        return "code"
+    return "plain"
+
+
+def env_name_risk(name: str) -> tuple[str, str] | None:
+    """The risk of a command assigning ``name`` to a value the policy cannot see."""
+    kind = classify_env(name)
+    if kind == "deny":
+        return "deny", f"sets {name}, which makes the shell, loader or git run code"
+    if kind in ("command", "code"):
+        return "ask", f"sets {name}, which changes which program runs"
+    return None
+
+
+@dataclass
+class Unwrapped:
+    argv: list[Word]                          # the innermost command; [] when a wrapper runs none
+    layers: list[str] = field(default_factory=list)       # wrapper names, outermost first
+    layer_words: list[list[Word]] = field(default_factory=list)
+    env: list[Word] = field(default_factory=list)         # NAME=value given to `env`
+    shell_code: list[tuple[str, Word]] = field(default_factory=list)  # (shell, code) to parse again
+    writes: list[Word] = field(default_factory=list)      # files a wrapper writes (time -o)
+    extra_args: bool = False                  # xargs appends arguments read from stdin
+    issues: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _literal_words(text: str, source: Word) -> list[Word] | None:
+    """Split ``env -S`` style strings the way the wrapper will (shell-like quoting)."""
+    if not source.literal:
+        return None
+    try:
+        return [Word(tok, tok) for tok in shlex.split(text)]
+    except ValueError:
+        return None
+
+
+def command_name(word: Word) -> str:
+    return os.path.basename(word.value)
+
+
+# Per wrapper: options that take a separate value, and options that take none.
+_OPTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "nohup": (frozenset(), frozenset()),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}),
+                frozenset({"--foreground", "--preserve-status", "-v", "--verbose"})),
+    "nice": (frozenset({"-n", "--adjustment"}), frozenset()),
+    "ionice": (frozenset({"-c", "--class", "-n", "--classdata"}), frozenset({"-t", "--ignore"})),
+    "time": (frozenset({"-f", "--format", "-o", "--output"}),
+             frozenset({"-p", "-v", "-a", "-q", "--portability", "--verbose", "--append", "--quiet"})),
+    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), frozenset()),
+    "setsid": (frozenset(), frozenset({"-c", "-f", "-w", "--ctty", "--fork", "--wait"})),
+    "exec": (frozenset({"-a"}), frozenset({"-c", "-l", "-cl", "-lc"})),
+    "command": (frozenset(), frozenset({"-p"})),
+    "builtin": (frozenset(), frozenset()),
+    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C",
+                        "--close-from", "-r", "--role", "-t", "--type", "-T", "--command-timeout",
+                        "-U", "--other-user"}),
+             frozenset({"-A", "--askpass", "-b", "--background", "-E", "--preserve-env", "-H",
+                        "--set-home", "-k", "--reset-timestamp", "-n", "--non-interactive", "-P",
+                        "--preserve-groups", "-S", "--stdin", "-s", "--shell", "-i", "--login"})),
+    "doas": (frozenset({"-u", "-C"}), frozenset({"-n", "-s", "-L"})),
+    "xargs": (frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n",
+                         "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--replace",
+                         "--process-slot-var"}),
+              frozenset({"-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-x", "--exit",
+                         "-p", "--interactive", "--open-tty", "-o"})),
+    "env": (frozenset({"-u", "--unset"}),
+            frozenset({"-i", "--ignore-environment", "-0", "--null", "-v", "--debug"})),
+}
+# Options that must never be skipped silently: they change what or where the command runs.
+_REDIRECTING = {"env": {"-C", "--chdir", "-S", "--split-string"}, "sudo": {"-D", "--chdir", "-R", "--chroot", "-e", "--edit"}}
+
+
+def _split_option(word: str) -> tuple[str, str | None]:
+    if word.startswith("--") and "=" in word:
+        name, _, value = word.partition("=")
+        return name, value
+    return word, None
+
+
+def _peel(name: str, argv: list[Word], out: Unwrapped) -> list[Word] | None:
+    """Skip ``name``'s options; return the words of the command it runs, or None to stop."""
+    with_value, flags = _OPTS[name]
+    rest = argv[1:]
+    i = 0
+    while i < len(rest):
+        word = rest[i].value
+        if word == "--":
+            i += 1
+            break
+        if name == "env" and "=" in word and not word.startswith("-"):
+            out.env.append(rest[i])
+            i += 1
+            continue
+        if not word.startswith("-") or word == "-":
+            break
+        opt, attached = _split_option(word)
+        if name == "nice" and re.fullmatch(r"-\d+", opt):
+            i += 1
+            continue
+        if name == "env" and (opt == "--split-string" or opt.startswith("-S")):
+            code = attached if attached is not None else (opt[2:] if len(opt) > 2 else None)
+            if code is None:
+                if i + 1 >= len(rest):
+                    break
+                code, i = rest[i + 1].value, i + 1
+            split = _literal_words(code, rest[i])
+            if split is None:
+                out.issues.append(("ask", "env -S with a string the policy cannot split"))
+                return None
+            return split + rest[i + 1:]
+        if opt in _REDIRECTING.get(name, set()):
+            out.issues.append(("ask", f"{name} {opt} changes what runs or where"))
+            if name == "sudo" and opt in ("-e", "--edit"):
+                out.writes.extend(rest[i + 1:])
+                return []
+            return None
+        if opt in with_value:
+            if name == "time" and opt in ("-o", "--output"):
+                target = Word(attached, attached) if attached is not None else (rest[i + 1] if i + 1 < len(rest) else None)
+                if target is not None:
+                    out.writes.append(target)
+            i += 1 if attached is not None else 2
+            continue
+        if opt in flags or (name in ("sudo", "exec", "xargs", "stdbuf", "env") and _short_cluster_ok(opt, name)):
+            if name == "command" and opt in ("-v", "-V"):
+                return []
+            i += 1
+            continue
+        if name == "command" and opt in ("-v", "-V", "-pv", "-vp"):
+            return []
+        if name in ("sudo", "doas") and opt in ("-l", "--list", "-v", "--validate", "-K", "--remove-timestamp", "-V", "--version"):
+            return []
+        out.issues.append(("ask", f"{name}: option {opt!r} is not understood, so the command it runs is unclear"))
+        return None
+    rest = rest[i:]
+    if name == "timeout":
+        rest = rest[1:]                       # the duration
+    if name == "builtin" and rest and rest[0].value == "builtin":
+        return None
+    return rest
+
+
+def _short_cluster_ok(opt: str, name: str) -> bool:
+    """``-0r`` style clusters of flags that take no value."""
+    if not re.fullmatch(r"-[A-Za-z0-9]{2,}", opt):
+        return False
+    if name == "stdbuf":
+        return opt[1] in "ioe"                # -oL: option with its value attached
+    if name == "xargs" and opt[1] in "adEILnPsil":
+        return True                           # -n1, -I{}, -L1: value attached
+    flags = _OPTS[name][1]
+    return all(f"-{c}" in flags for c in opt[1:])
+
+
+def _shell(argv: list[Word], out: Unwrapped) -> list[Word] | None:
+    """``bash -c CODE``: hand CODE back for parsing. A script or stdin stays as the command."""
+    shell = command_name(argv[0])
+    rest = argv[1:]
+    has_c = False
+    i = 0
+    while i < len(rest):
+        word = rest[i].value
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith(("-", "+")) or word in ("-", "+"):
+            break
+        if word in ("-o", "+o", "-O", "+O"):
+            i += 2
+            continue
+        if word in ("--rcfile", "--init-file"):
+            out.issues.append(("ask", f"{shell} {word} runs another file first"))
+            i += 2
+            continue
+        if word.startswith("--"):
+            if word not in ("--norc", "--noprofile", "--posix", "--login", "--restricted", "--verbose",
+                            "--noediting", "--debugger"):
+                out.issues.append(("ask", f"{shell}: option {word!r} is not understood"))
+                return None
+        elif "c" in word[1:]:
+            has_c = True
+        i += 1
+    operands = rest[i:]
+    if has_c:
+        if not operands:
+            out.issues.append(("ask", f"{shell} -c without a command"))
+            return None
+        out.shell_code.append((shell, operands[0]))
+        return []
+    return argv                              # a script file or stdin: judged as the shell itself
+
+
+def _su(argv: list[Word], out: Unwrapped) -> list[Word] | None:
+    rest = argv[1:]
+    for i, word in enumerate(rest):
+        opt, attached = _split_option(word.value)
+        if opt in ("-c", "--command", "--session-command"):
+            code = Word(attached, attached) if attached is not None else (rest[i + 1] if i + 1 < len(rest) else None)
+            if code is None:
+                return None
+            out.shell_code.append(("su", code))
+            return []
+    return []                                 # an interactive shell as another user
+
+
+_TWO_WORD = {("uv", "run"): (frozenset({"--with", "--python", "-p", "--package", "--extra", "--group",
+                                         "--env-file", "--index", "--with-requirements"}),
+                              frozenset({"--frozen", "--locked", "--no-sync", "--isolated", "--no-project",
+                                         "--all-extras", "--no-dev", "-q", "--quiet", "-v", "--offline"})),
+             ("poetry", "run"): (frozenset(), frozenset({"-q", "--quiet", "-v", "-n", "--no-interaction"}))}
+
+
+def _runner(argv: list[Word], out: Unwrapped) -> list[Word] | None:
+    """``uv run CMD`` / ``poetry run CMD``: the project's environment around CMD."""
+    with_value, flags = _TWO_WORD[(command_name(argv[0]), argv[1].value)]
+    rest = argv[2:]
+    i = 0
+    while i < len(rest) and rest[i].value.startswith("-"):
+        opt, attached = _split_option(rest[i].value)
+        if opt == "--":
+            i += 1
+            break
+        if opt in with_value:
+            i += 1 if attached is not None else 2
+        elif opt in flags:
+            i += 1
+        else:
+            out.issues.append(("ask", f"{argv[0].value} run: option {opt!r} is not understood"))
+            return None
+    return rest[i:]
+
+
+MAX_LAYERS = 12
+
+
+def unwrap(argv: list[Word]) -> Unwrapped:
+    out = Unwrapped(argv=argv)
+    current: list[Word] | None = argv
+    for _ in range(MAX_LAYERS):
+        if not current or not current[0].literal:
+            break
+        name = command_name(current[0])
+        if name in _OPTS:
+            inner = _peel(name, current, out)
+        elif name in SHELLS:
+            inner = _shell(current, out)
+            if inner is current:
+                break
+        elif name == "su":
+            inner = _su(current, out)
+        elif len(current) > 1 and (name, current[1].value) in _TWO_WORD:
+            inner = _runner(current, out)
+        else:
+            break
+        out.layers.append(name)
+        out.layer_words.append(current)
+        if name == "xargs":
+            out.extra_args = True
+            if inner is not None and not inner:
+                inner = [Word("echo", "echo")]  # xargs with no command runs echo
+        if inner is None:
+            out.argv = []
+            return out
+        current = inner
+    else:
+        out.issues.append(("ask", "too many nested wrappers"))
+        out.argv = []
+        return out
+    out.argv = current or []
+    return out

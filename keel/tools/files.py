@@ -1,0 +1,365 @@
+"""list_dir, read_file and write_file.
+
+read_file shows every line exactly as stored (tabs and trailing spaces kept) after a
+six-column line number and a TAB, so text copied from its output matches the file. What a
+reader cannot see (CRLF endings, a BOM, a missing final newline, bytes that are not UTF-8) is
+stated in the header instead. write_file refuses to overwrite a file this session has not
+read, or one that changed on disk since, and snapshots the old bytes before replacing them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import stat
+import tempfile
+import threading
+from collections import deque
+from pathlib import Path
+
+from pydantic import Field
+
+from keel.policy.paths import PathJailError, display_path, is_secret_path, resolve_in_workspace
+from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
+from keel.tools.ignore import IgnoreRules
+from keel.tools.session import FileSession
+
+READ_DEFAULT_LIMIT = 2000
+READ_CAP_BYTES = 38_000     # stays under the registry's 40,000-character result cap, which cuts the middle
+LINE_CAP_CHARS = 2000
+READ_MAX_FILE_BYTES = 32 * 1024 * 1024
+BINARY_SNIFF_BYTES = 8192
+
+_BINARY_KINDS = {
+    "image": "png jpg jpeg gif bmp ico webp tif tiff psd heic", "PDF document": "pdf",
+    "archive": "zip gz tgz bz2 xz zst 7z rar tar jar war whl egg", "audio": "mp3 wav ogg flac m4a",
+    "video": "mp4 mov avi mkv webm", "font": "ttf otf woff woff2 eot", "database": "sqlite sqlite3 db",
+    "compiled code": "so dylib dll exe o a lib obj pyc pyo class wasm",
+    "serialized data": "npy npz pkl pickle parquet h5 onnx pt pth safetensors",
+}
+BINARY_EXTENSIONS = {f".{ext}": kind for kind, exts in _BINARY_KINDS.items() for ext in exts.split()}
+_MAGIC = ((b"\x89PNG", "PNG image"), (b"\xff\xd8\xff", "JPEG image"), (b"GIF8", "GIF image"),
+          (b"%PDF", "PDF document"), (b"PK\x03\x04", "ZIP archive"), (b"\x1f\x8b", "gzip archive"),
+          (b"\x7fELF", "ELF executable"), (b"SQLite format 3", "SQLite database"))
+# Longest first: the UTF-32-LE mark starts with the UTF-16-LE one.
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+_session_lock = threading.Lock()
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def file_session(ctx: ToolContext) -> FileSession:
+    """The session's file facts; made on first use (read-only tools run in parallel threads)."""
+    with _session_lock:
+        if ctx.session is None:
+            ctx.session = FileSession()
+        return ctx.session
+
+
+def _not_found(ctx: ToolContext, shown: str, real: Path) -> ToolResult:
+    parent = real.parent
+    if not parent.is_dir():
+        return ToolResult.error(f"File not found: {shown} (directory {display_path(ctx.workspace, parent)} "
+                                "does not exist either). Use find_files to locate it.")
+    close = difflib.get_close_matches(real.name, [p.name for p in parent.iterdir()], n=3, cutoff=0.6)
+    hint = f" Did you mean: {', '.join(display_path(ctx.workspace, parent / c) for c in close)}?" if close else ""
+    return ToolResult.error(f"File not found: {shown}.{hint} Use find_files or list_dir to locate it.")
+
+
+# --- list_dir ------------------------------------------------------------------------------------
+
+class ListDirArgs(ToolArgs):
+    path: str = Field(".", description="Directory to list, relative to the workspace.")
+    depth: int = Field(2, ge=1, le=10, description="How many levels deep to show (1 = only direct entries).")
+    max_entries: int = Field(200, ge=1, le=5000, description="Most entries to show.")
+
+
+def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        target = resolve_in_workspace(ctx.workspace, args.path)
+    except PathJailError as exc:
+        return ToolResult.error(str(exc))
+    if not target.is_dir():
+        if target.exists():
+            return ToolResult.error(f"{args.path} is a file, not a directory; use read_file to read it")
+        return _not_found(ctx, args.path, target)
+    rules = IgnoreRules(ctx.workspace)
+    children: dict[str, list[os.DirEntry[str]]] = {}
+    ignored_names: list[str] = []
+    ignored = not_shown = unexpanded = shown = 0
+    unreadable: set[str] = set()
+    queue = deque([(str(target), 1)])
+    # Breadth first, so a capped listing still shows every top-level entry before any deep one.
+    while queue:
+        directory, level = queue.popleft()
+        if shown >= args.max_entries:
+            unexpanded += 1
+            continue
+        try:
+            kept, skipped = rules.scan(directory)
+        except OSError:
+            unreadable.add(directory)
+            continue
+        ignored += len(skipped)
+        if level == 1:
+            ignored_names = sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in skipped)
+        kept.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower(), e.name))
+        room = max(0, args.max_entries - shown)
+        children[directory], not_shown = kept[:room], not_shown + max(0, len(kept) - room)
+        shown += len(children[directory])
+        queue.extend((e.path, level + 1) for e in children[directory]
+                     if level < args.depth and e.is_dir(follow_symlinks=False))
+
+    lines = [f"{display_path(ctx.workspace, target)}/ (depth {args.depth}):"]
+
+    def render(directory: str, indent: str) -> None:
+        for entry in children.get(directory, []):
+            if entry.is_symlink():
+                lines.append(f"{indent}{entry.name} -> {os.readlink(entry.path)}")
+            elif entry.is_dir():
+                note = " (unreadable)" if entry.path in unreadable else ""
+                if entry.path not in children and not note:
+                    with contextlib.suppress(OSError):
+                        count = len(rules.scan(entry.path)[0])
+                        note = f" ({count} entries)" if count else " (empty)"
+                lines.append(f"{indent}{entry.name}/{note}")
+                render(entry.path, indent + "  ")
+            else:
+                with contextlib.suppress(OSError):
+                    lines.append(f"{indent}{entry.name} ({human_size(entry.stat(follow_symlinks=False).st_size)})")
+
+    render(str(target), "  ")
+    if shown == 0:
+        lines.append("  (empty)")
+    if not_shown or unexpanded:
+        extra = f" and {unexpanded} directories not expanded" if unexpanded else ""
+        lines.append(f"... {not_shown} more entries not shown{extra}; list a subdirectory or raise max_entries.")
+    if ignored:
+        names = ", ".join(ignored_names[:8]) + (", ..." if len(ignored_names) > 8 else "")
+        lines.append(f"{ignored} entries ignored (.gitignore, build/cache dirs){': ' + names if names else ''}")
+    return ToolResult(ok=True, output="\n".join(lines), meta={"shown": shown, "ignored": ignored})
+
+
+# --- read_file -----------------------------------------------------------------------------------
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description="File to read, relative to the workspace.")
+    offset: int | None = Field(None, ge=1, description="First line to show, 1-based (default 1).")
+    limit: int | None = Field(None, ge=1, description=f"How many lines to show (default {READ_DEFAULT_LIMIT}).")
+
+
+def _binary_kind(real: Path, head: bytes) -> str | None:
+    kind = BINARY_EXTENSIONS.get(real.suffix.lower())
+    if kind is None and b"\0" in head[:BINARY_SNIFF_BYTES]:
+        kind = next((label for magic, label in _MAGIC if head.startswith(magic)), "binary data")
+    return kind
+
+
+def _bom(data: bytes) -> tuple[bytes, str]:
+    """The byte-order mark ``data`` starts with and its codec, or (b"", "utf-8")."""
+    return next(((bom, codec) for bom, codec in _BOMS if data.startswith(bom)), (b"", "utf-8"))
+
+
+def _decode(data: bytes) -> tuple[str, list[str]]:
+    """The text and what the reader should be told about how it was stored."""
+    bom, codec = _bom(data)
+    if bom:
+        note = "starts with a UTF-8 byte-order mark (not shown)" if codec == "utf-8" else f"is {codec.upper()} encoded"
+        return data[len(bom):].decode(codec, "replace"), [note]
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace"), ["has bytes that are not valid UTF-8 (shown as \ufffd)"]
+
+
+def _authorize_secret(ctx: ToolContext, shown: str) -> str | None:
+    """None when reading the secret file is allowed, else the refusal message."""
+    authorize = getattr(ctx.approval, "authorize_read", None)
+    if authorize is None:
+        return (f"{shown} looks like a secret file (keys, tokens or passwords); reading it requires approval, "
+                "and this session has no way to ask for it.")
+    outcome = authorize(shown)
+    return None if outcome.allowed else (outcome.message or f"Reading {shown} was not approved.")
+
+
+def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        real = resolve_in_workspace(ctx.workspace, args.path)
+    except PathJailError as exc:
+        return ToolResult.error(str(exc))
+    shown = display_path(ctx.workspace, real)
+    if not real.exists():
+        return _not_found(ctx, args.path, real)
+    if real.is_dir():
+        return ToolResult.error(f"{shown} is a directory; use list_dir to see what it contains")
+    if not real.is_file():
+        return ToolResult.error(f"{shown} is not a regular file (a device, socket or pipe); it cannot be read")
+    if is_secret_path(real) or is_secret_path(Path(args.path)):
+        refusal = _authorize_secret(ctx, shown)
+        if refusal is not None:
+            return ToolResult.error(refusal)
+    size = real.stat().st_size
+    if size > READ_MAX_FILE_BYTES:
+        return ToolResult.error(f"{shown} is {human_size(size)}, too large for read_file; search it with grep "
+                                "or show a slice with run_shell (e.g. sed -n '100,200p').")
+    data = real.read_bytes()
+    kind = None if _bom(data)[0] else _binary_kind(real, data[:BINARY_SNIFF_BYTES])
+    if kind is not None:
+        return ToolResult.error(f"{shown} is a binary file ({kind}, {human_size(len(data))}); read_file only shows text.")
+    file_session(ctx).record_read(real, data)
+    text, notes = _decode(data)
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    total = len(lines)
+    if total == 0:
+        return ToolResult(ok=True, output=f"File: {shown} is empty (0 lines).", meta={"lines": 0})
+    terminated = total if text.endswith("\n") else total - 1
+    crlf = sum(1 for line in lines[:terminated] if line.endswith("\r"))
+    if crlf:
+        notes.append("uses CRLF line endings (the \\r is not shown)" if crlf == terminated
+                     else f"has mixed line endings: {crlf} of {terminated} lines end with CRLF (the \\r is not shown)")
+    if not text.endswith("\n"):
+        notes.append("has no newline at the end")
+    first = args.offset or 1
+    if first > total:
+        return ToolResult.error(f"offset {first} is past the end of {shown}, which has {total} lines.")
+    end = min(total, first - 1 + (args.limit or READ_DEFAULT_LIMIT))
+    body: list[str] = []
+    size_out = 0
+    for index in range(first - 1, end):
+        line = lines[index]
+        if crlf and index < terminated:
+            line = line.removesuffix("\r")
+        if len(line) > LINE_CAP_CHARS:
+            line = f"{line[:LINE_CAP_CHARS]}… [line cut: {len(line)} chars]"
+        row = f"{index + 1:>6}\t{line}"
+        size_out += len(row.encode()) + 1
+        if size_out > READ_CAP_BYTES and body:
+            break
+        body.append(row)
+    last = first + len(body) - 1
+    head = f"File: {shown} ({total} lines); showing lines {first}-{last}."
+    if notes:
+        head += " The file " + "; ".join(notes) + "."
+    if last < total:
+        body.append(f"... truncated: showing lines {first}-{last} of {total}. Read more with offset={last + 1}")
+    return ToolResult(ok=True, output="\n".join([head, *body]), meta={"lines": total, "first": first, "last": last})
+
+
+# --- write_file ----------------------------------------------------------------------------------
+
+class WriteFileArgs(ToolArgs):
+    path: str = Field(description="File to create or overwrite, relative to the workspace.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+def _umask() -> int:
+    # Read, not set: os.umask() would change it process-wide, racing other threads.
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
+
+
+def _write_atomic(path: Path, data: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".keel-tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        real = resolve_in_workspace(ctx.workspace, args.path, for_write=True)
+    except PathJailError as exc:
+        return ToolResult.error(str(exc))
+    shown = display_path(ctx.workspace, real)
+    session = file_session(ctx)
+    existed = real.exists()
+    content, notes = args.content, []
+    old = b""
+    if existed:
+        if not real.is_file():
+            return ToolResult.error(f"{shown} exists and is not a regular file; write_file only writes files")
+        if not session.was_read(real):
+            return ToolResult.error(f"{shown} already exists and this session has not read it. Call "
+                                    f"read_file(path={shown!r}) first, then write it (or use edit_file for a partial change).")
+        if session.changed_since_seen(real):
+            return ToolResult.error(f"{shown} changed on disk since you last read it. Call read_file(path={shown!r}) "
+                                    "again and redo your change on its current content.")
+        old = real.read_bytes()
+    bom, codec = _bom(old)
+    # Keep the file's conventions: read_file showed its lines without \r and without the BOM.
+    old_text = old[len(bom):].decode(codec, "replace")
+    if old_text.count("\r\n") and old_text.count("\r\n") == old_text.count("\n") and "\r" not in content:
+        content = content.replace("\n", "\r\n")
+        notes.append("kept CRLF line endings")
+    try:
+        data = content.encode(codec)
+    except UnicodeEncodeError as exc:
+        return ToolResult.error(f"content has a character that cannot be stored as {codec} at index {exc.start} "
+                                f"({content[exc.start:exc.end]!r}); nothing was written")
+    if bom and not content.startswith("\ufeff"):
+        data = bom + data
+        notes.append("kept the UTF-8 byte-order mark" if codec == "utf-8" else f"kept {codec.upper()} encoding")
+    try:
+        session.snapshot(real)
+        real.parent.mkdir(parents=True, exist_ok=True)
+        mode = stat.S_IMODE(real.stat().st_mode) if existed else 0o666 & ~_umask()
+        _write_atomic(real, data, mode)
+    except OSError as exc:
+        return ToolResult.error(f"Could not write {shown}: {exc.strerror or exc}; nothing was changed")
+    session.record_write(real, data)
+    line_count = args.content.count("\n") + (1 if args.content and not args.content.endswith("\n") else 0)
+    verb = "Overwrote" if existed else "Created"
+    old_lines = old_text.count("\n") + (1 if old_text and not old_text.endswith("\n") else 0)
+    was = f"; it had {old_lines} lines" if existed else ""
+    extra = f" ({', '.join(notes)})" if notes else ""
+    return ToolResult(ok=True, output=f"{verb} {shown}: {line_count} lines, {len(data)} bytes{was}.{extra}",
+                      files_changed=[shown], meta={"created": not existed, "bytes": len(data), "lines": line_count})
+
+
+LIST_DIR = Tool(
+    spec=ToolSpec(
+        name="list_dir",
+        description="Show a directory tree (directories first, marked '/', with file sizes). "
+                    "Skips .gitignore'd files and build/cache dirs.",
+        args=ListDirArgs, annotations=ToolAnnotations(read_only=True, idempotent=True)),
+    execute=_list_dir,
+)
+
+READ_FILE = Tool(
+    spec=ToolSpec(
+        name="read_file",
+        description="Read a text file. Each line is shown as '<line number><TAB><line exactly as in the file>'. "
+                    "Use offset and limit to page through long files.",
+        args=ReadFileArgs, annotations=ToolAnnotations(read_only=True, idempotent=True)),
+    execute=_read_file,
+)
+
+WRITE_FILE = Tool(
+    spec=ToolSpec(
+        name="write_file",
+        description="Create a file, or replace a whole file with new content (read it first). "
+                    "Parent directories are created. Prefer edit_file for changing part of a file.",
+        args=WriteFileArgs, annotations=ToolAnnotations(destructive=True)),
+    execute=_write_file,
+)

@@ -1,0 +1,196 @@
+"""Which files the search and listing tools skip: .gitignore rules plus always-skipped dirs.
+
+The rules follow ripgrep's reading of .gitignore files, so that the grep tool gives the same
+answer whether ripgrep or the in-process fallback runs it:
+
+- .gitignore files count from the nearest enclosing git repository's root down (a nested
+  repository starts afresh). Outside any repository every ancestor's .gitignore counts, which
+  is what ``rg --no-require-git`` does.
+- The deepest .gitignore with a matching pattern decides; inside one file the last match wins.
+- A pattern matches a path itself, never "because a parent directory matched": ignored
+  directories are pruned during the walk instead. So an explicit search inside an ignored
+  directory still sees its files, as with rg.
+- Symlinks are never followed while walking (rg without -L), so a link cannot lead a search
+  out of the workspace.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import pathspec
+
+from keel.policy.paths import workspace_root
+
+# Build output, caches, environments and VCS data: never useful to list or search.
+ALWAYS_SKIPPED_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache",
+                                 ".pytest_cache", ".ruff_cache", ".tox", "dist", "build", "target"})
+ALWAYS_SKIPPED_DIR_SUFFIXES = (".egg-info",)
+
+
+def is_always_skipped(name: str, is_dir: bool) -> bool:
+    if name == ".git":  # a worktree's or submodule's .git is a file
+        return True
+    return is_dir and (name in ALWAYS_SKIPPED_DIRS or name.endswith(ALWAYS_SKIPPED_DIR_SUFFIXES))
+
+
+def rg_skip_globs() -> list[str]:
+    """The always-skipped set as ripgrep exclude globs (a trailing '/' limits a glob to dirs)."""
+    globs = ["!.git"] + [f"!{name}/" for name in sorted(ALWAYS_SKIPPED_DIRS - {".git"})]
+    return globs + [f"!*{suffix}/" for suffix in ALWAYS_SKIPPED_DIR_SUFFIXES]
+
+
+def expand_braces(glob: str) -> list[str]:
+    """'*.{ts,tsx}' -> ['*.ts', '*.tsx'] (ripgrep's glob extension; gitignore lacks it)."""
+    match = re.search(r"\{([^{}]*,[^{}]*)\}", glob)
+    if match is None:
+        return [glob]
+    head, tail = glob[: match.start()], glob[match.end():]
+    return [out for alt in match.group(1).split(",") for out in expand_braces(head + alt + tail)]
+
+
+class GlobMatcher:
+    """Gitignore-style patterns; ``match`` says which pattern decides a path, if any."""
+
+    def __init__(self, lines: Iterable[str]):
+        spec = pathspec.GitIgnoreSpec.from_lines(list(lines))
+        self._patterns = [(p.regex, bool(p.include)) for p in spec.patterns
+                          if p.include is not None and p.regex is not None]
+        # One alternation answers "does anything match?" for the common no-match case in one call.
+        body = "|".join(f"(?:{rx.pattern})" for rx, _ in self._patterns).replace("(?P<ps_d>", "(?:")
+        self._any = re.compile(body) if body else None
+
+    def __bool__(self) -> bool:
+        return bool(self._patterns)
+
+    def match(self, rel: str, is_dir: bool) -> bool | None:
+        """True: an ignore pattern decides; False: a '!' pattern decides; None: no pattern matches.
+
+        ``rel`` is relative to the directory the patterns belong to.
+        """
+        if self._any is None:
+            return None
+        path = rel + "/" if is_dir else rel
+        if self._any.match(path) is None:
+            return None
+        for regex, include in reversed(self._patterns):
+            found = regex.match(path)
+            if found is None:
+                continue
+            # pathspec also matches descendants of a matching directory; ripgrep does not.
+            try:
+                dir_end = found.end("ps_d")
+            except IndexError:
+                dir_end = -1
+            if dir_end in (-1, len(path)):
+                return include
+        return None
+
+
+Level = tuple[str, GlobMatcher]  # (absolute directory, its .gitignore patterns)
+
+
+class IgnoreRules:
+    """The .gitignore rules of one workspace, read lazily as directories are visited."""
+
+    def __init__(self, workspace: Path):
+        self.root = str(workspace_root(workspace))
+        chain = [Path(self.root), *Path(self.root).parents]
+        # Inside a repository .gitignore applies from its root down, as git and rg (by default) do.
+        self.require_git = any((d / ".git").exists() for d in chain)
+        self._levels: dict[str, tuple[Level, ...]] = {}
+
+    def _read(self, directory: str) -> GlobMatcher | None:
+        try:
+            with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+                matcher = GlobMatcher(fh.read().splitlines())
+        except OSError:
+            return None
+        return matcher or None
+
+    def levels(self, directory: str, names: Iterable[str] | None = None) -> tuple[Level, ...]:
+        """The .gitignore levels that judge entries of ``directory`` (absolute), deepest last.
+
+        ``names`` (the directory's entry names, when already listed) saves two stat calls.
+        """
+        cached = self._levels.get(directory)
+        if cached is not None:
+            return cached
+        parent = os.path.dirname(directory)
+        inherited = self.levels(parent) if parent != directory else ()
+        if names is None:
+            has_gitignore = os.path.isfile(os.path.join(directory, ".gitignore"))
+            has_git = self.require_git and os.path.lexists(os.path.join(directory, ".git"))
+        else:
+            names = set(names)
+            has_gitignore, has_git = ".gitignore" in names, self.require_git and ".git" in names
+        if has_git:
+            inherited = ()  # a repository root: rules from above it stop here
+        matcher = self._read(directory) if has_gitignore else None
+        result = (*inherited, (directory, matcher)) if matcher else inherited
+        self._levels[directory] = result
+        return result
+
+    @staticmethod
+    def gitignored(path: str, is_dir: bool, levels: tuple[Level, ...]) -> bool:
+        for base, matcher in reversed(levels):
+            rel = path[len(base):].lstrip("/")
+            decided = matcher.match(rel, is_dir)
+            if decided is not None:
+                return decided
+        return False
+
+    def scan(self, directory: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
+        """The entries of ``directory`` split into (kept, ignored). Raises OSError if unreadable."""
+        with os.scandir(directory) as it:
+            entries = list(it)
+        levels = self.levels(directory, (e.name for e in entries))
+        kept, ignored = [], []
+        for entry in entries:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if is_always_skipped(entry.name, is_dir) or (levels and self.gitignored(entry.path, is_dir, levels)):
+                ignored.append(entry)
+            else:
+                kept.append(entry)
+        return kept, ignored
+
+    def walk_files(self, start: str,
+                   decide: Callable[[os.DirEntry[str], bool], bool | None] | None = None
+                   ) -> Iterator[os.DirEntry[str]]:
+        """Regular files under ``start`` (absolute dir) that the rules keep; symlinks are skipped.
+
+        ``decide(entry, is_dir)`` may settle an entry first: True keeps it, False drops it,
+        None leaves it to the rules (how grep's glob filter overrides .gitignore, as in rg).
+        """
+        stack = [start]
+        while stack:
+            directory = stack.pop()
+            try:
+                with os.scandir(directory) as it:
+                    entries = list(it)
+            except OSError:
+                continue  # unreadable directories are skipped silently, as rg does
+            levels = self.levels(directory, (e.name for e in entries))
+            for entry in entries:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if is_always_skipped(entry.name, is_dir):
+                    continue
+                verdict = decide(entry, is_dir) if decide is not None else None
+                if verdict is False:
+                    continue
+                if verdict is None and levels and self.gitignored(entry.path, is_dir, levels):
+                    continue
+                if is_dir:
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    yield entry
+
+
+def fnmatch_any(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pat) for pat in patterns)
