@@ -6,6 +6,15 @@ bytes: keel (``keel.tools.edit_match`` + ``textfile``), aider 0.86.2's ``replace
 (downloaded with ``pip download --no-deps``; only its top-level defs are executed, none of aider's
 imports), and a strict exact-and-unique rule (OpenHands / Claude Code).
 
+Drift classes: none; dedent / extra_indent (old_text shifted uniformly); tabs (tabs for the file's
+spaces) and spaces_for_tabs (a tab-indented file, 4 spaces per tab from the model); trailing_ws;
+crlf_old (CRLF in old_text and new_text); crlf_file (the file is CRLF, the model sends LF); elided
+(the middle of old_text replaced by a ``...`` line); quotes (straight quotes sent as curly ones);
+duplicate (a 2-line snippet found twice, the second one meant); near_duplicate (a copy of the block,
+4 columns deeper, just above it, and old_text dedented by 4); already_applied (the file already has
+the edit); stale (another line of the block changed since the model read it). Refusing is the
+correct outcome for already_applied and stale; nothing can be correct for the two duplicate classes.
+
 Outcome per case: correct = resulting bytes equal the expected bytes; wrong = the file changed but
 is not the expected file; refused = unchanged when a change was expected. hint% = share of a
 matcher's refusals whose message names the region holding the intended span.
@@ -38,7 +47,7 @@ from keel.tools.edit_match import find_edit  # noqa: E402
 from keel.tools.textfile import TextFile  # noqa: E402
 
 AIDER_VERSION = "0.86.2"
-CLASSES = ("none", "dedent", "extra_indent", "tabs", "trailing_ws", "crlf_old", "crlf_file", "elided",
+CLASSES = ("none", "dedent", "extra_indent", "tabs", "spaces_for_tabs", "trailing_ws", "crlf_old", "crlf_file", "elided",
            "quotes", "duplicate", "near_duplicate", "already_applied", "stale")
 AMBIGUOUS_CLASS = "duplicate"
 _EOL = re.compile(r"\r\n|\r|\n")
@@ -133,7 +142,7 @@ def make_case(cls: str, rng: random.Random, lines: list[str]) -> Case | None:
     expected = "\n".join([*lines[:s], *new_block, *lines[s + k:]])
     old, new, data = block, new_block, text
     span = (s + 1, s + k)
-    if cls in ("dedent", "extra_indent", "tabs", "near_duplicate") and common_indent(block) < 4:
+    if cls in ("dedent", "extra_indent", "tabs", "spaces_for_tabs", "near_duplicate") and common_indent(block) < 4:
         return None
     if cls == "near_duplicate":
         # A copy of the block, 4 columns deeper, sits just above it; old_text is dedented by 4,
@@ -149,6 +158,9 @@ def make_case(cls: str, rng: random.Random, lines: list[str]) -> Case | None:
         old, new = [("    " + x) if x.strip() else x for x in old], [("    " + x) if x.strip() else x for x in new]
     elif cls == "tabs":
         old, new = [tabify(x) for x in old], [tabify(x) for x in new]
+    elif cls == "spaces_for_tabs":   # the file is tab-indented; the model writes 4 spaces per tab
+        data = "\n".join(tabify(x) for x in text.split("\n"))
+        expected = "\n".join(tabify(x) for x in expected.split("\n"))
     elif cls == "trailing_ws":
         padded = {x for x in block if x.strip() and rng.random() < 0.5} or {block[0]}
         pad = " " * rng.randint(1, 3)

@@ -157,6 +157,9 @@ def judge_delete(env: JudgeEnv, word: Word, cwds: Cwds, recursive: bool, verb: s
             out.append(deny(f"{what} of the whole workspace ({word.value!r})", destructive=True))
         elif recursive and place.real is not None and place.real.name == ".git":
             out.append(deny(f"{what} of the git repository ({word.value!r})", destructive=True))
+        elif place.where == "unknown" and recursive and place.glob_tail:
+            out.append(deny(f"{what} of {word.value!r} in a directory only known when it runs",
+                            destructive=True))
         elif place.where == "unknown":
             out.append(ask(f"{what} of {word.value!r}, a path only known when it runs", destructive=True))
         else:
@@ -367,7 +370,7 @@ def _names_assigned(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     """printf -v NAME / read NAME: a variable gets a value the policy cannot see."""
     options, operands = parse_options(inv.args, {"-v", "-a", "-d", "-n", "-N", "-p", "-t", "-u", "-i"})
     names = values_of(options, "-v", "-a") + (operands if inv.name == "read" else [])
-    out = [allow(f"{inv.name}")]
+    out = [allow(f"{inv.name} only prints or reads input")]
     for word in names:
         risk = env_name_risk(word.value)
         if risk is not None:

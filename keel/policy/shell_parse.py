@@ -135,15 +135,20 @@ def _prepare(source: str) -> tuple[str, set[str]]:
     return "".join(out), quoted
 
 
-def parse_script(source: str) -> tuple[list[Any], str, set[str]]:
-    """Return (bashlex trees, the text they index into, quoted heredoc delimiters)."""
+_LEADING_TIME = re.compile(r"^(\s*)time((\s+-p)?\s+)(?=\S)")
+
+
+def parse_script(source: str) -> tuple[list[Any], set[str]]:
+    """Return (bashlex trees indexing into ``source``, quoted heredoc delimiters)."""
     if len(source) > MAX_SOURCE_CHARS:
         raise ShellParseError(f"command is longer than {MAX_SOURCE_CHARS} characters")
     if not source.strip():
         raise ShellParseError("empty command")
     text, quoted = _prepare(source)
+    # bashlex lacks the `time` keyword; at the very start it only times the pipeline after it.
+    text = _LEADING_TIME.sub(lambda m: " " * len(m.group(0)), text, count=1)
     try:
-        return list(bashlex.parse(text)), text, quoted
+        return list(bashlex.parse(text)), quoted
     except RecursionError as exc:
         raise ShellParseError("command nests too deeply") from exc
     except NotImplementedError as exc:
@@ -171,6 +176,9 @@ def scan_unquoted(raw: str) -> tuple[bool, bool, bool]:
 
 
 _CD_NAMES = ("cd", "pushd")
+# Commands that can set variables the walker cannot follow.
+_SETS_VARIABLES = frozenset({"eval", "source", ".", "read", "mapfile", "readarray", "getopts", "let", "printf",
+                             "unset", "export", "declare", "typeset", "builtin", "command", "set", "trap"})
 
 
 class Walker:
@@ -183,6 +191,33 @@ class Walker:
         self.commands: list[SimpleCommand] = []
         self.issues: list[Issue] = []
         self.functions: dict[str, list[SimpleCommand]] = {}
+        # Variables set by plain assignments earlier on this command line (``d=~/.ssh; cat $d``).
+        # None: assigned, but the value cannot be known (conditional, subshell, computed).
+        self.vars: dict[str, str | None] = {}
+        self.uncertain = 0          # > 0 while walking code that may not run or runs in a subshell
+
+    def _maybe(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        """Walk code whose variable assignments may not happen or may not persist."""
+        self.uncertain += 1
+        try:
+            return self.walk(node, cwds)
+        finally:
+            self.uncertain -= 1
+
+    def forget_variables(self) -> None:
+        self.vars = {name: None for name in self.vars}
+
+    def assign(self, word: Word) -> None:
+        name, eq, value = word.value.partition("=")
+        name = name.rstrip("+")
+        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            return
+        if self.uncertain or not word.literal or word.value[len(name)] == "+" or word.glob or word.brace:
+            self.vars[name] = None
+            return
+        if value == "~" or value.startswith("~/"):
+            value = str(self.home) + value[1:]
+        self.vars[name] = value
 
     def src(self, node: Any) -> str:
         start, end = node.pos
@@ -216,24 +251,29 @@ class Walker:
         group_in = cwds         # input of the current and-or group (what `&` falls back to)
         pending = ";"
         started = len(self.commands)
+        before = dict(self.vars)
         for part in parts:
             if part.kind == "operator":
                 if part.op == "&":
                     for cmd in self.commands[started:]:
                         cmd.background = True
                     ok = fail = group_in
+                    # a background job's assignments never reach this shell
+                    for name in set(self.vars) - set(before) | {n for n in before if self.vars.get(n) != before[n]}:
+                        self.vars[name] = None
                 pending = part.op
                 if part.op in (";", "&", "\n"):
                     started = len(self.commands)
                 continue
             if pending in (";", "&", "\n"):
                 group_in = ok | fail
+                before = dict(self.vars)
                 ok, fail = self.walk(part, group_in)
             elif pending == "&&":
-                part_ok, part_fail = self.walk(part, ok)
+                part_ok, part_fail = self._maybe(part, ok)
                 ok, fail = part_ok, fail | part_fail
             elif pending == "||":
-                part_ok, part_fail = self.walk(part, fail)
+                part_ok, part_fail = self._maybe(part, fail)
                 ok, fail = ok | part_ok, part_fail
             else:
                 self.issue("ask", f"unsupported list operator {pending!r}", part)
@@ -245,7 +285,11 @@ class Walker:
         elements = [p for p in node.parts if p.kind not in ("pipe", "reservedword")]
         for element in elements:
             start = len(self.commands)
-            self.walk(element, cwds)     # each element runs in a subshell: cd does not leak
+            # each element runs in a subshell: cd and assignments do not leak
+            if len(elements) > 1:
+                self._maybe(element, cwds)
+            else:
+                self.walk(element, cwds)
             produced = self.commands[start:]
             for cmd in produced:
                 cmd.upstream = list(upstream)
@@ -259,7 +303,7 @@ class Walker:
         current = cwds
         for part in node.list:
             if part.kind != "reservedword":
-                ok, fail = self.walk(part, current)
+                ok, fail = self._maybe(part, current) if subshell else self.walk(part, current)
                 current = ok | fail
         for redirect in getattr(node, "redirects", []) or []:
             self._redirect_only(redirect, cwds)
@@ -271,6 +315,8 @@ class Walker:
         loop = node.kind in ("while", "until", "for")
         if node.kind == "for":
             self._check_assigned_name(parts[1].word if len(parts) > 1 else "", node)
+            if len(parts) > 1:
+                self.vars[parts[1].word] = None
         current = cwds
         for part in parts:
             if part.kind == "reservedword":
@@ -279,7 +325,7 @@ class Walker:
                 if part is not parts[1] or node.kind != "for":
                     self.word(part, current)
                 continue
-            ok, fail = self.walk(part, current)
+            ok, fail = self._maybe(part, current)
             seen |= ok | fail
             current = frozenset(seen)
         after = frozenset(seen)
@@ -296,7 +342,7 @@ class Walker:
         body = [p for p in node.parts if p.kind not in ("word", "reservedword")]
         moved: set[Path | None] = set(cwds)
         for part in body:
-            ok, fail = self.walk(part, cwds)
+            ok, fail = self._maybe(part, cwds)
             moved |= ok | fail
         calls = [c for c in self.commands[start:] if c.words and c.words[0].value == name]
         if any(c.piped or c.background for c in calls):
@@ -324,7 +370,20 @@ class Walker:
                 self.issue("ask", f"unsupported part of a command ({part.kind})", part)
         cmd = SimpleCommand(self.src(node), assignments, words, redirects, cwds)
         self.commands.append(cmd)
+        self._track_variables(assignments, words)
         return self._after_cd(words, cwds), cwds
+
+    def _track_variables(self, assignments: list[Word], words: list[Word]) -> None:
+        if not words:
+            for word in assignments:
+                self.assign(word)
+            return
+        name = words[0].value if words[0].literal else ""
+        if name in ("export", "declare", "typeset", "readonly", "local"):
+            for word in words[1:]:
+                self.assign(word)
+        elif name in _SETS_VARIABLES or name in self.functions or not name:
+            self.forget_variables()
 
     def _after_cd(self, words: list[Word], cwds: Cwds) -> Cwds:
         values = [w.value for w in words]
@@ -367,6 +426,7 @@ class Walker:
         params: list[str] = []
         subs: list[Sub] = []
         self._scan_parts(node, cwds, params, subs)
+        value, params = self._substitute(value, params)
         glob, brace, subst_syntax = scan_unquoted(raw)
         if subst_syntax and not subs:
             self.issue("ask", "a substitution the parser could not follow", node)
@@ -376,13 +436,26 @@ class Walker:
                 self.issue("ask", "a command hidden inside a parameter expansion", node)
         return Word(value, raw, tuple(params), tuple(subs), glob, brace)
 
+    def _substitute(self, value: str, params: list[str]) -> tuple[str, list[str]]:
+        """Put in the values of variables assigned earlier on this command line."""
+        left: list[str] = []
+        for param in params:
+            m = re.fullmatch(r"\{?([A-Za-z_]\w*)\}?", param)
+            known = self.vars.get(m.group(1)) if m else None
+            if m is None or known is None:
+                left.append(param)
+                continue
+            name = m.group(1)
+            value = re.sub(r"\$\{" + name + r"\}|\$" + name + r"(?!\w)", lambda _m, v=known: v, value)
+        return value, left
+
     def _scan_parts(self, node: Any, cwds: Cwds, params: list[str], subs: list[Sub]) -> None:
         for part in getattr(node, "parts", []) or []:
             if part.kind == "parameter":
                 params.append(getattr(part, "value", "") or "")
             elif part.kind in ("commandsubstitution", "processsubstitution"):
                 start = len(self.commands)
-                self.walk(part.command, cwds)
+                self._maybe(part.command, cwds)
                 kind = "command" if part.kind == "commandsubstitution" else "process"
                 subs.append(Sub(kind, self.commands[start:]))
             elif part.kind == "tilde":
@@ -411,8 +484,8 @@ class Walker:
 
 def walk_script(source: str, home: Path, cwds: Cwds) -> tuple[list[SimpleCommand], list[Issue]]:
     """Parse and flatten ``source``; raise ShellParseError when it cannot be parsed."""
-    trees, text, quoted = parse_script(source)
-    walker = Walker(text, home, quoted)
+    trees, quoted = parse_script(source)
+    walker = Walker(source, home, quoted)
     current = cwds
     try:
         for tree in trees:

@@ -140,7 +140,7 @@ class PathJudge:
                 if within(path, self.home / rel):
                     return f"reads credentials in ~/{rel}"
             for sys_path in SECRET_SYSTEM:
-                if within(path, Path(sys_path)):
+                if within(path, Path(sys_path)) and not within(self.home, Path(sys_path)):
                     return f"reads credentials in {sys_path}"
             if re.fullmatch(r"/proc/[^/]+/environ", str(path)):
                 return "reads another process's environment"

@@ -68,6 +68,7 @@ class Unwrapped:
     env: list[Word] = field(default_factory=list)         # NAME=value given to `env`
     shell_code: list[tuple[str, Word]] = field(default_factory=list)  # (shell, code) to parse again
     writes: list[Word] = field(default_factory=list)      # files a wrapper writes (time -o)
+    chdir: Word | None = None                 # env -C / sudo -D: the directory the command runs in
     extra_args: bool = False                  # xargs appends arguments read from stdin
     issues: list[tuple[str, str]] = field(default_factory=list)
 
@@ -116,7 +117,8 @@ _OPTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
             frozenset({"-i", "--ignore-environment", "-0", "--null", "-v", "--debug"})),
 }
 # Options that must never be skipped silently: they change what or where the command runs.
-_REDIRECTING = {"env": {"-C", "--chdir", "-S", "--split-string"}, "sudo": {"-D", "--chdir", "-R", "--chroot", "-e", "--edit"}}
+_REDIRECTING = {"sudo": {"-R", "--chroot", "-e", "--edit"}}
+_CHDIR = {"env": {"-C", "--chdir"}, "sudo": {"-D", "--chdir"}}
 
 
 def _split_option(word: str) -> tuple[str, str | None]:
@@ -136,7 +138,7 @@ def _peel(name: str, argv: list[Word], out: Unwrapped) -> list[Word] | None:
         if word == "--":
             i += 1
             break
-        if name == "env" and "=" in word and not word.startswith("-"):
+        if name in ("env", "sudo", "doas") and re.match(r"[A-Za-z_]\w*\+?=", word):
             out.env.append(rest[i])
             i += 1
             continue
@@ -157,6 +159,17 @@ def _peel(name: str, argv: list[Word], out: Unwrapped) -> list[Word] | None:
                 out.issues.append(("ask", "env -S with a string the policy cannot split"))
                 return None
             return split + rest[i + 1:]
+        if opt in _CHDIR.get(name, set()) or (name == "env" and re.fullmatch(r"-C.+", opt)):
+            value = attached if attached is not None else (opt[2:] if len(opt) > 2 and opt.startswith("-C") else None)
+            if value is not None:
+                out.chdir = Word(value, value, rest[i].params, rest[i].subs)
+                i += 1
+            elif i + 1 < len(rest):
+                out.chdir = rest[i + 1]
+                i += 2
+            else:
+                return None
+            continue
         if opt in _REDIRECTING.get(name, set()):
             out.issues.append(("ask", f"{name} {opt} changes what runs or where"))
             if name == "sudo" and opt in ("-e", "--edit"):
@@ -191,12 +204,12 @@ def _peel(name: str, argv: list[Word], out: Unwrapped) -> list[Word] | None:
 
 def _short_cluster_ok(opt: str, name: str) -> bool:
     """``-0r`` style clusters of flags that take no value."""
+    if name == "xargs" and len(opt) > 2 and opt[1] in "adEILnPsile":
+        return True                           # -n1, -I{}, -L1: value attached
     if not re.fullmatch(r"-[A-Za-z0-9]{2,}", opt):
         return False
     if name == "stdbuf":
         return opt[1] in "ioe"                # -oL: option with its value attached
-    if name == "xargs" and opt[1] in "adEILnPsil":
-        return True                           # -n1, -I{}, -L1: value attached
     flags = _OPTS[name][1]
     return all(f"-{c}" in flags for c in opt[1:])
 
@@ -237,6 +250,34 @@ def _shell(argv: list[Word], out: Unwrapped) -> list[Word] | None:
         out.shell_code.append((shell, operands[0]))
         return []
     return argv                              # a script file or stdin: judged as the shell itself
+
+
+_WATCH_WITH_VALUE = frozenset({"-n", "--interval", "-q", "--equexit"})
+
+
+def _watch(argv: list[Word], out: Unwrapped) -> list[Word] | None:
+    """``watch CMD...`` runs ``sh -c "CMD..."`` over and over (``-x``: without a shell)."""
+    rest = argv[1:]
+    direct = False
+    i = 0
+    while i < len(rest) and rest[i].value.startswith("-"):
+        opt, attached = _split_option(rest[i].value)
+        if opt in ("-x", "--exec"):
+            direct = True
+        elif opt in _WATCH_WITH_VALUE and attached is None:
+            i += 1
+        elif not re.fullmatch(r"-[dtbegcpwn][0-9.]*|--[a-z-]+", opt):
+            out.issues.append(("ask", f"watch: option {opt!r} is not understood"))
+            return None
+        i += 1
+    out.issues.append(("ask", "watch repeats a command until it is stopped"))
+    if direct or not rest[i:]:
+        return rest[i:]
+    words = rest[i:]
+    text = " ".join(w.value for w in words)
+    out.shell_code.append(("sh", Word(text, text, tuple(p for w in words for p in w.params),
+                                      tuple(s for w in words for s in w.subs))))
+    return []
 
 
 def _su(argv: list[Word], out: Unwrapped) -> list[Word] | None:
@@ -297,6 +338,8 @@ def unwrap(argv: list[Word]) -> Unwrapped:
                 break
         elif name == "su":
             inner = _su(current, out)
+        elif name == "watch":
+            inner = _watch(current, out)
         elif len(current) > 1 and (name, current[1].value) in _TWO_WORD:
             inner = _runner(current, out)
         else:

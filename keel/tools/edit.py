@@ -15,13 +15,14 @@ from pydantic import Field, field_validator, model_validator
 
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.edit_match import EditRequest, MatchResult, apply_replacements, edited_ranges, find_edits
+from keel.tools.edit_match import EditRequest, MatchResult, edited_ranges, find_edits
 from keel.tools.session import FileSession
 from keel.tools.textfile import TextFileError, read_text_file, write_atomic
 
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
+SNIPPET_MAX_GROUPS = 8
 
 _TIER_NOTES = {
     "exact": "",
@@ -138,13 +139,12 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     if isinstance(ctx.session, FileSession):
         ctx.session.record_write(real, data)
 
-    new_text = apply_replacements(original.text, match.replacements)
     output = "\n".join(filter(None, [
         _summary(rel, args, match),
         *(_TIER_NOTES.get(t, "") for t in dict.fromkeys(match.tiers)),
         *match.notes,
         f"Note: {rel} is not valid UTF-8; it was read and written as latin-1." if original.latin1_fallback else "",
-        snippet(new_text, edited_ranges(original.text, match.replacements)),
+        snippet(edited.text, edited_ranges(original.text, match.replacements)),
     ]))
     return ToolResult(ok=True, output=output, files_changed=[rel], meta=_match_meta(match))
 
@@ -182,7 +182,7 @@ def snippet(text: str, ranges: list[tuple[int, int]]) -> str:
         else:
             groups.append([lo, hi])
     out: list[str] = []
-    for lo, hi in groups:
+    for lo, hi in groups[:SNIPPET_MAX_GROUPS]:
         numbers = list(range(lo, hi + 1))
         if len(numbers) > SNIPPET_MAX_LINES:
             half = SNIPPET_MAX_LINES // 2
@@ -192,6 +192,8 @@ def snippet(text: str, ranges: list[tuple[int, int]]) -> str:
             out.append("")
         out += [f"{n:>6}\t{lines[n - 1]}" if n > 0 else f"{'':>6}\t... ({-n} lines not shown) ..."
                 for n in numbers]
+    if len(groups) > SNIPPET_MAX_GROUPS:
+        out.append(f"({len(groups) - SNIPPET_MAX_GROUPS} more edited places not shown; read_file shows them)")
     return "\n".join(out)
 
 

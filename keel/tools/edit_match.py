@@ -10,14 +10,14 @@ similar block look unique. Zero matches come back with the closest region and wh
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from difflib import SequenceMatcher
 from functools import cached_property
 
-from keel.tools.edit_hints import CURLY_TO_STRAIGHT, diagnose_not_found
+from keel.tools.edit_lines import LINE_TIERS, diagnose_not_found, lenient
 
-_WS_RUN = re.compile(r"\s+")
+_NUMBERED = re.compile(r"^ *(\d+)\t")
 _ELISION = re.compile(r"^\s*(?:\.\.\.|(?:#|//)\s*\.\.\..*)\s*$")
 LINE_HINT_SLACK = 5
 MAX_LISTED = 50
@@ -65,25 +65,6 @@ def _split(text: str) -> list[str]:
     return (text[:-1] if text.endswith("\n") else text).split("\n")
 
 
-def _collapse(line: str) -> str:
-    return _WS_RUN.sub(" ", line.strip())
-
-
-def _lenient(line: str) -> str:
-    return _collapse(line).translate(CURLY_TO_STRAIGHT)
-
-
-def _lead(line: str) -> str:
-    return line[: len(line) - len(line.lstrip(" \t"))]
-
-
-def _col(ws: str, tab: int) -> int:
-    col = 0
-    for ch in ws:
-        col = (col // tab + 1) * tab if ch == "\t" else col + 1
-    return col
-
-
 def _lines_word(lines: Sequence[int]) -> str:
     shown = ", ".join(str(n) for n in lines[:MAX_LISTED])
     more = f" and {len(lines) - MAX_LISTED} more" if len(lines) > MAX_LISTED else ""
@@ -103,7 +84,7 @@ class _Doc:
             pos += len(line) + 1
 
     def line_of(self, offset: int) -> int:
-        return self.content.count("\n", 0, offset) + 1
+        return max(1, bisect_right(self.starts, offset))
 
     def span(self, i: int, k: int) -> tuple[int, int]:
         """Offsets of lines i..i+k-1 (0-based), without the last line's newline."""
@@ -111,7 +92,7 @@ class _Doc:
 
     @cached_property
     def lenient_keys(self) -> list[str]:
-        return [_lenient(line) for line in self.lines]
+        return [lenient(line) for line in self.lines]
 
     @cached_property
     def lenient_index(self) -> dict[str, list[int]]:
@@ -125,130 +106,9 @@ def _index(keys: list[str]) -> dict[str, list[int]]:
     return out
 
 
-# ---- line-level fits: each returns the replacement lines for one window, or None ----------------
-
-Fit = Callable[[list[str], list[str], list[str]], "list[str] | None"]
-
-
-def _render(file_lines: list[str], old: list[str], new: list[str], fix: Callable[[str], str]) -> list[str]:
-    """Lines new_text keeps from old_text are copied from the file verbatim; changed lines get ``fix``."""
-    out: list[str] = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        out.extend(file_lines[i1:i2] if tag == "equal" else (fix(line) for line in new[j1:j2]))
-    return out
-
-
-def _fit_exact(file_lines: list[str], old: list[str], new: list[str]) -> list[str] | None:
-    return _render(file_lines, old, new, lambda s: s) if file_lines == old else None
-
-
-def _fit_reindent(file_lines: list[str], old: list[str], new: list[str]) -> list[str] | None:
-    shift: tuple[str, str] | None = None
-    for f, o in zip(file_lines, old, strict=True):
-        if not f.strip() and not o.strip():
-            continue
-        if len(f) > len(o) and f.endswith(o) and not f[: len(f) - len(o)].strip(" \t"):
-            s = ("add", f[: len(f) - len(o)])
-        elif len(o) > len(f) and o.endswith(f) and not o[: len(o) - len(f)].strip(" \t"):
-            s = ("remove", o[: len(o) - len(f)])
-        else:
-            return None
-        if shift is None:
-            shift = s
-        elif shift != s:
-            return None
-    if shift is None:
-        return None
-    how, prefix = shift
-
-    def fix(line: str) -> str:
-        if not line.strip():
-            return ""
-        if how == "add":
-            return prefix + line
-        return line[len(prefix):] if line.startswith(prefix) else line.lstrip(" \t")
-
-    return _render(file_lines, old, new, fix)
-
-
-def _indent_mapper(pairs: list[tuple[str, str]], model_lines: list[str]) -> Callable[[str], str] | None:
-    """How the model's leading whitespace translates to the file's, if it does so consistently
-    (same column shift on every line for some tab width)."""
-    direct: dict[str, str] = {}
-    for f, m in pairs:
-        direct.setdefault(m, f)
-    direct_ok = all(direct[m] == f for f, m in pairs)
-    file_tabs = sum(f.startswith("\t") for f, _ in pairs) > sum(f.startswith(" ") for f, _ in pairs)
-    space_widths = sorted({len(_lead(x)) for x in model_lines if x.strip() and "\t" not in _lead(x)})
-    steps = [b - a for a, b in zip(space_widths, space_widths[1:], strict=False) if b - a in (2, 4, 8)]
-    tab_widths = dict.fromkeys([*(steps[:1]), 4, 8, 2])
-    for tab in tab_widths:
-        deltas = {_col(f, tab) - _col(m, tab) for f, m in pairs}
-        if len(deltas) <= 1:
-            delta = deltas.pop() if deltas else 0
-            break
-    else:
-        return None
-
-    def mapper(ws: str) -> str:
-        if direct_ok and ws in direct:
-            return direct[ws]
-        col = max(0, _col(ws, tab) + delta)
-        return "\t" * (col // tab) + " " * (col % tab) if file_tabs else " " * col
-
-    return mapper
-
-
-def _fit_loose(file_lines: list[str], old: list[str], new: list[str], *, quotes: bool) -> list[str] | None:
-    key = _lenient if quotes else _collapse
-    if any(key(f) != key(o) for f, o in zip(file_lines, old, strict=True)):
-        return None
-    pairs = [(_lead(f), _lead(o)) for f, o in zip(file_lines, old, strict=True) if f.strip()]
-    mapper = _indent_mapper(pairs, old + new)
-    if mapper is None:
-        return None
-    # Trailing blanks the model added to old_text are noise; strip them from its new lines too.
-    strip_tail = any(o != o.rstrip() and f == f.rstrip() for f, o in zip(file_lines, old, strict=True))
-    table = _quote_table(file_lines, old) if quotes else {}
-
-    def fix(line: str) -> str:
-        if not line.strip():
-            return ""
-        ws = _lead(line)
-        body = line[len(ws):].rstrip() if strip_tail else line[len(ws):]
-        return mapper(ws) + body.translate(table)
-
-    return _render(file_lines, old, new, fix)
-
-
-def _quote_table(file_lines: list[str], old: list[str]) -> dict[int, str]:
-    """Curly quotes the model wrote where the file has straight ones, to straighten in its new lines.
-    Never the reverse: turning straight quotes curly could break code."""
-    seen: dict[str, set[str]] = {}
-    for f, o in zip(file_lines, old, strict=True):
-        fq = [c for c in f if c in "'\"‘’“”„‚"]
-        oq = [c for c in o if c in "'\"‘’“”„‚"]
-        if len(fq) == len(oq):
-            for a, b in zip(oq, fq, strict=True):
-                if a != b and a not in "'\"" and b in "'\"":
-                    seen.setdefault(a, set()).add(b)
-    table = {ord(a): next(iter(bs)) for a, bs in seen.items() if len(bs) == 1}
-    if table and not any(c in "‘’“”„‚" for f in file_lines for c in f):
-        return dict(CURLY_TO_STRAIGHT)   # the model types curly for straight; the file has none
-    return table
-
-
-_LINE_TIERS: tuple[tuple[str, Fit], ...] = (
-    ("exact", _fit_exact),
-    ("reindent", _fit_reindent),
-    ("whitespace", lambda f, o, n: _fit_loose(f, o, n, quotes=False)),
-    ("quotes", lambda f, o, n: _fit_loose(f, o, n, quotes=True)),
-)
-
-
 def _windows(doc: _Doc, old: list[str]) -> list[int]:
     """Every line where old_text fits under the most lenient comparison."""
-    okeys = [_lenient(line) for line in old]
+    okeys = [lenient(line) for line in old]
     anchor = next((j for j, key in enumerate(okeys) if key), None)
     if anchor is None:
         return []
@@ -262,15 +122,15 @@ def _line_match(doc: _Doc, old: list[str], new: list[str], replace_all: bool) ->
     if not windows:
         return None
     k = len(old)
-    for tier, fit in _LINE_TIERS:
+    for tier, fit in LINE_TIERS:
         fits = [(i, r) for i in windows if (r := fit(doc.lines[i:i + k], old, new)) is not None]
         if not fits:
             continue
         # Exact lines are judged like an exact substring; anything looser must be unique even
         # under the loosest comparison, so a drifted copy elsewhere cannot be mistaken for it.
-        rivals = fits if tier == "exact" else windows
+        rivals = [i for i, _ in fits] if tier == "exact" else windows
         if len(rivals) > 1 and not replace_all:
-            return _ambiguous([r[0] + 1 if isinstance(r, tuple) else r + 1 for r in rivals], tier)
+            return _ambiguous([i + 1 for i in rivals], tier)
         chosen, last_end = [], -1
         for i, lines in fits:
             if i > last_end:
@@ -405,6 +265,29 @@ def _elision_match(doc: _Doc, old: list[str], new: list[str]) -> MatchResult | N
                                                  parts[0].first_line, parts[-1].last_line),), tier="elision")
 
 
+def _unnumbered(text: str) -> tuple[str, int] | None:
+    """text without read_file's ``{n:>6}\\t`` prefixes and its first line number, if every line has one."""
+    found = [_NUMBERED.match(line) for line in _split(text)]
+    matches = [m for m in found if m]
+    if not text.strip() or len(matches) != len(found):
+        return None
+    return "".join(line[m.end():] + "\n" for line, m in zip(_split(text), matches, strict=True)), int(matches[0][1])
+
+
+def _numbered_match(content: str, old: str, new: str) -> MatchResult | None:
+    """old_text copied with read_file's line numbers: strip them, and accept the match only at the very
+    line the numbers name, so a stray prefix can never move the edit."""
+    stripped = _unnumbered(old)
+    if stripped is None:
+        return None
+    plain_new = _unnumbered(new)
+    res = find_edit(content, stripped[0], plain_new[0] if plain_new else new)
+    if not res.ok or res.replacements[0].first_line != stripped[1]:
+        return None
+    return replace(res, tier="line_numbers", notes=(*res.notes, "old_text carried read_file's line numbers; "
+                                                    "they were removed. Send file text only."))
+
+
 # ---- not found --------------------------------------------------------------------------------------
 
 def _already_applied(doc: _Doc, new: str) -> int | None:
@@ -440,10 +323,16 @@ def find_edit(content: str, old_text: str, new_text: str, *, replace_all: bool =
     if result is None and old.strip():
         old_lines, new_lines = _split(old), _split(new) if new else []
         result = _line_match(doc, old_lines, new_lines, replace_all)
+        trimmed = _trim_blank(old_lines)
+        if result is None and len(trimmed) < len(old_lines):   # blank lines the model added at the edges
+            result = _line_match(doc, trimmed, _trim_blank(new_lines) if new_lines else [], replace_all)
         if result is None and not replace_all:
-            result = _elision_match(doc, old_lines, new_lines)
-        if result is None:
-            result = _not_found(doc, old_lines, new, old != old_text)
+            result = _elision_match(doc, old_lines, new_lines) or _numbered_match(content, old, new)
+        if result is None or not (result.ok or result.candidates):
+            missing = _not_found(doc, old_lines, new, old != old_text)
+            # '...' lines may be real file text; the region is worth more than the elision complaint
+            why = f"\n(Reading the '...' lines as elision did not work either: {result.error})" if result else ""
+            result = replace(missing, error=missing.error + why)
     if result is None:
         return MatchResult(error="old_text is only whitespace and is not in the file; include real lines.")
     return _with_line_hint(result, line_hint)
@@ -470,6 +359,8 @@ def find_edits(content: str, requests: Sequence[EditRequest], *, line_hint: int 
     for n, req in enumerate(requests, 1):
         hint = line_hint if len(requests) == 1 else None
         res = find_edit(content, req.old_text, req.new_text, replace_all=req.replace_all, line_hint=hint)
+        if not res.ok and len(requests) == 1:
+            return res
         if not res.ok:
             later = ""
             if n > 1 and find_edit(apply_replacements(content, [r for r, _ in reps]), req.old_text, req.new_text).ok:

@@ -58,6 +58,10 @@ def human_size(n: int) -> str:
     raise AssertionError("unreachable")
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word[:-1] + 'ies' if word.endswith('y') else word + 's'}"
+
+
 def file_session(ctx: ToolContext) -> FileSession:
     """The session's file facts; made on first use (read-only tools run in parallel threads)."""
     with _session_lock:
@@ -131,7 +135,7 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
                 if entry.path not in children and not note:
                     with contextlib.suppress(OSError):
                         count = len(rules.scan(entry.path)[0])
-                        note = f" ({count} entries)" if count else " (empty)"
+                        note = f" ({plural(count, 'entry')})" if count else " (empty)"
                 lines.append(f"{indent}{entry.name}/{note}")
                 render(entry.path, indent + "  ")
             else:
@@ -142,11 +146,12 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
     if shown == 0:
         lines.append("  (empty)")
     if not_shown or unexpanded:
-        extra = f" and {unexpanded} directories not expanded" if unexpanded else ""
-        lines.append(f"... {not_shown} more entries not shown{extra}; list a subdirectory or raise max_entries.")
+        extra = f" ({plural(unexpanded, 'directory')} not expanded)" if unexpanded else ""
+        more = f"{not_shown} more {'entry' if not_shown == 1 else 'entries'}"
+        lines.append(f"... {more} not shown{extra}; list a subdirectory or raise max_entries.")
     if ignored:
         names = ", ".join(ignored_names[:8]) + (", ..." if len(ignored_names) > 8 else "")
-        lines.append(f"{ignored} entries ignored (.gitignore, build/cache dirs){': ' + names if names else ''}")
+        lines.append(f"{plural(ignored, 'entry')} ignored (.gitignore, build/cache dirs){': ' + names if names else ''}")
     return ToolResult(ok=True, output="\n".join(lines), meta={"shown": shown, "ignored": ignored})
 
 
@@ -218,7 +223,7 @@ def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(f"{shown} is a binary file ({kind}, {human_size(len(data))}); read_file only shows text.")
     file_session(ctx).record_read(real, data)
     text, notes = _decode(data)
-    lines = text.split("\n")
+    lines = text.split("\n") if text else []
     if text.endswith("\n"):
         lines.pop()
     total = len(lines)
@@ -331,9 +336,9 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     line_count = args.content.count("\n") + (1 if args.content and not args.content.endswith("\n") else 0)
     verb = "Overwrote" if existed else "Created"
     old_lines = old_text.count("\n") + (1 if old_text and not old_text.endswith("\n") else 0)
-    was = f"; it had {old_lines} lines" if existed else ""
+    was = f"; it had {plural(old_lines, 'line')}" if existed else ""
     extra = f" ({', '.join(notes)})" if notes else ""
-    return ToolResult(ok=True, output=f"{verb} {shown}: {line_count} lines, {len(data)} bytes{was}.{extra}",
+    return ToolResult(ok=True, output=f"{verb} {shown}: {plural(line_count, 'line')}, {plural(len(data), 'byte')}{was}.{extra}",
                       files_changed=[shown], meta={"created": not existed, "bytes": len(data), "lines": line_count})
 
 

@@ -192,5 +192,27 @@ class IgnoreRules:
                     yield entry
 
 
+# A subset of ripgrep's --type-list (same globs), for the fallback; rg itself knows many more.
+FILE_TYPES: dict[str, tuple[str, ...]] = {
+    "py": ("*.py", "*.pyi"), "js": ("*.cjs", "*.js", "*.jsx", "*.mjs", "*.vue"), "ts": ("*.cts", "*.mts", "*.ts", "*.tsx"),
+    "rust": ("*.rs",), "go": ("*.go",), "java": ("*.java", "*.jsp", "*.jspx", "*.properties"),
+    "c": ("*.[chH]", "*.[chH].in", "*.cats"), "h": ("*.h", "*.hh", "*.hpp"),
+    "cpp": ("*.[ChH]", "*.[ChH].in", "*.[ch]pp", "*.[ch]pp.in", "*.[ch]xx", "*.[ch]xx.in", "*.cc", "*.cc.in", "*.hh",
+            "*.hh.in", "*.inl"),
+    "md": ("*.markdown", "*.md", "*.mdown", "*.mdwn", "*.mdx", "*.mkd", "*.mkdn"), "json": ("*.json", "*.sarif", "composer.lock"),
+    "yaml": ("*.yaml", "*.yml"), "toml": ("*.toml", "Cargo.lock"), "html": ("*.ejs", "*.htm", "*.html"),
+    "css": ("*.css", "*.scss"), "sh": ("*.bash", "*.bashrc", "*.csh", "*.cshrc", "*.ksh", "*.kshrc", "*.sh", "*.tcsh", "*.zsh"),
+    "ruby": ("*.gemspec", "*.rb", "*.rbw", ".irbrc", "Gemfile", "Rakefile", "config.ru"), "php": ("*.php", "*.phtml"),
+    "kotlin": ("*.kt", "*.kts"), "swift": ("*.swift",), "cs": ("*.cs",), "scala": ("*.sbt", "*.scala"),
+    "sql": ("*.psql", "*.sql"), "xml": ("*.dtd", "*.rng", "*.sch", "*.xhtml", "*.xjb", "*.xml", "*.xml.dist", "*.xsd", "*.xsl", "*.xslt"),
+    "txt": ("*.txt",), "lua": ("*.lua",), "vue": ("*.vue",), "svelte": ("*.svelte",), "protobuf": ("*.proto",),
+    "docker": ("*Dockerfile*",), "make": ("*.mak", "*.mk", "[Gg][Nn][Uu]makefile", "[Mm]akefile", "[Mm]akefile.am", "[Mm]akefile.in"),
+}
+# Names models often use for a type, mapped to ripgrep's.
+TYPE_ALIASES = {"python": "py", "javascript": "js", "typescript": "ts", "rs": "rust", "golang": "go", "c++": "cpp",
+                "yml": "yaml", "markdown": "md", "shell": "sh", "bash": "sh", "rb": "ruby", "kt": "kotlin",
+                "proto": "protobuf", "csharp": "cs"}
+
+
 def fnmatch_any(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pat) for pat in patterns)

@@ -30,33 +30,19 @@ from keel.policy.paths import (
     workspace_root,
 )
 from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.ignore import GlobMatcher, IgnoreRules, expand_braces, fnmatch_any, rg_skip_globs
+from keel.tools.ignore import (
+    FILE_TYPES,
+    TYPE_ALIASES,
+    GlobMatcher,
+    IgnoreRules,
+    expand_braces,
+    fnmatch_any,
+    rg_skip_globs,
+)
 
 FIND_FILES_CAP = 200
 LINE_CHARS_SHOWN = 500
 RG_TIMEOUT_S = 120.0
-
-# A subset of ripgrep's --type-list (same globs), for the fallback; rg itself knows many more.
-FILE_TYPES: dict[str, tuple[str, ...]] = {
-    "py": ("*.py", "*.pyi"), "js": ("*.cjs", "*.js", "*.jsx", "*.mjs", "*.vue"), "ts": ("*.cts", "*.mts", "*.ts", "*.tsx"),
-    "rust": ("*.rs",), "go": ("*.go",), "java": ("*.java", "*.jsp", "*.jspx", "*.properties"),
-    "c": ("*.[chH]", "*.[chH].in", "*.cats"), "h": ("*.h", "*.hh", "*.hpp"),
-    "cpp": ("*.[ChH]", "*.[ChH].in", "*.[ch]pp", "*.[ch]pp.in", "*.[ch]xx", "*.[ch]xx.in", "*.cc", "*.cc.in", "*.hh",
-            "*.hh.in", "*.inl"),
-    "md": ("*.markdown", "*.md", "*.mdown", "*.mdwn", "*.mdx", "*.mkd", "*.mkdn"), "json": ("*.json", "*.sarif", "composer.lock"),
-    "yaml": ("*.yaml", "*.yml"), "toml": ("*.toml", "Cargo.lock"), "html": ("*.ejs", "*.htm", "*.html"),
-    "css": ("*.css", "*.scss"), "sh": ("*.bash", "*.bashrc", "*.csh", "*.cshrc", "*.ksh", "*.kshrc", "*.sh", "*.tcsh", "*.zsh"),
-    "ruby": ("*.gemspec", "*.rb", "*.rbw", ".irbrc", "Gemfile", "Rakefile", "config.ru"), "php": ("*.php", "*.phtml"),
-    "kotlin": ("*.kt", "*.kts"), "swift": ("*.swift",), "cs": ("*.cs",), "scala": ("*.sbt", "*.scala"),
-    "sql": ("*.psql", "*.sql"), "xml": ("*.dtd", "*.rng", "*.sch", "*.xhtml", "*.xjb", "*.xml", "*.xml.dist", "*.xsd", "*.xsl", "*.xslt"),
-    "txt": ("*.txt",), "lua": ("*.lua",), "vue": ("*.vue",), "svelte": ("*.svelte",), "protobuf": ("*.proto",),
-    "docker": ("*Dockerfile*",), "make": ("*.mak", "*.mk", "[Gg][Nn][Uu]makefile", "[Mm]akefile", "[Mm]akefile.am", "[Mm]akefile.in"),
-}
-# Names models often use for a type, mapped to ripgrep's.
-TYPE_ALIASES = {"python": "py", "javascript": "js", "typescript": "ts", "rs": "rust", "golang": "go", "c++": "cpp",
-                "yml": "yaml", "markdown": "md", "shell": "sh", "bash": "sh", "rb": "ruby", "kt": "kotlin",
-                "proto": "protobuf", "csharp": "cs"}
-
 
 class GrepError(Exception):
     """The search itself failed (bad regex, unknown type, timeout): the message names why."""
@@ -171,12 +157,40 @@ def compile_query(query: GrepQuery) -> re.Pattern[str]:
 
 
 def _decode(data: bytes) -> str | None:
-    """Text the way rg sees it: UTF-16 with a BOM transcoded, NUL bytes mean binary (None)."""
+    """Text the way rg sees it: UTF-16 with a BOM transcoded, a UTF-8 BOM dropped, NUL bytes
+    mean binary (None). Bytes that are not UTF-8 become lone surrogates (surrogateescape)."""
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return data.decode("utf-16", "replace")
     if b"\0" in data:
         return None
-    return data.decode("utf-8", "replace").removeprefix("\ufeff")
+    return data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+
+
+# A byte that is not UTF-8, as surrogateescape decodes it.
+_RAW_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def _shown(line: str) -> str:
+    """A line for display: undecodable bytes become U+FFFD, as when rg's output is decoded."""
+    if _RAW_BYTE.search(line) is None:
+        return line
+    return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _matches_outside_raw_bytes(regex: re.Pattern[str], line: str) -> bool:
+    """rg never matches a byte that is not UTF-8 (not even with '.' or '[^a]'), so a line
+    holding such bytes counts only if some match avoids them."""
+    if _RAW_BYTE.search(line) is None:
+        return True
+    pos = 0
+    while pos <= len(line):
+        m = regex.search(line, pos)
+        if m is None:
+            return False
+        if _RAW_BYTE.search(m.group()) is None:
+            return True
+        pos = m.start() + 1
+    return False
 
 
 def search_text(regex: re.Pattern[str], text: str) -> list[tuple[int, str]]:
@@ -186,6 +200,7 @@ def search_text(regex: re.Pattern[str], text: str) -> list[tuple[int, str]]:
     line, so that line is checked on its own, as rg's line-by-line search would.
     """
     found: list[tuple[int, str]] = []
+    raw_bytes = _RAW_BYTE.search(text) is not None
     end = len(text) if text.endswith("\n") else len(text) + 1
     pos, line_no, counted = 0, 1, 0
     while pos < end:
@@ -195,23 +210,25 @@ def search_text(regex: re.Pattern[str], text: str) -> list[tuple[int, str]]:
         start = text.rfind("\n", 0, m.start()) + 1
         stop = text.find("\n", m.start())
         stop = len(text) if stop == -1 else stop
-        if m.end() <= stop or regex.search(text[start:stop]):
+        line = text[start:stop]
+        crossed = m.end() > stop and regex.search(line) is None
+        if not crossed and (not raw_bytes or _matches_outside_raw_bytes(regex, line)):
             line_no += text.count("\n", counted, start)
             counted = start
-            found.append((line_no, text[start:stop]))
+            found.append((line_no, line))
         pos = stop + 1
     return found
 
 
 def _with_context(found: list[tuple[int, str]], text: str, context: int) -> list[tuple[int, bool, str]]:
     if not context or not found:
-        return [(n, True, line) for n, line in found]
+        return [(n, True, _shown(line)) for n, line in found]
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
     matched = {n for n, _ in found}
     wanted = sorted({k for n in matched for k in range(max(1, n - context), min(len(lines), n + context) + 1)})
-    return [(k, k in matched, lines[k - 1]) for k in wanted]
+    return [(k, k in matched, _shown(lines[k - 1])) for k in wanted]
 
 
 def grep_python(root: str, target: str, query: GrepQuery, rules: IgnoreRules) -> list[FileHits]:
@@ -250,7 +267,7 @@ def grep_python(root: str, target: str, query: GrepQuery, rules: IgnoreRules) ->
                 data = fh.read()
         except OSError:
             continue
-        if literal is not None and literal not in data:
+        if literal is not None and literal not in data and data[:2] not in (b"\xff\xfe", b"\xfe\xff"):
             continue
         text = _decode(data)
         if text is None or not text:

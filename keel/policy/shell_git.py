@@ -1,0 +1,200 @@
+"""git: read-only subcommands are allowed; anything that writes asks; configuration that makes
+git run programs (hooks, fsmonitor, pager, ssh command, textconv, filters, aliases...) is
+refused however it is set (``-c``, ``--config-env``, ``git config``, ``clone --config``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from keel.policy.shell_commands import (
+    Finding,
+    Invocation,
+    Judge,
+    JudgeEnv,
+    allow,
+    ask,
+    deny,
+    judge_write,
+)
+from keel.policy.shell_parse import Word
+
+# Config keys (lower-cased; subsections as .*) whose value git executes or that point git at code.
+_EXEC_KEYS = re.compile(
+    r"core\.(hookspath|fsmonitor|sshcommand|pager|editor|gitproxy|askpass|worktree|alternaterefscommand)"
+    r"|diff\.external|credential(\..*)?\.helper|sequence\.editor|gpg(\..*)?\.program|uploadpack\.packobjectshook"
+    r"|include\.path|includeif\..*\.path|web\.browser|interactive\.difffilter|pager\..*|alias\..*"
+    r"|diff\..*\.(textconv|command)|filter\..*\.(clean|smudge|process)|merge\..*\.driver"
+    r"|remote\..*\.(uploadpack|receivepack|proxy)|url\..*\.(insteadof|pushinsteadof)|protocol\..*\.allow"
+    r"|(mergetool|difftool|browser|man)\..*\.(cmd|path)|sendemail\..*|submodule\..*\.update|core\.attributesfile"
+    r"|init\.templatedir|receive\.procreceiverefs|blame\.ignorerevsfile|http\..*\.(sslkey|proxy)"
+)
+
+_READ_ONLY = frozenset({"status", "diff", "log", "show", "blame", "annotate", "rev-parse", "ls-files", "ls-tree",
+                        "cat-file", "grep", "describe", "shortlog", "rev-list", "name-rev", "merge-base",
+                        "count-objects", "show-ref", "for-each-ref", "check-ignore", "check-attr", "whatchanged",
+                        "cherry", "version", "var", "diff-tree", "diff-files", "diff-index", "range-diff",
+                        "show-branch", "help", "fsck", "verify-commit", "verify-tag", "show-index"})
+_NETWORK = frozenset({"push", "pull", "fetch", "clone", "ls-remote", "submodule", "archive", "send-email",
+                      "request-pull", "remote"})
+_GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--bare", "--no-replace-objects", "--literal-pathspecs",
+                           "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks",
+                           "--no-advice", "--version", "--help", "-h", "--no-lazy-fetch"})
+
+
+def config_key_risk(assignment: str) -> Finding:
+    """``key=value`` as given to ``git -c`` / ``clone --config``."""
+    key = assignment.split("=", 1)[0].strip().lower()
+    if _EXEC_KEYS.fullmatch(key):
+        return deny(f"git config {key} makes git run a program")
+    return ask(f"git -c {key} changes git's configuration for this command")
+
+
+def _global_options(inv: Invocation, env: JudgeEnv, out: list[Finding]) -> int | None:
+    """Judge options before the subcommand; return the index of the subcommand or None."""
+    args = inv.args
+    i = 0
+    while i < len(args) and args[i].value.startswith("-"):
+        value = args[i].value
+        name, eq, attached = value.partition("=")
+        if value == "-c" or name == "--config-env":
+            setting = attached if eq else (args[i + 1].value if i + 1 < len(args) else "")
+            out.append(config_key_risk(setting))
+            i += 1 if eq else 2
+        elif value == "-C":
+            if i + 1 < len(args):
+                places = env.paths.places(args[i + 1], inv.cwds)
+                if any(p.where not in ("inside", "root") for p in places):
+                    out.append(ask(f"git -C {args[i + 1].value!r} works on a repository outside the workspace"))
+            i += 2
+        elif name in ("--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix"):
+            out.append(ask(f"git {name} points git at other files or programs"))
+            i += 1 if (eq or name == "--exec-path") else 2
+        elif value in ("-p", "--paginate"):
+            out.append(ask("git --paginate runs the configured pager"))
+            i += 1
+        elif value in _GLOBAL_FLAGS:
+            i += 1
+        else:
+            out.append(ask(f"git option {value!r} is not understood"))
+            return None
+    return i
+
+
+def _read_only_args(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    out: list[Finding] = []
+    for i, word in enumerate(rest):
+        value = word.value
+        name, eq, attached = value.partition("=")
+        if name == "--output":
+            target = Word(attached, attached, word.params, word.subs) if eq else (rest[i + 1] if i + 1 < len(rest) else None)
+            if target is not None:
+                out += judge_write(env, target, inv.cwds)
+        elif name in ("--ext-diff", "--textconv", "--filters") or (sub == "grep" and (
+                name in ("-O", "--open-files-in-pager") or value.startswith("-O"))):
+            out.append(ask(f"git {sub} {name} runs configured programs"))
+        elif sub == "help" and name in ("-w", "--web", "-i", "--info", "-m", "--man"):
+            out.append(ask("git help opens a browser or viewer"))
+    return out
+
+
+def _listing(sub: str, rest: list[Word], destructive_flags: set[str], list_flags: set[str]) -> Finding:
+    """branch/tag: listing is read-only; any create/delete/rename flag or a bare name asks."""
+    values = [w.value for w in rest]
+    flags = [v.split("=", 1)[0] for v in values if v.startswith("-")]
+    if any(f in destructive_flags or re.fullmatch(r"-[a-zA-Z]*[dDmMcCfsau][a-zA-Z]*", f) and f not in list_flags
+           for f in flags):
+        return ask(f"git {sub} {' '.join(values)} changes {sub}es", destructive=True)
+    positional = [v for v in values if not v.startswith("-")]
+    if positional and not any(f in ("--list", "-l", "--contains", "--no-contains", "--merged", "--no-merged",
+                                    "--points-at") for f in flags):
+        return ask(f"git {sub} {positional[0]!r} creates a {sub}")
+    return allow(f"git {sub} lists")
+
+
+def _config(rest: list[Word]) -> Finding:
+    values = [w.value for w in rest]
+    readers = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin",
+               "--show-scope", "--name-only", "get", "list"}
+    writers = {"--add", "--replace-all", "--unset", "--unset-all", "--rename-section", "--remove-section",
+               "-e", "--edit", "set", "unset", "edit", "rename-section", "remove-section"}
+    positional: list[str] = []
+    skip = False
+    for v in values:                       # option values are not the key: --file F, --type T ...
+        if skip:
+            skip = False
+        elif v in ("-f", "--file", "--blob", "--type", "--default", "--comment", "--value"):
+            skip = True
+        elif not v.startswith("-") and v not in readers | writers:
+            positional.append(v)
+    writing = bool(set(values) & writers) or (len(positional) >= 2 and not set(values) & readers)
+    if not writing:
+        return allow("git config only reads")
+    if positional and _EXEC_KEYS.fullmatch(positional[0].lower()):
+        return deny(f"git config {positional[0]} makes git run a program")
+    return ask("git config changes the repository's configuration")
+
+
+def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    out: list[Finding] = []
+    index = _global_options(inv, env, out)
+    if index is None:
+        return out
+    args = inv.args
+    if index >= len(args):
+        return out + [allow("git prints help")]
+    sub, rest = args[index].value, args[index + 1:]
+    values = [w.value for w in rest]
+    for value in values:
+        if value.startswith(("ext::", "fd::")) or "::ext::" in value:
+            out.append(deny("git ext:: transport runs a command"))
+        name, _, setting = value.partition("=")
+        if name in ("--upload-pack", "-u", "--receive-pack", "--exec") and sub in _NETWORK | {"archive"}:
+            out.append(deny(f"git {sub} {name} runs a program"))
+        if name in ("--config", "-c") and sub == "clone":
+            out.append(config_key_risk(setting or (values[values.index(value) + 1] if value in values[:-1] else "")))
+        if name == "--template" and sub in ("clone", "init"):
+            out.append(deny(f"git {sub} --template can install hooks"))
+    if sub in _READ_ONLY:
+        return out + [allow(f"git {sub} only reads")] + _read_only_args(sub, rest, inv, env)
+    if sub == "branch":
+        return out + [_listing("branch", rest, {"--delete", "--move", "--copy", "--set-upstream-to",
+                                                "--unset-upstream", "--edit-description", "--force", "--track",
+                                                "--no-track", "--create-reflog"}, {"-a", "-r", "-v", "-vv", "-l", "-i"})]
+    if sub == "tag":
+        return out + [_listing("tag", rest, {"--delete", "--annotate", "--sign", "--message", "--file",
+                                             "--force", "--local-user"}, {"-l", "-n", "-i"})]
+    if sub == "config":
+        return out + [_config(rest)]
+    if sub == "remote" and (not values or values in (["-v"], ["--verbose"]) or values[:1] == ["get-url"]):
+        return out + [allow("git remote lists remotes")]
+    if sub in ("stash", "worktree", "notes") and values[:1] in (["list"], ["show"]):
+        return out + [allow(f"git {sub} {values[0]} only reads")]
+    if sub == "reflog" and (not values or values[0] == "show" or values[0].startswith("-")):
+        return out + [allow("git reflog only reads")]
+    if sub == "submodule" and "foreach" in values:
+        code = rest[values.index("foreach") + 1:]
+        code = [w for w in code if w.value not in ("--recursive", "-q", "--quiet")]
+        if code:
+            env.sub_code(_joined(code), inv.cwds, "git submodule foreach")
+    if sub == "rebase":
+        for i, value in enumerate(values):
+            if value in ("-x", "--exec") and i + 1 < len(rest):
+                env.sub_code(rest[i + 1], inv.cwds, "git rebase --exec")
+            elif value.startswith("--exec="):
+                code = value.split("=", 1)[1]
+                env.sub_code(Word(code, code, rest[i].params, rest[i].subs), inv.cwds, "git rebase --exec")
+    if sub == "bisect" and values[:1] == ["run"] and len(rest) > 1:
+        env.sub_command(rest[1:], inv.cwds, False, "git bisect run")
+    network = sub in _NETWORK
+    return out + [ask(f"git {sub} changes the repository" if not network else f"git {sub} uses the network",
+                      network=network, destructive=sub in ("reset", "clean", "checkout", "restore", "push",
+                                                           "rebase", "stash", "rm", "filter-branch"))]
+
+
+def _joined(words: list[Word]) -> Word:
+    text = " ".join(w.value for w in words)
+    return Word(text, text, tuple(p for w in words for p in w.params), tuple(s for w in words for s in w.subs))
+
+
+JUDGES: dict[str, Judge] = {"git": _git}

@@ -1,0 +1,364 @@
+"""The shell risk classifier: ``classify_command(command, workspace) -> Verdict``.
+
+A command is parsed (bashlex), flattened into every simple command that would run —
+including those inside ``$(...)``, ``<(...)``, ``bash -c``, ``eval``, wrappers and pipelines —
+and each one is judged. The verdict is the most severe over all of them (deny > ask > allow).
+Anything that cannot be parsed or understood is "ask"; nothing is allowed by default.
+
+Design choice: running the project's own code (``python x.py``, ``pytest``, ``npm test``) is
+allowed, because the OS sandbox is the boundary for executed code and running code is how an
+agent verifies its work. This policy guards the *commands themselves*: what they delete,
+overwrite, read from outside, send over the network or hand to a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from keel.policy import shell_commands, shell_git, shell_text, shell_tools
+from keel.policy.shell_commands import Finding, Invocation, allow, ask, deny, judge_write
+from keel.policy.shell_parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word, walk_script
+from keel.policy.shell_paths import PathJudge, within
+from keel.policy.shell_unwrap import SHELLS, classify_env, unwrap
+
+Decision = Literal["allow", "ask", "deny"]
+SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
+MAX_DEPTH = 6
+
+JUDGES = {**shell_commands.JUDGES, **shell_text.JUDGES, **shell_tools.JUDGES, **shell_git.JUDGES}
+FETCHERS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "socat", "aria2c", "fetch", "http", "https",
+                      "xh", "lynx", "links", "w3m", "ftp", "tftp", "ssh", "scp", "telnet"})
+DECODERS = frozenset({"base64", "base32", "basenc", "xxd", "uudecode", "openssl", "gpg", "rev", "zcat",
+                      "gunzip", "bzcat", "xzcat", "zstdcat", "unzstd", "unxz", "bunzip2"})
+XARGS_SAFE = frozenset({"grep", "egrep", "fgrep", "cat", "head", "tail", "wc", "ls", "file", "stat", "du",
+                        "basename", "dirname", "echo", "printf", "realpath", "readlink", "md5sum", "sha1sum",
+                        "sha256sum"})
+METADATA_ONLY = frozenset({"ls", "cd", "pushd", "du", "df", "stat", "tree", "find", "fd", "echo", "printf",
+                           "realpath", "readlink", "dirname", "basename", "test", "[", "file", "pwd", "which"})
+SYSTEM_BIN = tuple(Path(p) for p in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
+                                     "/usr/local/sbin"))
+PRIVILEGE = frozenset({"sudo", "doas", "su"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Decision
+    reason: str
+    part: str                      # the sub-command that decided
+
+
+@dataclass
+class PartReport:
+    """One command that would run, and what the policy found about it."""
+
+    source: str                    # as written, for messages
+    words: list[str]               # the command after unwrapping wrappers (what user rules match)
+    outer: list[str]               # the command with its wrappers
+    findings: list[Finding] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)   # workspace files named in its arguments
+
+    @property
+    def worst(self) -> Finding:
+        if not self.findings:
+            return ask("nothing to judge", lift=None)
+        return max(self.findings, key=lambda f: SEVERITY[f.decision])
+
+    @property
+    def network(self) -> bool:
+        return any(f.network for f in self.findings)
+
+
+class Analysis:
+    """Collects PartReports for a command line; also the JudgeEnv the per-command judges use."""
+
+    def __init__(self, workspace: Path, home: Path) -> None:
+        self.paths = PathJudge(workspace, home)
+        self.home = home
+        self.parts: list[PartReport] = []
+        self.depth = 0
+
+    # -- entry points ------------------------------------------------------------------------
+
+    def run(self, source: str, cwds: Cwds) -> None:
+        try:
+            commands, issues = walk_script(source, self.home, cwds)
+        except ShellParseError as exc:
+            self._structure("ask", f"cannot be checked: {exc}", source)
+            return
+        for issue in issues:
+            self._structure(issue.decision, issue.reason, issue.text)
+        for command in commands:
+            self.command(command)
+
+    def sub_code(self, code: Word, cwds: Cwds, label: str) -> str:
+        start = len(self.parts)
+        if not code.literal:
+            if any(self._feeds_code(sub.commands) for sub in code.subs):
+                self._structure("deny", f"{label} runs downloaded or decoded code", code.value)
+            else:
+                self._structure("ask", f"{label} runs code built at run time", code.value)
+        elif self.depth >= MAX_DEPTH:
+            self._structure("ask", f"{label}: shell code nested too deeply", code.value)
+        else:
+            self.depth += 1
+            try:
+                self.run(code.value, cwds)
+            finally:
+                self.depth -= 1
+        return _worst_decision(self.parts[start:])
+
+    def sub_command(self, argv: list[Word], cwds: Cwds, extra_args: bool, label: str) -> str:
+        start = len(self.parts)
+        if self.depth >= MAX_DEPTH:
+            self._structure("ask", f"{label}: nested too deeply", label)
+        else:
+            self.depth += 1
+            try:
+                text = f"{label} {' '.join(w.value for w in argv)}"
+                self.command(SimpleCommand(text, [], argv, [], cwds), extra_args=extra_args)
+            finally:
+                self.depth -= 1
+        return _worst_decision(self.parts[start:])
+
+    def assignment(self, word: Word, cwds: Cwds) -> list[Finding]:
+        name, _, value = word.value.partition("=")
+        name = name.rstrip("+")
+        kind = classify_env(name)
+        if kind == "deny":
+            return [deny(f"sets {name}, which makes the shell, loader or git run code", lift=None)]
+        if kind == "code":
+            return [ask(f"sets {name}, which changes which programs run", lift=None)]
+        if kind == "command" and value:
+            self.sub_code(Word(value, value, word.params, word.subs), cwds, f"{name}=")
+        return []
+
+    # -- one simple command --------------------------------------------------------------------
+
+    def command(self, cmd: SimpleCommand, extra_args: bool = False) -> None:
+        start = len(self.parts)
+        findings: list[Finding] = []
+        paths: list[Path] = []
+        for word in cmd.assignments:
+            findings += self.assignment(word, cmd.cwds)
+        for redirect in cmd.redirects:
+            findings += self._redirect(redirect, cmd, paths)
+        if not cmd.words:
+            self.parts.append(PartReport(cmd.text, [], [], findings + [allow("sets variables or redirects")], paths))
+            return
+        un = unwrap(cmd.words)
+        findings += [Finding(d, r, lift=None) for d, r in un.issues]
+        cwds = self._chdir(un.chdir, cmd.cwds) if un.chdir is not None else cmd.cwds
+        for word in un.env:
+            findings += self.assignment(word, cwds)
+        for word in un.writes:
+            findings += judge_write(self, word, cwds)
+        for shell, code in un.shell_code:
+            findings.append(allow(f"{shell} -c runs the code judged separately"))
+            if shell not in ("bash", "sh", "su"):
+                findings.append(ask(f"{shell} -c: {shell} syntax may differ from what was checked", lift=None))
+            self.sub_code(code, cwds, f"{shell} -c")
+        if PRIVILEGE & set(un.layers):
+            findings.append(ask("runs as another user (sudo)", lift=None))
+        if un.argv:
+            inv = Invocation(un.argv, cwds, extra_args or un.extra_args)
+            own = self._judge(inv, cmd)
+            if "xargs" in un.layers and inv.name not in XARGS_SAFE and all(f.decision == "allow" for f in own):
+                own.append(ask(f"xargs gives {inv.name} arguments read from its input"))
+            findings += own
+        elif not un.shell_code:
+            findings.append(allow(f"{' '.join(un.layers) or cmd.words[0].value} runs no command"))
+        findings += self._argument_reads(cmd.words, cwds, un.argv, paths)
+        part = PartReport(cmd.text, [w.value for w in un.argv], [w.value for w in cmd.words], findings, paths)
+        self.parts.insert(start, part)
+        if PRIVILEGE & set(un.layers) and any(f.destructive for p in self.parts[start:] for f in p.findings):
+            part.findings.append(deny(f"{un.layers[0]} with a destructive command", lift=None))
+
+    def _chdir(self, target: Word, cwds: Cwds) -> Cwds:
+        """Where ``env -C DIR`` / ``sudo -D DIR`` run their command."""
+        return frozenset(place.real for place in self.paths.places(target, cwds))
+
+    def _judge(self, inv: Invocation, cmd: SimpleCommand) -> list[Finding]:
+        argv0 = inv.argv[0]
+        if not argv0.literal or argv0.glob or argv0.brace:
+            return [ask("the command name is only known when it runs", lift=None)]
+        out: list[Finding] = []
+        name = inv.name
+        if "/" in argv0.value and not self._trusted_program(argv0, inv.cwds):
+            out.append(ask(f"runs {argv0.value!r}, a program given by path"))
+        judge = JUDGES.get(name) or shell_commands.judge_mkfs_family(name) or shell_tools.python_judge(name)
+        if judge is None:
+            out.append(ask(f"unknown command {name!r}"))
+            for word in inv.args:
+                for place in self.paths.places(word, inv.cwds):
+                    reason = self.paths.protected_reason(place)
+                    if reason and not self.paths.harmless_sink(place):
+                        out.append(deny(f"{name} may write a protected file: {reason}", lift=None))
+        else:
+            out += judge(inv, self)
+        out += self._code_sources(inv, cmd)
+        return out
+
+    def _trusted_program(self, argv0: Word, cwds: Cwds) -> bool:
+        """A system binary, or a tool inside a Python virtualenv of the workspace."""
+        for place in self.paths.places(argv0, cwds):
+            if place.real is None:
+                return False
+            if any(place.real.parent == d or place.real.parent == Path(os.path.realpath(d)) for d in SYSTEM_BIN):
+                continue
+            venv = place.lexical.parent.parent if place.lexical else None
+            if venv is not None and place.where == "inside" and (venv / "pyvenv.cfg").is_file():
+                continue
+            return False
+        return True
+
+    def _code_sources(self, inv: Invocation, cmd: SimpleCommand) -> list[Finding]:
+        """Interpreters: where does their program come from? Downloads into a shell are refused."""
+        name = inv.name
+        is_python = shell_tools.PYTHON.fullmatch(name) is not None
+        if not (name in SHELLS or is_python or name in shell_tools.INTERPRETERS or name in ("source", ".", "eval")):
+            return []
+        for word in inv.args:
+            if any(self._feeds_code(sub.commands) for sub in word.subs):
+                return [deny(f"{name} runs downloaded or decoded code")]
+            if name in SHELLS and any(sub.kind == "process" for sub in word.subs):
+                return [ask(f"{name} runs a script produced by another command")]
+        if not shell_tools.reads_code_from_stdin(inv):
+            return []
+        if cmd.upstream:
+            if self._feeds_code(cmd.upstream):
+                return [deny(f"pipes downloaded or decoded data into {name}")]
+            source = cmd.upstream[-1]
+            if name in SHELLS and len(cmd.upstream) == 1 and source.words and source.words[0].value in ("echo", "printf"):
+                words = source.words[1:]
+                text = " ".join(w.value for w in words)
+                self.sub_code(Word(text, text, tuple(p for w in words for p in w.params),
+                                   tuple(s for w in words for s in w.subs)), cmd.cwds, f"{name} (piped)")
+            return [ask(f"{name} runs code from a pipe")]
+        for redirect in reversed(cmd.redirects):
+            if redirect.op in ("<<", "<<-", "<<<") and redirect.target is not None:
+                if name in SHELLS:
+                    self.sub_code(_heredoc_code(redirect), cmd.cwds, f"{name} here-document")
+                    return []
+                if is_python or name == "node":
+                    return [allow(f"{name} runs code from a here-document")]
+                return [ask(f"{name} runs code from a here-document")]
+            if redirect.op == "<" and redirect.target is not None:
+                return [allow(f"{name} runs a script file")] if is_python or name == "node" else \
+                    [ask(f"{name} runs a script file")]
+        return [ask(f"{name} waits for a program on stdin")]
+
+    def _feeds_code(self, commands: list[SimpleCommand]) -> bool:
+        """Does any of these commands fetch from the network or decode hidden data?"""
+        for cmd in commands:
+            if not cmd.words:
+                continue
+            un = unwrap(cmd.words)
+            names = {w.value.rsplit("/", 1)[-1] for w in un.argv[:1]} | set(un.layers)
+            if names & (FETCHERS | DECODERS):
+                return True
+            for _, code in un.shell_code:
+                if set(re.findall(r"[\w.-]+", code.value)) & (FETCHERS | DECODERS):
+                    return True
+            if any(self._feeds_code(sub.commands) for w in cmd.words for sub in w.subs):
+                return True
+        return False
+
+    # -- shared checks -------------------------------------------------------------------------
+
+    def _redirect(self, redirect: Redirect, cmd: SimpleCommand, paths: list[Path]) -> list[Finding]:
+        target = redirect.target
+        if target is None or redirect.op in ("<<", "<<-", "<<<"):
+            return []
+        if target.subs and all(sub.kind == "process" for sub in target.subs):
+            return []                                   # > >(cmd): a pipe; cmd was judged
+        out: list[Finding] = []
+        if redirect.writes:
+            paths.extend(p.real for p in self.paths.places(target, cmd.cwds)
+                         if p.real is not None and p.where in ("inside", "root"))
+            for finding in judge_write(self, target, cmd.cwds, verb="redirects output to"):
+                out.append(Finding(finding.decision, finding.reason, None, None, True))
+        if redirect.op in ("<", "<>", "<&"):
+            out += self._argument_reads([Word("<", "<"), target], cmd.cwds, [], paths)
+        return out
+
+    def _argument_reads(self, words: list[Word], cwds: Cwds, argv: list[Word], paths: list[Path]) -> list[Finding]:
+        """Credentials named anywhere in the arguments (also in ``--opt=PATH`` and ``@PATH``)."""
+        out: list[Finding] = []
+        name = argv[0].value.rsplit("/", 1)[-1] if argv else ""
+        for word in words[1:]:
+            candidates = [word]
+            if word.literal:
+                for sep in ("=", "@"):
+                    if sep in word.value:
+                        rest = word.value.split(sep, 1)[1]
+                        candidates.append(Word(rest, rest))
+            for candidate in candidates:
+                for place in self.paths.places(candidate, cwds):
+                    if place.real is not None and place.where in ("inside", "root"):
+                        paths.append(place.real)
+                    secret = self.paths.secret_reason(place)
+                    if secret:
+                        out.append(deny(secret, lift=None))
+                    elif place.lexical and str(place.lexical).startswith(("/dev/tcp/", "/dev/udp/")):
+                        out.append(deny("opens a network connection through /dev/tcp", lift=None))
+                    elif (path := self.paths.secret_file(place)) is not None and place.where != "unknown":
+                        out.append(ask(f"reads the secret file {path.name}", lift="read", path=path))
+                    elif name and name not in METADATA_ONLY and place.real is not None \
+                            and within(self.home, place.real) and place.where == "outside":
+                        out.append(ask(f"reads everything under {place.real}, including credentials", lift=None))
+        return out
+
+    def _structure(self, decision: str, reason: str, text: str) -> None:
+        self.parts.append(PartReport(text, [], [], [Finding(decision, reason, lift=None)]))
+
+
+def _heredoc_code(redirect: Redirect) -> Word:
+    if redirect.op == "<<<":
+        assert redirect.target is not None
+        return redirect.target
+    body = redirect.heredoc or ""
+    delimiter = redirect.target.value if redirect.target is not None else ""
+    lines = body.split("\n")
+    if lines and lines[-1].strip() == delimiter:
+        lines = lines[:-1]
+    text = "\n".join(lines)
+    params = ("$?",) if redirect.heredoc_expands and "$" in text else ()
+    return Word(text, text, params)
+
+
+def _worst_decision(parts: list[PartReport]) -> str:
+    return max((p.worst.decision for p in parts), key=lambda d: SEVERITY[d], default="allow")
+
+
+def analyze_command(command: str, workspace: Path | None = None, home: Path | None = None) -> list[PartReport]:
+    """Every command ``command`` would run, with findings. Never raises on bad input."""
+    root = Path(os.path.realpath(workspace if workspace is not None else os.getcwd()))
+    home = home if home is not None else Path(os.path.expanduser("~"))
+    analysis = Analysis(root, home)
+    try:
+        analysis.run(command, frozenset({root}))
+    except Exception as exc:  # never fail open: an internal error is a question, not a pass
+        analysis.parts.append(PartReport(command, [], [], [ask(f"internal error while checking ({exc!r})",
+                                                               lift=None)]))
+    if not analysis.parts:
+        analysis.parts.append(PartReport(command, [], [], [ask("no command found", lift=None)]))
+    return analysis.parts
+
+
+def verdict_of(parts: list[PartReport]) -> Verdict:
+    worst_part = max(parts, key=lambda p: SEVERITY[p.worst.decision])
+    finding = worst_part.worst
+    decision: Decision = finding.decision  # type: ignore[assignment]
+    if decision == "allow":
+        reasons = "; ".join(dict.fromkeys(p.worst.reason for p in parts))
+        return Verdict("allow", reasons, parts[0].source if len(parts) == 1 else " ; ".join(p.source for p in parts))
+    return Verdict(decision, finding.reason, worst_part.source)
+
+
+def classify_command(command: str, workspace: Path | None = None) -> Verdict:
+    """Judge a shell command. ``workspace`` defaults to the current directory."""
+    return verdict_of(analyze_command(command, workspace))

@@ -1,0 +1,359 @@
+"""Judges for language tooling: interpreters, test runners, linters, builds, package managers.
+
+Running the project's checks and scripts (pytest, ruff check, cargo test, ``python x.py``) is
+allowed: executed code is contained by the OS sandbox, and running it is how the agent
+verifies its work. Installing packages, formatting in place, publishing and anything that
+reaches the network asks.
+"""
+
+from __future__ import annotations
+
+import re
+
+from keel.policy.shell_commands import (
+    Finding,
+    Invocation,
+    Judge,
+    JudgeEnv,
+    allow,
+    ask,
+    has,
+    judge_delete,
+    judge_write,
+    parse_options,
+    values_of,
+)
+from keel.policy.shell_parse import Word
+from keel.policy.shell_unwrap import SHELLS
+
+PYTHON = re.compile(r"python(\d+(\.\d+)?)?|pypy3?")
+INTERPRETERS = frozenset({"node", "perl", "ruby", "php", "lua", "Rscript", "deno", "bun"})
+RUN = "runs project code (contained by the OS sandbox)"
+
+
+def _subcommand(args: list[Word], flags: set[str], with_value: set[str] = frozenset()  # type: ignore[assignment]
+                ) -> tuple[str, list[Word]] | None:
+    """The first word after global options; None when an unknown option comes first."""
+    i = 0
+    while i < len(args) and args[i].value.startswith(("-", "+")):
+        opt = args[i].value.split("=", 1)[0]
+        if opt in with_value and "=" not in args[i].value:
+            i += 2
+        elif opt in flags or opt in with_value or args[i].value.startswith("+"):
+            i += 1
+        else:
+            return None
+    if i >= len(args):
+        return "", []
+    return args[i].value, args[i + 1:]
+
+
+def _unclear(inv: Invocation) -> list[Finding]:
+    return [ask(f"{inv.name}: options before the subcommand are not understood")]
+
+
+# -- python ------------------------------------------------------------------------------------
+
+_CHECK_MODULES = frozenset({"pytest", "unittest", "mypy", "ruff", "pyflakes", "py_compile", "compileall",
+                            "pylint", "flake8", "pycodestyle", "doctest", "black", "isort", "coverage", "pip"})
+_ASK_MODULES = frozenset({"http.server", "venv", "ensurepip", "smtpd", "ftplib", "pdb", "idlelib", "tox",
+                          "nox", "twine", "build", "pipx", "pydoc"})
+
+
+def _python(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    args = inv.args
+    i = 0
+    while i < len(args):
+        text = args[i].value
+        if text.startswith(("-W", "-X")) and not text.startswith("--"):
+            i += 2 if len(text) == 2 else 1
+            continue
+        if re.fullmatch(r"-[BuOIEsSqvbdPR]*c.*", text):
+            return [allow(f"python -c {RUN}")]
+        m = re.fullmatch(r"-[BuOIEsSqvbdPR]*m(.*)", text)
+        if m:
+            module = m.group(1) or (args[i + 1].value if i + 1 < len(args) else "")
+            return _python_module(module, args[i + 1:] if m.group(1) else args[i + 2:], inv, env)
+        if re.fullmatch(r"-[BuOIEsSqvbdPR]*i[BuOIEsSqvbdPR]*", text):
+            return [ask("python -i is interactive")]
+        if text == "-" or not text.startswith("-"):
+            return [allow(f"python script {RUN}")]
+        i += 1
+    return [allow("python reads its program from stdin")]
+
+
+def _python_module(module: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    if module in _CHECK_MODULES:
+        judge = JUDGES.get(module)
+        if judge is None:
+            return [allow(f"python -m {module} is a check")]
+        return judge(Invocation([Word(module, module)] + rest, inv.cwds, inv.extra_args), env)
+    if module in _ASK_MODULES or module.startswith(("http.", "pip.")):
+        return [ask(f"python -m {module} needs approval")]
+    return [allow(f"python -m {module} {RUN}")]
+
+
+def _pytest(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    options, _ = parse_options(inv.args, {"--basetemp", "--junitxml", "--junit-xml", "--result-log",
+                                          "--report-log", "-p", "-k", "-m", "-c", "--rootdir", "-o",
+                                          "--confcutdir", "--deselect", "--ignore", "-W", "--maxfail"})
+    out = [allow("pytest runs the project's tests")]
+    for word in values_of(options, "--basetemp"):
+        out += judge_delete(env, word, inv.cwds, recursive=True, verb="pytest --basetemp wipe")
+    for word in values_of(options, "--junitxml", "--junit-xml", "--result-log", "--report-log"):
+        out += judge_write(env, word, inv.cwds)
+    return out
+
+
+def _mypy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    options, _ = parse_options(inv.args, {"--junit-xml", "--cache-dir", "--config-file", "-p", "-m",
+                                          "--python-version", "--html-report", "--txt-report"})
+    if has(options, "--install-types"):
+        return [ask("mypy --install-types installs packages", network=True)]
+    out = [allow("mypy checks types")]
+    for word in values_of(options, "--junit-xml", "--html-report", "--txt-report"):
+        out += judge_write(env, word, inv.cwds)
+    return out
+
+
+_RUFF_SUBCOMMANDS = frozenset({"check", "format", "rule", "config", "linter", "clean", "version", "help",
+                               "server", "analyze", "generate-shell-completion"})
+
+
+def _ruff(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    found = _subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--version", "-V", "-h", "--help",
+                                   "--no-cache", "--isolated"}, {"--config"})
+    if found is None:
+        return _unclear(inv)
+    sub, rest = found
+    if sub in ("rule", "config", "linter", "version", "help") or (sub == "" and inv.args):
+        return [allow("ruff prints information")]
+    if sub == "check" or (sub and sub not in _RUFF_SUBCOMMANDS):   # `ruff src/` is the old `ruff check src/`
+        options, _ = parse_options(inv.args, {"--output-file", "-o", "--config", "--select", "--ignore",
+                                              "--extend-select", "--target-version", "--line-length"})
+        if has(options, "--fix", "--unsafe-fixes", "--add-noqa", "--fix-only"):
+            return [ask("ruff --fix rewrites files", destructive=True)]
+        out = [allow("ruff check lints")]
+        for word in values_of(options, "--output-file", "-o"):
+            out += judge_write(env, word, inv.cwds)
+        return out
+    if sub == "format" and any(w.value in ("--check", "--diff") for w in rest):
+        return [allow("ruff format --check only reports")]
+    return [ask(f"ruff {sub} changes files", destructive=True)]
+
+
+def _formatter(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """black, isort, prettier, eslint: read-only with --check/--diff, otherwise they write."""
+    options, _ = parse_options(inv.args)
+    if inv.name == "eslint":
+        return [ask("eslint --fix rewrites files")] if has(options, "--fix", "--fix-dry-run") else [allow("eslint lints")]
+    if inv.name == "prettier" and not has(options, "--write", "-w"):
+        return [allow("prettier prints or checks")]
+    if has(options, "--check", "--diff", "-c", "--list-different", "-l"):
+        return [allow(f"{inv.name} only checks")]
+    return [ask(f"{inv.name} rewrites files", destructive=True)]
+
+
+# -- package managers and builds -----------------------------------------------------------------
+
+def _pip(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    found = _subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--version", "-V", "--no-color",
+                                   "--disable-pip-version-check", "--isolated", "--no-input", "-h", "--help"})
+    if found is None:
+        return _unclear(inv)
+    sub, _ = found
+    if sub in ("", "list", "show", "freeze", "check", "help", "debug", "inspect"):
+        return [allow(f"pip {sub} only reads")]
+    network = sub in ("install", "download", "wheel", "index", "search")
+    return [ask(f"pip {sub} changes installed packages", network=network, destructive=True)]
+
+
+_NPM_CHECK_SCRIPTS = frozenset({"test", "lint", "build", "typecheck", "type-check", "check", "tsc",
+                                "format:check", "lint:check"})
+_NPM_INSTALL = frozenset({"install", "i", "ci", "add", "uninstall", "un", "remove", "rm", "update", "up",
+                          "upgrade", "exec", "x", "dlx", "publish", "audit", "outdated", "view", "info",
+                          "link", "login", "create", "init"})
+
+
+def _node_packages(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """npm / yarn / pnpm."""
+    found = _subcommand(inv.args, {"-s", "--silent", "-q", "--quiet", "--no-color", "--if-present",
+                                   "--version", "-v", "--yes", "-y"})
+    if found is None:
+        return _unclear(inv)
+    sub, rest = found
+    name = inv.name
+    first = rest[0].value if rest else ""
+    if sub == "":
+        if not inv.args and name == "yarn":
+            return [ask("yarn installs packages", network=True, destructive=True)]
+        return [allow(f"{name} prints information")]
+    if sub in ("test", "t", "tst") or (sub in ("run", "run-script") and first in _NPM_CHECK_SCRIPTS | {""}):
+        return [allow(f"{name} runs the project's checks")]
+    if name in ("yarn", "pnpm") and sub in _NPM_CHECK_SCRIPTS:
+        return [allow(f"{name} runs the project's checks")]
+    if sub in ("ls", "list", "why", "help", "version") or (sub == "config" and first in ("get", "list", "ls")):
+        return [allow(f"{name} {sub} only reads")]
+    if sub in _NPM_INSTALL:
+        return [ask(f"{name} {sub} installs or publishes packages", network=True, destructive=True)]
+    return [ask(f"{name} {sub} runs a package script")]
+
+
+def _cargo(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    found = _subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--locked", "--offline", "--frozen",
+                                   "--version", "-V"})
+    if found is None:
+        return _unclear(inv)
+    sub, rest = found
+    if sub in ("test", "check", "build", "clippy", "doc", "bench", "tree", "metadata", "run", "") \
+            or (sub == "fmt" and any(w.value == "--check" for w in rest)):
+        return [allow(f"cargo {sub} {RUN}")]
+    network = sub in ("install", "add", "update", "fetch", "publish", "search", "login", "vendor")
+    return [ask(f"cargo {sub} needs approval", network=network)]
+
+
+def _go(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    found = _subcommand(inv.args, set())
+    if found is None:
+        return _unclear(inv)
+    sub, rest = found
+    values = [w.value for w in rest]
+    if any(v.lstrip("-").split("=", 1)[0] in ("exec", "toolexec") for v in values if v.startswith("-")):
+        return [ask(f"go {sub} -exec runs another program")]
+    if sub in ("test", "vet", "build", "run", "version", "list", "doc") or (sub == "env" and "-w" not in values
+                                                                           and "-u" not in values):
+        out = [allow(f"go {sub} {RUN}")]
+        for i, word in enumerate(rest):
+            flag = word.value.lstrip("-").split("=", 1)
+            if word.value.startswith("-") and flag[0] in ("o", "coverprofile", "cpuprofile", "memprofile"):
+                target = Word(flag[1], flag[1], word.params, word.subs) if len(flag) == 2 else \
+                    (rest[i + 1] if i + 1 < len(rest) else None)
+                if target is not None:
+                    out += judge_write(env, target, inv.cwds)
+        return out
+    network = sub in ("get", "install", "mod")
+    return [ask(f"go {sub} needs approval", network=network)]
+
+
+_MAKE_TARGETS = frozenset({"test", "tests", "check", "lint", "build", "all", "typecheck", "compile"})
+
+
+def _make(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    args: list[Word] = []
+    skip_number = False
+    for word in inv.args:              # -j/-l take an optional number: never let them eat a target
+        if skip_number and word.value.isdigit():
+            skip_number = False
+            continue
+        skip_number = word.value in ("-j", "--jobs", "-l", "--load-average")
+        if not (skip_number or re.fullmatch(r"-[jl]\d*(\.\d+)?|--(jobs|load-average)=\S*", word.value)):
+            args.append(word)
+    options, operands = parse_options(args, {"-C", "-f", "--directory", "--file"})
+    unknown = [opt for opt, _ in options if opt not in ("-k", "-s", "--silent", "-C", "-f", "--directory",
+                                                         "--file", "--keep-going", "-B", "--always-make")]
+    if unknown:
+        return [ask(f"make option {unknown[0]!r} is not understood")]
+    if any("=" in w.value for w in operands):
+        return [ask("make variables on the command line can change recipes")]
+    for word in values_of(options, "-C", "--directory", "-f", "--file"):
+        if any(p.where not in ("inside", "root") for p in env.paths.places(word, inv.cwds)):
+            return [ask(f"make uses {word.value!r}, outside the workspace")]
+    targets = [w.value for w in operands]
+    if all(t in _MAKE_TARGETS for t in targets):
+        return [allow(f"make {' '.join(targets) or '(default)'} builds or checks the project")]
+    return [ask(f"make {' '.join(targets)} runs project recipes that are not checks")]
+
+
+def _system_packages(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """apt, apt-get, brew, dnf, yum, apk, pacman, gem, conda: installing asks."""
+    found = _subcommand(inv.args, {"-y", "--yes", "-q", "--quiet"})
+    sub = found[0] if found else ""
+    if sub in ("list", "show", "search", "info", "policy", "--version"):
+        return [allow(f"{inv.name} {sub} only reads")]
+    return [ask(f"{inv.name} {sub} changes installed software", network=True, destructive=True)]
+
+
+def _ask_tool(what: str, network: bool = False) -> Judge:
+    def judge(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+        return [ask(f"{inv.name} {what}", network=network)]
+
+    return judge
+
+
+# -- interpreters ------------------------------------------------------------------------------
+
+def _node(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    options, operands = parse_options(inv.args, {"-e", "--eval", "-p", "--print", "-r", "--require",
+                                                 "--import", "--loader"})
+    if has(options, "-e", "--eval", "-p", "--print", "--test") or operands:
+        return [allow(f"node {RUN}")]
+    return [allow("node reads its program from stdin")]
+
+
+def _interpreter(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    return [ask(f"{inv.name} runs a script (only python and node scripts are allowed unasked)")]
+
+
+def _shell_script(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """``bash script.sh`` (``bash -c`` was unwrapped before this)."""
+    if any(not w.value.startswith(("-", "+")) for w in inv.args):
+        return [ask(f"{inv.name} runs a shell script")]
+    return [allow(f"{inv.name} reads its program from stdin")]
+
+
+def reads_code_from_stdin(inv: Invocation) -> bool:
+    """Would this interpreter take its program from stdin (``curl x | sh``)?"""
+    name = inv.name
+    values = inv.values
+    if name in ("source", "."):
+        return bool(values) and values[0] in ("/dev/stdin", "/proc/self/fd/0", "-")
+    code_flags = {"-c"} if (name in SHELLS or PYTHON.fullmatch(name)) else {"-e", "-E", "-p", "-r", "--eval"}
+    if name in SHELLS and any(v == "-s" for v in values):
+        return True
+    if any(v in ("--version", "-V", "--help", "-h") for v in values):
+        return False
+    if not (name in SHELLS or PYTHON.fullmatch(name) or name in INTERPRETERS):
+        return False
+    for i, value in enumerate(values):
+        if value in code_flags or value == "-m" and PYTHON.fullmatch(name):
+            return False
+        if value in ("-", "/dev/stdin", "/proc/self/fd/0"):
+            return True
+        if not value.startswith("-"):
+            previous = values[i - 1] if i else ""
+            if previous in ("-W", "-X", "-o", "-O", "-r", "--require"):
+                continue
+            return False
+    return True
+
+
+JUDGES: dict[str, Judge] = {
+    "pytest": _pytest, "py.test": _pytest, "mypy": _mypy, "dmypy": _mypy, "ruff": _ruff,
+    "pyright": lambda inv, env: [allow("pyright checks types")],
+    "pyflakes": lambda inv, env: [allow("pyflakes lints")], "flake8": lambda inv, env: [allow("flake8 lints")],
+    "pylint": lambda inv, env: [allow("pylint lints")], "pycodestyle": lambda inv, env: [allow("lints")],
+    "unittest": lambda inv, env: [allow("unittest runs tests")], "doctest": lambda inv, env: [allow("doctest")],
+    "py_compile": lambda inv, env: [allow("compiles")], "compileall": lambda inv, env: [allow("compiles")],
+    "coverage": lambda inv, env: [allow(f"coverage {RUN}")],
+    "tsc": lambda inv, env: [allow("tsc type-checks")], "jest": lambda inv, env: [allow("jest runs tests")],
+    "vitest": lambda inv, env: [allow("vitest runs tests")], "mocha": lambda inv, env: [allow("mocha runs tests")],
+    "black": _formatter, "isort": _formatter, "prettier": _formatter, "eslint": _formatter,
+    "pip": _pip, "pip3": _pip, "npm": _node_packages, "yarn": _node_packages, "pnpm": _node_packages,
+    "cargo": _cargo, "go": _go, "make": _make, "gmake": _make, "node": _node, "nodejs": _node,
+    "npx": _ask_tool("downloads and runs packages", network=True),
+    "pnpx": _ask_tool("downloads and runs packages", network=True),
+    "bunx": _ask_tool("downloads and runs packages", network=True),
+    "uv": _ask_tool("changes the environment", network=True), "poetry": _ask_tool("changes the environment", True),
+    "pipx": _ask_tool("installs tools", network=True), "tox": _ask_tool("builds environments", network=True),
+    "nox": _ask_tool("builds environments", network=True),
+    "docker": _ask_tool("controls containers"), "podman": _ask_tool("controls containers"),
+    "kubectl": _ask_tool("controls a cluster", network=True),
+}
+JUDGES.update({name: _system_packages for name in ("apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman",
+                                                   "zypper", "snap", "gem", "conda", "mamba", "bundle")})
+JUDGES.update({name: _interpreter for name in INTERPRETERS - {"node"}})
+JUDGES.update({name: _shell_script for name in SHELLS})
+
+
+def python_judge(name: str) -> Judge | None:
+    return _python if PYTHON.fullmatch(name) else None

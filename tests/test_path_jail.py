@@ -1,0 +1,222 @@
+"""The workspace path jail, on real directories, symlinks and /proc."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from keel.policy.paths import PathJailError, display_path, is_secret_path, resolve_in_workspace
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """tmp/ws (the workspace) next to tmp/outside and tmp/ws-evil."""
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("x = 1\n")
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("top secret\n")
+    (tmp_path / "ws-evil").mkdir()
+    (tmp_path / "ws-evil" / "x.txt").write_text("evil\n")
+    return ws
+
+
+def refused(ws: Path, path: str, *, for_write: bool = False) -> str:
+    with pytest.raises(PathJailError) as info:
+        resolve_in_workspace(ws, path, for_write=for_write)
+    return str(info.value)
+
+
+def test_plain_paths_resolve_inside(tree: Path) -> None:
+    ws = tree.resolve()
+    assert resolve_in_workspace(tree, "src/app.py") == ws / "src" / "app.py"
+    assert resolve_in_workspace(tree, "./src/../src/app.py") == ws / "src" / "app.py"
+    assert resolve_in_workspace(tree, "new/dir/file.py", for_write=True) == ws / "new" / "dir" / "file.py"
+    assert resolve_in_workspace(tree, str(ws / "src" / "app.py")) == ws / "src" / "app.py"
+    assert resolve_in_workspace(tree, "src/") == ws / "src"
+    assert resolve_in_workspace(tree, ".") == ws
+
+
+@pytest.mark.parametrize("path", ["../outside/secret.txt", "src/../../outside/secret.txt", "..", "../ws-evil/x.txt"])
+def test_dotdot_escapes_are_refused(tree: Path, path: str) -> None:
+    assert "outside the workspace" in refused(tree, path)
+    assert "outside the workspace" in refused(tree, path, for_write=True)
+
+
+def test_absolute_paths_outside_and_prefix_confusion_are_refused(tree: Path) -> None:
+    assert "outside the workspace" in refused(tree, "/etc/passwd")
+    # A sibling whose name merely starts with the workspace's name is not inside it.
+    assert "outside the workspace" in refused(tree, str(tree.parent / "ws-evil" / "x.txt"))
+    assert "outside the workspace" in refused(tree, str(tree) + "-evil/x.txt", for_write=True)
+
+
+@pytest.mark.parametrize("path", ["~", "~/.ssh/id_rsa", "~root/x"])
+def test_home_paths_are_refused(tree: Path, path: str) -> None:
+    assert "'~'" in refused(tree, path)
+
+
+def test_nul_and_empty_paths_are_refused(tree: Path) -> None:
+    assert "NUL" in refused(tree, "src/app.py\x00.txt")
+    assert "non-empty" in refused(tree, "")
+    assert "non-empty" in refused(tree, "   ")
+
+
+def test_symlink_escapes_are_refused(tree: Path) -> None:
+    outside = tree.parent / "outside"
+    (tree / "file_link").symlink_to(outside / "secret.txt")
+    (tree / "dir_link").symlink_to(outside)
+    (tree / "src" / "rel_link").symlink_to("../../outside")
+    for path in ("file_link", "dir_link/secret.txt", "src/rel_link/secret.txt", "dir_link/new.txt"):
+        assert "outside the workspace" in refused(tree, path)
+        assert "outside the workspace" in refused(tree, path, for_write=True)
+
+
+def test_dangling_symlink_pointing_out_is_refused_and_writes_nothing(tree: Path) -> None:
+    target = tree.parent / "outside" / "created-by-write.txt"
+    (tree / "dangling").symlink_to(target)
+    assert "outside the workspace" in refused(tree, "dangling", for_write=True)
+    assert not target.exists()
+
+
+def test_symlinks_inside_resolve_to_their_real_target(tree: Path) -> None:
+    (tree / "alias.py").symlink_to("src/app.py")
+    (tree / "later.py").symlink_to("src/not-yet.py")  # dangling, but pointing inside
+    assert resolve_in_workspace(tree, "alias.py") == tree.resolve() / "src" / "app.py"
+    assert resolve_in_workspace(tree, "later.py", for_write=True) == tree.resolve() / "src" / "not-yet.py"
+
+
+def test_symlink_loops_are_refused_with_a_clear_message(tree: Path) -> None:
+    (tree / "a").symlink_to("b")
+    (tree / "b").symlink_to("a")
+    (tree / "self").symlink_to("self/x")
+    assert "symlink loop" in refused(tree, "a/file.txt")
+    assert "symlink loop" in refused(tree, "self", for_write=True)
+
+
+def test_proc_self_root_is_judged_by_where_it_leads(tree: Path) -> None:
+    assert "outside the workspace" in refused(tree, "/proc/self/root/etc/passwd")
+    assert "outside the workspace" in refused(tree, f"/proc/self/root{tree.parent}/outside/secret.txt")
+    inside = resolve_in_workspace(tree, f"/proc/self/root{tree.resolve()}/src/app.py")
+    assert inside == tree.resolve() / "src" / "app.py"
+    assert "outside the workspace" in refused(tree, "/proc/self/cwd/../../etc/passwd")
+
+
+def test_workspace_given_through_a_symlink(tree: Path) -> None:
+    link = tree.parent / "ws-link"
+    link.symlink_to(tree)
+    assert resolve_in_workspace(link, "src/app.py") == tree.resolve() / "src" / "app.py"
+    assert "outside the workspace" in refused(link, "../outside/secret.txt")
+    assert display_path(link, tree.resolve() / "src" / "app.py") == "src/app.py"
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", ".GIT/config", "src/.git/HEAD",
+                                  ".g\u200cit/config", ".git./config", "git~1/config"])
+def test_writing_git_internals_is_refused(tree: Path, path: str) -> None:
+    assert ".git" in refused(tree, path, for_write=True)
+
+
+def test_git_internals_reached_through_a_symlink_are_refused_for_write(tree: Path) -> None:
+    (tree / "meta").symlink_to(".git")
+    assert ".git" in refused(tree, "meta/config", for_write=True)
+    assert resolve_in_workspace(tree, "meta/config") == tree.resolve() / ".git" / "config"  # reading is fine
+
+
+def test_trailing_slash_and_workspace_root_are_not_writable_files(tree: Path) -> None:
+    assert "directory" in refused(tree, "src/app.py/", for_write=True)
+    assert "workspace directory itself" in refused(tree, ".", for_write=True)
+
+
+def test_unicode_names_work(tree: Path) -> None:
+    (tree / "données").mkdir()
+    (tree / "données" / "日本.txt").write_text("ok\n")
+    got = resolve_in_workspace(tree, "données/日本.txt")
+    assert got.read_text() == "ok\n"
+    assert display_path(tree, got) == "données/日本.txt"
+
+
+@pytest.mark.parametrize(("name", "secret"), [(".env", True), (".env.production", True), ("server.pem", True),
+                                              ("id_rsa", True), ("ID_RSA", True), (".env.example", False),
+                                              ("id_rsa.pub", False), ("config", False), ("notes.txt", False)])
+def test_secret_names(name: str, secret: bool) -> None:
+    assert is_secret_path(Path("/ws") / name) is secret
+
+
+def test_files_in_ssh_dirs_are_secret() -> None:
+    assert is_secret_path(Path("/ws/.ssh/config"))
+
+
+# --- property: nothing resolves outside, and whatever the kernel would open outside is refused ---
+
+SEGMENTS = ["..", ".", "a", "b", "f.txt", "l1", "l2", "l3", "missing", "a/l1"]
+LINK_TARGETS = ["..", "../..", "../../outside", "../outside/secret.txt", "/", "a", "b/f.txt", "missing/x",
+                "l1", "l2", "l3", "../ws-evil", "@outside", "@ws", "@proc-out", "@proc-in", "."]
+
+
+def _kernel_real(path: str) -> tuple[str | None, int]:
+    """Where the kernel resolves ``path`` (None and the errno if it cannot open it)."""
+    try:
+        fd = os.open(path, os.O_PATH)
+    except OSError as exc:
+        return None, exc.errno or 0
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}"), 0
+    finally:
+        os.close(fd)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(links=st.lists(st.tuples(st.sampled_from(["l1", "l2", "l3", "a/l1", "b/l2"]), st.sampled_from(LINK_TARGETS)),
+                      max_size=5),
+       parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=8),
+       absolute=st.booleans(), for_write=st.booleans())
+def test_property_resolution_never_escapes(links: list[tuple[str, str]], parts: list[str], absolute: bool,
+                                           for_write: bool) -> None:
+    base = Path(tempfile.mkdtemp(prefix="jail-"))
+    try:
+        ws = base / "ws"
+        (ws / "a").mkdir(parents=True)
+        (ws / "b").mkdir()
+        (ws / "b" / "f.txt").write_text("in\n")
+        (base / "outside").mkdir()
+        (base / "outside" / "secret.txt").write_text("out\n")
+        (base / "ws-evil").mkdir()
+        special = {"@outside": str(base / "outside"), "@ws": str(ws),
+                   "@proc-out": f"/proc/self/root{base}/outside", "@proc-in": f"/proc/self/root{ws}/a"}
+        for where, target in links:
+            link = ws / where
+            if not os.path.lexists(link):
+                link.symlink_to(special.get(target, target))
+        rel = "/".join(parts)
+        path = f"{ws}/{rel}" if absolute else rel
+        root = os.path.realpath(ws)
+        try:
+            got = resolve_in_workspace(ws, path, for_write=for_write)
+        except PathJailError:
+            got = None
+        if got is not None:
+            assert got.parts[: len(Path(root).parts)] == Path(root).parts, f"{path!r} resolved outside: {got}"
+            # Whatever exists of the answer is already canonical: a file created there stays inside.
+            existing = got
+            while not os.path.lexists(existing):
+                existing = existing.parent
+            assert os.path.realpath(existing) == str(existing)
+        real, err = _kernel_real(f"{ws}/{rel}")
+        if real is not None:
+            inside = real == root or real.startswith(root + "/")
+            if not inside:
+                assert got is None, f"kernel opens {real} outside the workspace for {path!r}, jail allowed {got}"
+            elif got is not None:
+                assert str(got) == real
+        else:
+            assert err in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
