@@ -92,7 +92,9 @@ def rg_runner(root: Path, args: dict[str, Any], require_git: bool) -> Runner:
     cmd += ["-e", args["pattern"], "--", "."]
 
     def run() -> bytes:
-        return subprocess.run(cmd, cwd=root, stdin=subprocess.DEVNULL, capture_output=True).stdout
+        # One pipe and no timeout: subprocess reads it with a single blocking read (no poll loop).
+        return subprocess.run(cmd, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL).stdout
 
     return run, count_lines
 
@@ -106,7 +108,8 @@ def git_runner(root: Path, args: dict[str, Any]) -> Runner:
     env = {**os.environ, "LC_ALL": "C.UTF-8"}
 
     def run() -> bytes:
-        return subprocess.run(cmd, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, env=env).stdout
+        return subprocess.run(cmd, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=env).stdout
 
     return run, count_lines
 

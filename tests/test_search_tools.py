@@ -166,7 +166,8 @@ def test_grep_errors(project: Path, backend: str) -> None:
 # --- rg and the fallback agree on a generated tree -----------------------------------------------
 
 WORDS = ["foo", "Foo", "FOO", "bar", "lru_cache", "def load_cache(x):", "café", "NAÏVE", "naïve", "ΑΒΓ αβγ",
-         "\tindented", "trailing   ", "", "x = {'a': 1}", "foo  bar", "return self.value", "Straße", "ǅemal"]
+         "\tindented", "trailing   ", "", "x = {'a': 1}", "foo  bar", "return self.value", "Straße", "ǅemal",
+         "\u212aelvin sign", "def Lru_Cache_x():"]
 
 
 def generate_tree(root: Path, seed: int) -> None:
@@ -207,6 +208,7 @@ QUERIES: list[dict[str, Any]] = [
     {"pattern": "foo", "file_type": "py"}, {"pattern": "foo", "file_type": "md"}, {"pattern": "bar", "context": 2},
     {"pattern": "foo", "path": "src"}, {"pattern": "foo", "path": "nested_repo"}, {"pattern": "STRASSE|ǆ", "case_insensitive": True},
     {"pattern": "foo", "max_results": 7}, {"pattern": "foo", "context": 1, "max_results": 5},
+    {"pattern": "kelvin", "case_insensitive": True}, {"pattern": "(?i)lru_cache"}, {"pattern": r"def \w+_Cache_x\("},
 ]
 
 

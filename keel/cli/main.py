@@ -50,6 +50,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from keel.config import ConfigError, load_config
     from keel.engine.types import EngineError
     from keel.loop.result import RunResult
+    from keel.trace.events import EventSink
 
     workspace = Path(args.cwd).resolve()
     if not workspace.is_dir():
@@ -68,8 +69,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for w in warnings:
         print(f"keel: warning: {w}", file=sys.stderr)
-    sinks = [TextRenderer()] if args.output_format == "text" else (
-        [JsonLinesRenderer()] if args.output_format == "stream-json" else [])
+    sinks: list[EventSink] = []
+    if args.output_format == "text":
+        sinks.append(TextRenderer())
+    elif args.output_format == "stream-json":
+        sinks.append(JsonLinesRenderer())
     try:
         agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log)
         result = agent.run(args.task)

@@ -119,14 +119,25 @@ def resolve_in_workspace(workspace: Path, path: str, *, for_write: bool = False)
     return real
 
 
+def _name_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns), re.IGNORECASE)
+
+
+_SECRET_NAME = _name_regex(SECRET_PATTERNS)
+_NOT_SECRET_NAME = _name_regex(NOT_SECRET_PATTERNS)
+
+
+def is_secret_name(path: str) -> bool:
+    """``is_secret_path`` for a '/'-separated path string (no Path object: grep checks thousands)."""
+    parent, _, name = path.rpartition("/")
+    if parent.rpartition("/")[2] in SECRET_DIRS:
+        return True
+    return _SECRET_NAME.match(name) is not None and _NOT_SECRET_NAME.match(name) is None
+
+
 def is_secret_path(path: Path) -> bool:
     """True for files that hold credentials or keys (matched case-insensitively, by name)."""
-    name = path.name.lower()
-    if path.parent.name in SECRET_DIRS:
-        return True
-    if any(fnmatch.fnmatchcase(name, pat) for pat in NOT_SECRET_PATTERNS):
-        return False
-    return any(fnmatch.fnmatchcase(name, pat) for pat in SECRET_PATTERNS)
+    return is_secret_name(path.as_posix())
 
 
 def display_path(workspace: Path, path: Path) -> str:

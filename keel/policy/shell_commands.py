@@ -15,7 +15,6 @@ from typing import Protocol
 
 from keel.policy.shell_parse import Cwds, Word
 from keel.policy.shell_paths import PathJudge
-from keel.policy.shell_unwrap import env_name_risk
 
 
 @dataclass(frozen=True)
@@ -245,7 +244,10 @@ def _change_mode(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     out = [ask(f"{inv.name} changes file permissions", destructive=True)]
     for word in operands:
         for place in env.paths.places(word, inv.cwds):
-            if place.where == "outside" or env.paths.protected_reason(place):
+            protected = env.paths.protected_reason(place)
+            if protected:
+                out.append(deny(f"{inv.name} on {word.value!r}: {protected}", destructive=True))
+            elif place.where == "outside":
                 out.append(deny(f"{inv.name}{' -R' if recursive else ''} on {word.value!r}, outside the workspace",
                                 destructive=True))
             elif place.where == "unknown" and recursive and place.leading_unknown:
@@ -262,136 +264,7 @@ def _dd(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     return out
 
 
-# -- system, network, shell state ------------------------------------------------------------
-
-_DISK_AND_POWER = frozenset({"mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk",
-                             "parted", "wipefs", "mount", "umount", "swapon", "swapoff", "shutdown", "reboot",
-                             "halt", "poweroff", "kexec", "crontab", "at", "batch", "insmod", "rmmod",
-                             "telinit", "killall5"})
-
-
-def _system(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    return [deny(f"{inv.name} changes disks, power state or scheduled jobs", destructive=True)]
-
-
-def _init(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    if set(inv.values) & {"0", "6", "1", "s", "S"}:
-        return [deny("init changes the run level (shutdown/reboot)", destructive=True)]
-    return [ask("init")]
-
-
-def _systemctl(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    if set(inv.values) & {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "rescue", "emergency"}:
-        return [deny("systemctl changes the power state", destructive=True)]
-    return [ask("systemctl manages services")]
-
-
-def _kill(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    values = inv.values
-    i = 0
-    if values and values[0] in ("-s", "-n"):
-        i = 2                                   # kill -s SIG PID...
-    elif values and values[0].startswith("-") and values[0] != "--":
-        i = 1                                   # kill -9 PID...: the first dash word is the signal
-    if i < len(values) and values[i] == "--":
-        i += 1
-    if inv.name == "kill" and "-1" in values[i:]:
-        return [deny("kill -1 signals every process", destructive=True)]
-    return [ask(f"{inv.name} stops processes", destructive=True)]
-
-
-def _netcat(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, _ = parse_options(inv.args)
-    if has(options, "-e", "-c", "--exec", "--sh-exec", "--lua-exec"):
-        return [deny(f"{inv.name} -e gives a network peer a shell")]
-    return [ask(f"{inv.name} opens network connections", network=True)]
-
-
-def _socat(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    if any(re.search(r"(?i)(^|[,:!])(exec|system)[:,]", v) for v in inv.values):
-        return [deny("socat exec: runs a program for a network peer")]
-    return [ask("socat opens network connections", network=True)]
-
-
-def _downloader(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    writes = {"curl": {"-o", "--output", "--output-dir", "-c", "--cookie-jar", "-D", "--dump-header",
-                       "--trace", "--trace-ascii", "--stderr"},
-              "wget": {"-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file",
-                       "-a", "--append-output"}}.get(inv.name, set())
-    options, _ = parse_options(inv.args, writes | {"-d", "--data", "-H", "-X", "-u", "-e", "-A", "-T", "-F",
-                                                   "-K", "--config", "--data-binary", "-b", "-x", "-w"})
-    out = [ask(f"{inv.name} uses the network", network=True)]
-    for word in values_of(options, *writes):
-        if word.value != "-":
-            out += judge_write(env, word, inv.cwds)
-    return out
-
-
-def _remote_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    _, operands = parse_options(inv.args, {"-e", "--rsh", "-i", "-P", "-p", "-o", "-F", "-l", "-c", "-S"})
-    out = [ask(f"{inv.name} uses the network", network=True, destructive=True)]
-    if operands and ":" not in operands[-1].value and inv.name in ("scp", "rsync"):
-        out += judge_write(env, operands[-1], inv.cwds)
-    return out
-
-
-def _eval(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    code = " ".join(inv.values)
-    joined = Word(code, code, tuple(p for w in inv.args for p in w.params), tuple(s for w in inv.args for s in w.subs))
-    env.sub_code(joined, inv.cwds, "eval")
-    return [ask("eval runs a string as shell code")]
-
-
-def _trap(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    _, operands = parse_options(inv.args)
-    if len(operands) >= 2:
-        env.sub_code(operands[0], inv.cwds, "trap")
-        return [ask("trap runs shell code later")]
-    return [allow("lists traps")]
-
-
-def _alias(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    for word in inv.args:
-        if "=" in word.value:
-            code = word.value.split("=", 1)[1]
-            env.sub_code(Word(code, code, word.params, word.subs), inv.cwds, "alias")
-    return [ask("alias changes what command names mean")]
-
-
-def _declare(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    out = [allow(f"{inv.name} sets shell variables")]
-    for word in inv.args:
-        if "=" in word.value and not word.value.startswith("-"):
-            out += env.assignment(word, inv.cwds)
-    return out
-
-
-def _names_assigned(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    """printf -v NAME / read NAME: a variable gets a value the policy cannot see."""
-    options, operands = parse_options(inv.args, {"-v", "-a", "-d", "-n", "-N", "-p", "-t", "-u", "-i"})
-    names = values_of(options, "-v", "-a") + (operands if inv.name == "read" else [])
-    out = [allow(f"{inv.name} only prints or reads input")]
-    for word in names:
-        risk = env_name_risk(word.value)
-        if risk is not None:
-            out.append(Finding(risk[0], risk[1], lift=None))
-    return out
-
-
-def _shopt(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    if "expand_aliases" in inv.values or "extdebug" in inv.values:
-        return [ask("shopt enables aliases or debug hooks")]
-    return [allow("shopt")]
-
-
-def _hash(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, _ = parse_options(inv.args, {"-p", "-t", "-d"})
-    if has(options, "-p"):
-        return [ask("hash -p changes which program a name runs")]
-    return [allow("hash")]
-
-
-def _read_only(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _read_only(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     return [allow(f"{inv.name} only reads")]
 
 
@@ -415,7 +288,7 @@ def _read_only_output(option_names: set[str], with_value: set[str]) -> Judge:
 def _setter(what: str, setting: set[str], operands_set: bool = False) -> Judge:
     """file/date/hostname: read-only unless an option (or any operand) changes the system."""
 
-    def judge(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    def judge(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
         options, operands = parse_options(inv.args, {"-f", "-d", "-r", "-m", "--file", "--date", "--reference"})
         if has(options, *setting) or (operands_set and operands):
             return [ask(f"{inv.name} {what}")]
@@ -424,11 +297,13 @@ def _setter(what: str, setting: set[str], operands_set: bool = False) -> Judge:
     return judge
 
 
-READ_ONLY = ("ls cat head tail wc pwd echo true false which type stat du df diff cmp cut tr nl basename "
-             "dirname realpath readlink whoami uname grep egrep fgrep jq env test [ : seq expr sleep id "
-             "printenv md5sum sha1sum sha256sum sha512sum b2sum cksum column paste comm join fold rev od "
-             "hexdump strings tac cd pushd popd dirs set unset exit return wait jobs nproc locale fmt "
-             "expand unexpand numfmt getconf unalias").split()
+READ_ONLY = ("ls", "cat", "head", "tail", "wc", "pwd", "echo", "true", "false", "which", "type", "stat", "du",
+             "df", "diff", "cmp", "cut", "tr", "nl", "basename", "dirname", "realpath", "readlink", "whoami",
+             "uname", "grep", "egrep", "fgrep", "jq", "env", "test", "[", ":", "seq", "expr", "sleep", "id",
+             "printenv", "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum", "column", "paste",
+             "comm", "join", "fold", "rev", "od", "hexdump", "strings", "tac", "cd", "pushd", "popd", "dirs",
+             "set", "unset", "exit", "return", "wait", "jobs", "nproc", "locale", "fmt", "expand", "unexpand",
+             "numfmt", "getconf", "unalias")
 
 JUDGES: dict[str, Judge] = {name: _read_only for name in READ_ONLY}
 JUDGES.update({
@@ -444,23 +319,4 @@ JUDGES.update({
     "mv": _move_or_copy, "cp": _move_or_copy, "ln": _move_or_copy, "install": _move_or_copy,
     "mkdir": _make_targets, "touch": _make_targets, "truncate": _make_targets, "tee": _make_targets,
     "chmod": _change_mode, "chown": _change_mode, "chgrp": _change_mode, "dd": _dd,
-    "init": _init, "systemctl": _systemctl, "kill": _kill, "pkill": _kill, "killall": _kill,
-    "nc": _netcat, "ncat": _netcat, "netcat": _netcat, "socat": _socat,
-    "curl": _downloader, "wget": _downloader, "aria2c": _downloader,
-    "scp": _remote_copy, "rsync": _remote_copy, "ssh": _remote_copy, "sftp": _remote_copy,
-    "eval": _eval, "trap": _trap, "alias": _alias, "shopt": _shopt, "hash": _hash,
-    "export": _declare, "declare": _declare, "typeset": _declare, "local": _declare, "readonly": _declare,
-    "printf": _names_assigned, "read": _names_assigned,
 })
-JUDGES.update({name: _system for name in _DISK_AND_POWER})
-for _name in ("source", "."):
-    JUDGES[_name] = lambda inv, env: [ask(f"{inv.name} runs another file in this shell")]
-for _name in ("less", "more", "most", "vi", "vim", "nvim", "nano", "emacs", "man", "top", "htop", "watch"):
-    JUDGES[_name] = lambda inv, env: [ask(f"{inv.name} is interactive")]
-for _name in ("enable", "history"):
-    JUDGES[_name] = lambda inv, env: [ask(f"{inv.name} changes the shell itself")]
-
-
-def judge_mkfs_family(name: str) -> Judge | None:
-    """mkfs.ext4 and friends are one family."""
-    return _system if re.fullmatch(r"mkfs\.\w+|mkdosfs|mke2fs|mkswap", name) else None

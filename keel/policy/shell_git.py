@@ -182,8 +182,8 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
             if value in ("-x", "--exec") and i + 1 < len(rest):
                 env.sub_code(rest[i + 1], inv.cwds, "git rebase --exec")
             elif value.startswith("--exec="):
-                code = value.split("=", 1)[1]
-                env.sub_code(Word(code, code, rest[i].params, rest[i].subs), inv.cwds, "git rebase --exec")
+                text = value.split("=", 1)[1]
+                env.sub_code(Word(text, text, rest[i].params, rest[i].subs), inv.cwds, "git rebase --exec")
     if sub == "bisect" and values[:1] == ["run"] and len(rest) > 1:
         env.sub_command(rest[1:], inv.cwds, False, "git bisect run")
     network = sub in _NETWORK

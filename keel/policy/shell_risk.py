@@ -19,17 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from keel.policy import shell_commands, shell_git, shell_text, shell_tools
+from keel.policy import shell_commands, shell_git, shell_system, shell_text, shell_tools
 from keel.policy.shell_commands import Finding, Invocation, allow, ask, deny, judge_write
-from keel.policy.shell_parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word, walk_script
+from keel.policy.shell_parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word
 from keel.policy.shell_paths import PathJudge, within
 from keel.policy.shell_unwrap import SHELLS, classify_env, unwrap
+from keel.policy.shell_walk import walk_script
 
 Decision = Literal["allow", "ask", "deny"]
 SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
 MAX_DEPTH = 6
 
-JUDGES = {**shell_commands.JUDGES, **shell_text.JUDGES, **shell_tools.JUDGES, **shell_git.JUDGES}
+JUDGES = {**shell_commands.JUDGES, **shell_system.JUDGES, **shell_text.JUDGES, **shell_tools.JUDGES, **shell_git.JUDGES}
 FETCHERS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "socat", "aria2c", "fetch", "http", "https",
                       "xh", "lynx", "links", "w3m", "ftp", "tftp", "ssh", "scp", "telnet"})
 DECODERS = frozenset({"base64", "base32", "basenc", "xxd", "uudecode", "openssl", "gpg", "rev", "zcat",
@@ -41,7 +42,7 @@ METADATA_ONLY = frozenset({"ls", "cd", "pushd", "du", "df", "stat", "tree", "fin
                            "realpath", "readlink", "dirname", "basename", "test", "[", "file", "pwd", "which"})
 SYSTEM_BIN = tuple(Path(p) for p in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                                      "/usr/local/sbin"))
-PRIVILEGE = frozenset({"sudo", "doas", "su"})
+PRIVILEGE = frozenset({"sudo", "doas", "su", "pkexec"})
 
 
 @dataclass(frozen=True)
@@ -184,12 +185,14 @@ class Analysis:
     def _judge(self, inv: Invocation, cmd: SimpleCommand) -> list[Finding]:
         argv0 = inv.argv[0]
         if not argv0.literal or argv0.glob or argv0.brace:
+            if self._feeds_code(cmd.upstream):
+                return [deny("pipes downloaded or decoded data into a command only known when it runs")]
             return [ask("the command name is only known when it runs", lift=None)]
         out: list[Finding] = []
         name = inv.name
         if "/" in argv0.value and not self._trusted_program(argv0, inv.cwds):
             out.append(ask(f"runs {argv0.value!r}, a program given by path"))
-        judge = JUDGES.get(name) or shell_commands.judge_mkfs_family(name) or shell_tools.python_judge(name)
+        judge = JUDGES.get(name) or shell_system.judge_mkfs_family(name) or shell_tools.python_judge(name)
         if judge is None:
             out.append(ask(f"unknown command {name!r}"))
             for word in inv.args:
@@ -221,7 +224,8 @@ class Analysis:
         is_python = shell_tools.PYTHON.fullmatch(name) is not None
         if not (name in SHELLS or is_python or name in shell_tools.INTERPRETERS or name in ("source", ".", "eval")):
             return []
-        for word in inv.args:
+        targets = [r.target for r in cmd.redirects if r.target is not None and r.op in ("<", "<<<")]
+        for word in inv.args + targets:
             if any(self._feeds_code(sub.commands) for sub in word.subs):
                 return [deny(f"{name} runs downloaded or decoded code")]
             if name in SHELLS and any(sub.kind == "process" for sub in word.subs):

@@ -258,7 +258,7 @@ def _sed(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 
 # -- awk, rg -------------------------------------------------------------------------------------
 
-def _awk(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _awk(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     options, operands = parse_options(inv.args, {"-v", "-F", "-f", "-E", "-i", "-l", "-e", "--assign",
                                                  "--field-separator", "--file", "--include", "--load",
                                                  "--source", "--exec"})
@@ -273,7 +273,7 @@ def _awk(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     return [allow("awk prints text")]
 
 
-def _rg(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _rg(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     options, _ = parse_options(inv.args, {"-e", "--regexp", "-f", "--file", "-g", "--glob", "--iglob", "-t",
                                           "--type", "-T", "--type-not", "-m", "--max-count", "-A", "-B", "-C",
                                           "--context", "-j", "--threads", "-M", "-r", "--replace", "--sort",

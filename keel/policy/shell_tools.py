@@ -142,7 +142,7 @@ def _ruff(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     return [ask(f"ruff {sub} changes files", destructive=True)]
 
 
-def _formatter(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _formatter(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     """black, isort, prettier, eslint: read-only with --check/--diff, otherwise they write."""
     options, _ = parse_options(inv.args)
     if inv.name == "eslint":
@@ -156,7 +156,7 @@ def _formatter(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 
 # -- package managers and builds -----------------------------------------------------------------
 
-def _pip(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _pip(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     found = _subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--version", "-V", "--no-color",
                                    "--disable-pip-version-check", "--isolated", "--no-input", "-h", "--help"})
     if found is None:
@@ -165,7 +165,7 @@ def _pip(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if sub in ("", "list", "show", "freeze", "check", "help", "debug", "inspect"):
         return [allow(f"pip {sub} only reads")]
     network = sub in ("install", "download", "wheel", "index", "search")
-    return [ask(f"pip {sub} changes installed packages", network=network, destructive=True)]
+    return [ask(f"pip {sub} changes installed packages", network=network, destructive=sub == "uninstall")]
 
 
 _NPM_CHECK_SCRIPTS = frozenset({"test", "lint", "build", "typecheck", "type-check", "check", "tsc",
@@ -175,7 +175,7 @@ _NPM_INSTALL = frozenset({"install", "i", "ci", "add", "uninstall", "un", "remov
                           "link", "login", "create", "init"})
 
 
-def _node_packages(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _node_packages(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     """npm / yarn / pnpm."""
     found = _subcommand(inv.args, {"-s", "--silent", "-q", "--quiet", "--no-color", "--if-present",
                                    "--version", "-v", "--yes", "-y"})
@@ -186,7 +186,7 @@ def _node_packages(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     first = rest[0].value if rest else ""
     if sub == "":
         if not inv.args and name == "yarn":
-            return [ask("yarn installs packages", network=True, destructive=True)]
+            return [ask("yarn installs packages", network=True)]
         return [allow(f"{name} prints information")]
     if sub in ("test", "t", "tst") or (sub in ("run", "run-script") and first in _NPM_CHECK_SCRIPTS | {""}):
         return [allow(f"{name} runs the project's checks")]
@@ -195,11 +195,12 @@ def _node_packages(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if sub in ("ls", "list", "why", "help", "version") or (sub == "config" and first in ("get", "list", "ls")):
         return [allow(f"{name} {sub} only reads")]
     if sub in _NPM_INSTALL:
-        return [ask(f"{name} {sub} installs or publishes packages", network=True, destructive=True)]
+        return [ask(f"{name} {sub} installs or publishes packages", network=True,
+                    destructive=sub in ("uninstall", "un", "remove", "rm"))]
     return [ask(f"{name} {sub} runs a package script")]
 
 
-def _cargo(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _cargo(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     found = _subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--locked", "--offline", "--frozen",
                                    "--version", "-V"})
     if found is None:
@@ -264,17 +265,25 @@ def _make(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     return [ask(f"make {' '.join(targets)} runs project recipes that are not checks")]
 
 
-def _system_packages(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _system_packages(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     """apt, apt-get, brew, dnf, yum, apk, pacman, gem, conda: installing asks."""
     found = _subcommand(inv.args, {"-y", "--yes", "-q", "--quiet"})
     sub = found[0] if found else ""
     if sub in ("list", "show", "search", "info", "policy", "--version"):
         return [allow(f"{inv.name} {sub} only reads")]
-    return [ask(f"{inv.name} {sub} changes installed software", network=True, destructive=True)]
+    return [ask(f"{inv.name} {sub} changes installed software", network=True,
+                destructive=sub in ("remove", "purge", "uninstall", "autoremove", "erase"))]
+
+
+def _check(what: str) -> Judge:
+    def judge(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
+        return [allow(f"{inv.name} {what}")]
+
+    return judge
 
 
 def _ask_tool(what: str, network: bool = False) -> Judge:
-    def judge(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    def judge(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
         return [ask(f"{inv.name} {what}", network=network)]
 
     return judge
@@ -282,7 +291,7 @@ def _ask_tool(what: str, network: bool = False) -> Judge:
 
 # -- interpreters ------------------------------------------------------------------------------
 
-def _node(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _node(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     options, operands = parse_options(inv.args, {"-e", "--eval", "-p", "--print", "-r", "--require",
                                                  "--import", "--loader"})
     if has(options, "-e", "--eval", "-p", "--print", "--test") or operands:
@@ -290,11 +299,11 @@ def _node(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     return [allow("node reads its program from stdin")]
 
 
-def _interpreter(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _interpreter(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     return [ask(f"{inv.name} runs a script (only python and node scripts are allowed unasked)")]
 
 
-def _shell_script(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+def _shell_script(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     """``bash script.sh`` (``bash -c`` was unwrapped before this)."""
     if any(not w.value.startswith(("-", "+")) for w in inv.args):
         return [ask(f"{inv.name} runs a shell script")]
@@ -329,14 +338,11 @@ def reads_code_from_stdin(inv: Invocation) -> bool:
 
 JUDGES: dict[str, Judge] = {
     "pytest": _pytest, "py.test": _pytest, "mypy": _mypy, "dmypy": _mypy, "ruff": _ruff,
-    "pyright": lambda inv, env: [allow("pyright checks types")],
-    "pyflakes": lambda inv, env: [allow("pyflakes lints")], "flake8": lambda inv, env: [allow("flake8 lints")],
-    "pylint": lambda inv, env: [allow("pylint lints")], "pycodestyle": lambda inv, env: [allow("lints")],
-    "unittest": lambda inv, env: [allow("unittest runs tests")], "doctest": lambda inv, env: [allow("doctest")],
-    "py_compile": lambda inv, env: [allow("compiles")], "compileall": lambda inv, env: [allow("compiles")],
-    "coverage": lambda inv, env: [allow(f"coverage {RUN}")],
-    "tsc": lambda inv, env: [allow("tsc type-checks")], "jest": lambda inv, env: [allow("jest runs tests")],
-    "vitest": lambda inv, env: [allow("vitest runs tests")], "mocha": lambda inv, env: [allow("mocha runs tests")],
+    "pyright": _check("checks types"), "pyflakes": _check("lints"), "flake8": _check("lints"),
+    "pylint": _check("lints"), "pycodestyle": _check("lints"), "unittest": _check("runs tests"),
+    "doctest": _check("runs tests"), "py_compile": _check("compiles"), "compileall": _check("compiles"),
+    "coverage": _check(RUN), "tsc": _check("type-checks"), "jest": _check("runs tests"),
+    "vitest": _check("runs tests"), "mocha": _check("runs tests"),
     "black": _formatter, "isort": _formatter, "prettier": _formatter, "eslint": _formatter,
     "pip": _pip, "pip3": _pip, "npm": _node_packages, "yarn": _node_packages, "pnpm": _node_packages,
     "cargo": _cargo, "go": _go, "make": _make, "gmake": _make, "node": _node, "nodejs": _node,

@@ -108,6 +108,8 @@ _OPTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                         "--set-home", "-k", "--reset-timestamp", "-n", "--non-interactive", "-P",
                         "--preserve-groups", "-S", "--stdin", "-s", "--shell", "-i", "--login"})),
     "doas": (frozenset({"-u", "-C"}), frozenset({"-n", "-s", "-L"})),
+    "pkexec": (frozenset({"--user"}), frozenset({"--disable-internal-agent", "--keep-cwd"})),
+    "busybox": (frozenset(), frozenset()),
     "xargs": (frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n",
                          "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--replace",
                          "--process-slot-var"}),
@@ -176,6 +178,8 @@ def _peel(name: str, argv: list[Word], out: Unwrapped) -> list[Word] | None:
                 out.writes.extend(rest[i + 1:])
                 return []
             return None
+        if attached is None and len(opt) > 2 and not opt.startswith("--") and opt[:2] in with_value:
+            opt, attached = opt[:2], opt[2:]            # -n10, -sKILL: the value is attached
         if opt in with_value:
             if name == "time" and opt in ("-o", "--output"):
                 target = Word(attached, attached) if attached is not None else (rest[i + 1] if i + 1 < len(rest) else None)

@@ -365,6 +365,6 @@ WRITE_FILE = Tool(
         name="write_file",
         description="Create a file, or replace a whole file with new content (read it first). "
                     "Parent directories are created. Prefer edit_file for changing part of a file.",
-        args=WriteFileArgs, annotations=ToolAnnotations(destructive=True)),
+        args=WriteFileArgs, annotations=ToolAnnotations(read_only=False, destructive=False)),
     execute=_write_file,
 )

@@ -176,10 +176,16 @@ class IgnoreRules:
                 continue  # unreadable directories are skipped silently, as rg does
             levels = self.levels(directory, (e.name for e in entries))
             for entry in entries:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if is_always_skipped(entry.name, is_dir):
+                # With follow_symlinks=False a symlink is neither a dir nor a file: skipped.
+                if entry.is_dir(follow_symlinks=False):
+                    is_dir = True
+                    if is_always_skipped(entry.name, True):
+                        continue
+                elif entry.is_file(follow_symlinks=False):
+                    is_dir = False
+                    if entry.name == ".git":
+                        continue
+                else:
                     continue
                 verdict = decide(entry, is_dir) if decide is not None else None
                 if verdict is False:
@@ -188,8 +194,63 @@ class IgnoreRules:
                     continue
                 if is_dir:
                     stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
+                else:
                     yield entry
+
+
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_SNIFF_BYTES = 65536
+
+
+def read_unless_binary(path: str) -> bytes | None:
+    """The file's bytes, or None when it is unreadable or shows a NUL in its first 64 KB (most
+    binaries do: they are skipped without reading the rest). os.read, not open(): for tens of
+    thousands of small files the file-object setup costs as much as the reading."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, _SNIFF_BYTES)
+        if b"\0" in data and data[:2] not in UTF16_BOMS:
+            return None
+        if len(data) == _SNIFF_BYTES:
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+        return data
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def is_binary_file(path: str) -> bool:
+    """True when the file holds a NUL byte anywhere (UTF-16 text with a BOM excepted)."""
+    with open(path, "rb") as fh:
+        chunk = fh.read(_SNIFF_BYTES)
+        if chunk[:2] in UTF16_BOMS:
+            return False
+        while chunk:
+            if b"\0" in chunk:
+                return True
+            chunk = fh.read(1 << 20)
+    return False
+
+
+def decode_like_rg(data: bytes) -> tuple[str, bool] | None:
+    """Text the way rg sees it, and whether it holds bytes that are not UTF-8. UTF-16 with a BOM
+    is transcoded, a UTF-8 BOM dropped, a NUL byte means binary (None). Bytes that are not
+    UTF-8 become lone surrogates (surrogateescape), which ``search_text`` keeps matches off."""
+    if data[:2] in UTF16_BOMS:
+        return data.decode("utf-16", "replace"), False
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape").removeprefix("\ufeff"), True
 
 
 # A subset of ripgrep's --type-list (same globs), for the fallback; rg itself knows many more.

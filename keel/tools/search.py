@@ -13,73 +13,37 @@ import functools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+import tempfile
+import threading
 
 from pydantic import Field
 
 from keel.policy.paths import (
     PathJailError,
     display_path,
+    is_secret_name,
     is_secret_path,
     resolve_in_workspace,
     workspace_root,
 )
 from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.ignore import (
-    FILE_TYPES,
     TYPE_ALIASES,
     GlobMatcher,
     IgnoreRules,
     expand_braces,
-    fnmatch_any,
+    is_binary_file,
     rg_skip_globs,
 )
+from keel.tools.textsearch import FileHits, GrepError, GrepQuery, grep_python, sort_key
 
 FIND_FILES_CAP = 200
 LINE_CHARS_SHOWN = 500
 RG_TIMEOUT_S = 120.0
-
-class GrepError(Exception):
-    """The search itself failed (bad regex, unknown type, timeout): the message names why."""
-
-
-@dataclass(frozen=True)
-class GrepQuery:
-    pattern: str
-    fixed_strings: bool = False
-    case_insensitive: bool = False
-    glob: str | None = None
-    file_type: str | None = None
-    context: int = 0
-
-
-class FileHits:
-    """The hits in one file: ``matches`` counted up front, the lines parsed only when shown."""
-
-    __slots__ = ("_body", "_lines", "matches", "path")
-
-    def __init__(self, path: str, matches: int, *, body: bytes = b"", lines: list[tuple[int, bool, str]] | None = None):
-        self.path, self.matches, self._body, self._lines = path, matches, body, lines
-
-    def lines(self) -> list[tuple[int, bool, str]]:
-        """(line number, is a match (not context), text) in line order."""
-        if self._lines is None:
-            found = (_RG_LINE.match(raw) for raw in self._body.split(b"\n"))
-            self._lines = [(int(m[1]), m[2] == b":", m[3].decode("utf-8", "replace")) for m in found if m]
-        return self._lines
-
-
-# rg prints "12:text" for a matching line and "12-text" for a context line.
-_RG_LINE = re.compile(rb"(\d+)([:-])(.*)", re.DOTALL)
-
-
-def _sort_key(hit: FileHits) -> tuple[str, ...]:
-    return tuple(hit.path.split("/"))
 
 
 # --- ripgrep ---------------------------------------------------------------------------------
@@ -115,168 +79,80 @@ def rg_command(rg: str, query: GrepQuery, target: str, *, require_git: bool) -> 
     return [*cmd, "--regexp", query.pattern, "--", target]
 
 
+def _run_collecting(cmd: list[str], cwd: str) -> tuple[bytes, bytes, int, bool]:
+    """(stdout, stderr, exit code, timed out). One blocking read of stdout with stderr in a
+    temp file: for tens of MB of matches this is much cheaper than communicate()'s poll loop."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+        watchdog = threading.Timer(RG_TIMEOUT_S, proc.kill)
+        watchdog.start()
+        try:
+            assert proc.stdout is not None
+            with proc.stdout:
+                stdout = proc.stdout.read()
+            returncode = proc.wait()
+        finally:
+            watchdog.cancel()
+        err.seek(0)
+        return stdout, err.read(), returncode, returncode == -signal.SIGKILL
+
+
 def grep_rg(root: str, target: str, query: GrepQuery, *, require_git: bool, rg: str | None = None) -> list[FileHits]:
     rg = rg or find_rg()
     if rg is None:
         raise GrepError("ripgrep (rg) is not installed")
     cmd = rg_command(rg, query, target, require_git=require_git)
-    try:
-        proc = subprocess.run(cmd, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, timeout=RG_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise GrepError(f"search timed out after {RG_TIMEOUT_S:.0f}s; narrow it with path, glob or file_type") from None
-    if proc.returncode == 2 and not proc.stdout:
-        message = proc.stderr.decode("utf-8", "replace").strip().removeprefix("rg: ")
+    stdout, stderr, returncode, timed_out = _run_collecting(cmd, root)
+    if timed_out:
+        raise GrepError(f"search timed out after {RG_TIMEOUT_S:.0f}s; narrow it with path, glob or file_type")
+    if returncode == 2 and not stdout:
+        message = stderr.decode("utf-8", "replace").strip().removeprefix("rg: ")
         if "regex parse error" in message or "not allowed in a regex" in message:
             raise GrepError(f"invalid regex {query.pattern!r}: {message}")
         raise GrepError(message or "ripgrep failed")
-    hits = []
-    for block in proc.stdout.rstrip(b"\n").split(b"\n\n") if proc.stdout else ():
-        path, _, body = block.partition(b"\0")
-        if b"WARNING: stopped searching binary file" in body:
-            continue  # a NUL turned up after the first buffer: binary, skipped like the rest
-        if query.context:
-            matches = len(re.findall(rb"^\d+:", body, re.MULTILINE))
-        else:
-            matches = body.count(b"\n") + 1
-        name = os.fsdecode(path).removeprefix("./")
-        hits.append(FileHits(name, matches, body=body))
-    hits.sort(key=_sort_key)
-    return hits
+    return _parse_heading_output(stdout, query.context > 0)
 
 
-# --- the in-process fallback ---------------------------------------------------------------------
-
-def compile_query(query: GrepQuery) -> re.Pattern[str]:
-    if "\n" in query.pattern:
-        raise GrepError("the pattern contains a newline; grep matches one line at a time")
-    source = re.escape(query.pattern) if query.fixed_strings else query.pattern
-    try:
-        return re.compile(source, re.MULTILINE | (re.IGNORECASE if query.case_insensitive else 0))
-    except re.error as exc:
-        raise GrepError(f"invalid regex {query.pattern!r}: {exc}") from None
+_BINARY_WARNING = b"WARNING: stopped searching binary file"
 
 
-def _decode(data: bytes) -> str | None:
-    """Text the way rg sees it: UTF-16 with a BOM transcoded, a UTF-8 BOM dropped, NUL bytes
-    mean binary (None). Bytes that are not UTF-8 become lone surrogates (surrogateescape)."""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return data.decode("utf-16", "replace")
-    if b"\0" in data:
-        return None
-    return data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+def _parse_heading_output(out: bytes, context: bool) -> list[FileHits]:
+    """Split ``rg --heading --null`` output: per file "path\\0", its lines, then a blank line.
 
-
-# A byte that is not UTF-8, as surrogateescape decodes it.
-_RAW_BYTE = re.compile("[\udc80-\udcff]")
-
-
-def _shown(line: str) -> str:
-    """A line for display: undecodable bytes become U+FFFD, as when rg's output is decoded."""
-    if _RAW_BYTE.search(line) is None:
-        return line
-    return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _matches_outside_raw_bytes(regex: re.Pattern[str], line: str) -> bool:
-    """rg never matches a byte that is not UTF-8 (not even with '.' or '[^a]'), so a line
-    holding such bytes counts only if some match avoids them."""
-    if _RAW_BYTE.search(line) is None:
-        return True
-    pos = 0
-    while pos <= len(line):
-        m = regex.search(line, pos)
-        if m is None:
-            return False
-        if _RAW_BYTE.search(m.group()) is None:
-            return True
-        pos = m.start() + 1
-    return False
-
-
-def search_text(regex: re.Pattern[str], text: str) -> list[tuple[int, str]]:
-    """(line number, line) for each line with a match: one regex scan over the whole text.
-
-    A match that runs across a newline (``\\s``, ``[^x]`` ...) proves nothing about a single
-    line, so that line is checked on its own, as rg's line-by-line search would.
+    Only paths are followed by NUL (rg stops reading a file at its first NUL byte), so the NULs
+    locate every file; finding them is several times faster than scanning for blank lines.
     """
-    found: list[tuple[int, str]] = []
-    raw_bytes = _RAW_BYTE.search(text) is not None
-    end = len(text) if text.endswith("\n") else len(text) + 1
-    pos, line_no, counted = 0, 1, 0
-    while pos < end:
-        m = regex.search(text, pos)
-        if m is None or m.start() >= end:
-            break
-        start = text.rfind("\n", 0, m.start()) + 1
-        stop = text.find("\n", m.start())
-        stop = len(text) if stop == -1 else stop
-        line = text[start:stop]
-        crossed = m.end() > stop and regex.search(line) is None
-        if not crossed and (not raw_bytes or _matches_outside_raw_bytes(regex, line)):
-            line_no += text.count("\n", counted, start)
-            counted = start
-            found.append((line_no, line))
-        pos = stop + 1
-    return found
-
-
-def _with_context(found: list[tuple[int, str]], text: str, context: int) -> list[tuple[int, bool, str]]:
-    if not context or not found:
-        return [(n, True, _shown(line)) for n, line in found]
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    matched = {n for n, _ in found}
-    wanted = sorted({k for n in matched for k in range(max(1, n - context), min(len(lines), n + context) + 1)})
-    return [(k, k in matched, _shown(lines[k - 1])) for k in wanted]
-
-
-def grep_python(root: str, target: str, query: GrepQuery, rules: IgnoreRules) -> list[FileHits]:
-    """The same search as ``grep_rg`` without ripgrep; ``target`` is relative to ``root``."""
-    regex = compile_query(query)
-    literal = None
-    if not query.case_insensitive and (query.fixed_strings or re.escape(query.pattern) == query.pattern):
-        literal = query.pattern.encode()  # cheap bytes test before decoding a file
-    type_globs: tuple[str, ...] = ()
-    if query.file_type:
-        if query.file_type not in FILE_TYPES:
-            raise GrepError(f"unrecognized file type: {query.file_type} (known: {', '.join(sorted(FILE_TYPES))})")
-        type_globs = FILE_TYPES[query.file_type]
-    glob = query.glob or ""
-    user_globs = GlobMatcher(expand_braces(glob.removeprefix("!"))) if glob else None
-    whitelist = not glob.startswith("!")  # rg: a plain glob selects files, a '!glob' excludes them
-
-    def decide(entry: os.DirEntry[str], is_dir: bool) -> bool | None:
-        # rg's order: the glob override decides first, then .gitignore, then the type filter.
-        if user_globs is not None:
-            hit = user_globs.match(entry.path[len(root) + 1:], is_dir)
-            if hit is not None:
-                return hit == whitelist
-            if whitelist and not is_dir:
-                return False
-        if type_globs and not is_dir and not fnmatch_any(entry.name, type_globs):
-            return False
-        return None
-
-    start = os.path.join(root, target) if target != "." else root
-    paths: Iterable[str] = [start] if os.path.isfile(start) else (e.path for e in rules.walk_files(start, decide))
     hits = []
-    for path in paths:
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        if literal is not None and literal not in data and data[:2] not in (b"\xff\xfe", b"\xfe\xff"):
-            continue
-        text = _decode(data)
-        if text is None or not text:
-            continue
-        found = search_text(regex, text)
-        if found:
-            hits.append(FileHits(path[len(root) + 1:], len(found), lines=_with_context(found, text, query.context)))
-    hits.sort(key=_sort_key)
+    warned = out.find(_BINARY_WARNING) != -1
+    nuls = []
+    nul = out.find(b"\0")
+    while nul != -1:
+        nuls.append(nul)
+        nul = out.find(b"\0", nul + 1)
+    path_start = 0
+    for i, nul in enumerate(nuls):
+        body = nul + 1
+        if i + 1 < len(nuls):
+            next_path = out.rfind(b"\n", body, nuls[i + 1]) + 1
+            end = next_path - 2  # the last line's newline, then the blank line
+        else:
+            next_path = end = len(out) - 1 if out.endswith(b"\n") else len(out)
+        # rg printed matches, then met a NUL past its first buffer: binary, skipped like the rest.
+        if not (warned and out.find(_BINARY_WARNING, body, end) != -1):
+            if context:
+                # '^' would not match at ``body`` (a search start), so the first line is checked apart.
+                matches = len(_MATCH_LINE.findall(out, body, end)) + bool(_FIRST_MATCH_LINE.match(out, body, end))
+            else:
+                matches = out.count(b"\n", body, end) + 1
+            path = os.fsdecode(out[path_start:nul]).removeprefix("./")
+            hits.append(FileHits(path, matches, buf=out, start=body, end=end))
+        path_start = next_path
+    hits.sort(key=sort_key)
     return hits
+
+
+_MATCH_LINE = re.compile(rb"\n\d+:")
+_FIRST_MATCH_LINE = re.compile(rb"\d+:")
 
 
 # --- the tools ---------------------------------------------------------------------------------
@@ -342,9 +218,8 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     if target.is_file():
         if is_secret_path(target):
             return ToolResult.error(f"{args.path} is a secret file; grep does not search it (read_file asks for approval)")
-        with open(target, "rb") as fh:
-            if _decode(fh.read()) is None:
-                return ToolResult.error(f"{args.path} is a binary file; grep searches text files")
+        if is_binary_file(str(target)):
+            return ToolResult.error(f"{args.path} is a binary file; grep searches text files")
     rel = display_path(ctx.workspace, target)
     root = str(workspace_root(ctx.workspace))
     file_type = TYPE_ALIASES.get((args.file_type or "").lower(), args.file_type) or None
@@ -358,7 +233,7 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
             hits = grep_python(root, rel, query, rules)
     except GrepError as exc:
         return ToolResult.error(str(exc))
-    hits = [h for h in hits if not is_secret_path(Path(h.path))]
+    hits = [h for h in hits if not is_secret_name(h.path)]
     total = sum(h.matches for h in hits)
     meta = {"matches": total, "files": len(hits), "backend": backend}
     if not total:

@@ -1,0 +1,165 @@
+"""The approval gate: turns policy verdicts and user rules into "run it" or "don't".
+
+Modes:
+
+- ``interactive``: ask-class requests are put to the person (once / always this session / no);
+  file edits ask too, until the person answers "always".
+- ``auto-edit``: file edits and ask-class commands proceed; deny-class never does.
+- ``unattended`` (headless default): file edits inside the workspace proceed; ask-class
+  commands are refused with a message the model can act on; deny-class is refused with its reason.
+
+Reading a secret-looking file (.env, *.pem, id_rsa ...) always needs a person or a ``read(...)``
+allow rule, in every mode: auto-approval is for changes the person can review, and a secret read
+into the model's context cannot be taken back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from keel.policy.paths import PathJailError, display_path, is_secret_path, resolve_in_workspace
+from keel.policy.rules import Rule, RuleSet, ShellEvaluation
+from keel.policy.shell_risk import PartReport
+
+Mode = Literal["interactive", "auto-edit", "unattended"]
+MODES = ("interactive", "auto-edit", "unattended")
+# Tools whose second word names what they do: "always" remembers both words (npm install, git push).
+_SUBCOMMAND_TOOLS = frozenset({"git", "npm", "yarn", "pnpm", "pip", "pip3", "uv", "poetry", "cargo", "go",
+                               "docker", "podman", "kubectl", "apt", "apt-get", "brew", "make", "dnf", "gem",
+                               "conda", "systemctl", "python", "python3"})
+_NO_ONE_HERE = ("Use the file tools to edit files; run only read-only commands and the project's checks.")
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    allowed: bool
+    message: str              # for the model: why it was refused / how it was approved
+    decision: str             # the policy's class for the request: "allow" | "ask" | "deny"
+    network: bool = False     # the sandbox should let this command reach the network
+
+
+def remembered_prefix(part: PartReport) -> list[str]:
+    """The words an "always" answer covers: ``npm install`` for ``npm install left-pad``."""
+    words = part.words
+    if len(words) > 1 and os.path.basename(words[0]) in _SUBCOMMAND_TOOLS and not words[1].startswith("-"):
+        return words[:2]
+    return words[:1]
+
+
+class Approver:
+    def __init__(self, mode: Mode, rules: RuleSet | None = None, *, workspace: Path,
+                 prompt: Callable[[str], str] | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"approval mode {mode!r} is not one of {', '.join(MODES)}")
+        self.mode = mode
+        self.rules = rules if rules is not None else RuleSet()
+        self.workspace = Path(os.path.realpath(workspace))
+        self.prompt = prompt
+        # What "always" answers unlock for the rest of this session.
+        self._session = RuleSet(allow=list(self.rules.allow), ask=list(self.rules.ask), deny=list(self.rules.deny))
+        self._always_commands: set[str] = set()
+        self._always_edit = False
+        self._always_read: set[Path] = set()
+
+    # -- shell ---------------------------------------------------------------------------------
+
+    def authorize_shell(self, command: str) -> ApprovalOutcome:
+        evaluation = self._session.evaluate_shell(command, self.workspace)
+        verdict = evaluation.verdict
+        if verdict.decision == "deny":
+            return ApprovalOutcome(False, f"refused: {verdict.reason} (part: {verdict.part}). This command "
+                                          "is never run; find another way that stays inside the workspace.", "deny")
+        if verdict.decision == "allow":
+            return ApprovalOutcome(True, "allowed", "allow", network=evaluation.network)
+        if command.strip() in self._always_commands:
+            return ApprovalOutcome(True, "approved for this session", "ask", network=evaluation.network)
+        if self.mode == "auto-edit":
+            return ApprovalOutcome(True, f"auto-approved: {verdict.reason}", "ask", network=evaluation.network)
+        if self.mode == "unattended" or self.prompt is None:
+            return ApprovalOutcome(False, f"refused: `{command.strip()}` needs approval ({verdict.reason}) and no one "
+                                          f"is present. {_NO_ONE_HERE}", "ask")
+        return self._ask_shell(command, evaluation)
+
+    def _ask_shell(self, command: str, evaluation: ShellEvaluation) -> ApprovalOutcome:
+        verdict = evaluation.verdict
+        prefixes = {tuple(remembered_prefix(p)) for p in evaluation.asking_parts if p.words}
+        always = " and ".join(f"`{' '.join(p)} …`" for p in sorted(prefixes)) or "this exact command"
+        question = (f"keel wants to run: {command.strip()}\n"
+                    f"  needs approval: {verdict.reason} (part: {verdict.part})\n"
+                    f"  [y] yes, once   [a] always allow {always} this session   [n] no")
+        answer = self._ask(question)
+        if answer in ("y", "yes", "o", "once"):
+            return ApprovalOutcome(True, "approved once by the user", "ask", network=evaluation.network)
+        if answer in ("a", "always"):
+            for prefix in prefixes:
+                self._session.add_allow(Rule("shell", f"shell({' '.join(prefix)}:*)", prefix, prefix=True))
+            self._always_commands.add(command.strip())
+            return ApprovalOutcome(True, "approved for this session by the user", "ask", network=evaluation.network)
+        return ApprovalOutcome(False, f"refused by the user: `{command.strip()}`. Do not retry it; ask or "
+                                      "choose another approach.", "ask")
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def authorize_edit(self, path: str) -> ApprovalOutcome:
+        try:
+            real = resolve_in_workspace(self.workspace, path, for_write=True)
+        except PathJailError as exc:
+            return ApprovalOutcome(False, f"refused: {exc}", "deny")
+        shown = display_path(self.workspace, real)
+        decision, rule = self._session.path_decision("edit", real, self.workspace)
+        if decision == "deny":
+            return ApprovalOutcome(False, f"refused: editing {shown} is denied by rule {rule}", "deny")
+        if decision == "allow" or (decision is None and (self.mode != "interactive" or self._always_edit)):
+            return ApprovalOutcome(True, "allowed", "allow")
+        why = f"rule {rule} asks before editing it" if decision == "ask" else "file edits need approval"
+        if self.prompt is None or self.mode == "unattended":
+            return ApprovalOutcome(False, f"refused: editing {shown} needs approval ({why}) and no one is "
+                                          "present. Leave this file unchanged.", "ask")
+        answer = self._ask(f"keel wants to edit {shown} ({why})\n"
+                           "  [y] yes, once   [a] always allow edits this session   [n] no")
+        if answer in ("y", "yes", "o", "once"):
+            return ApprovalOutcome(True, "approved once by the user", "ask")
+        if answer in ("a", "always"):
+            if decision is None:
+                self._always_edit = True
+            return ApprovalOutcome(True, "approved for this session by the user", "ask")
+        return ApprovalOutcome(False, f"refused by the user: do not edit {shown}.", "ask")
+
+    def authorize_read(self, path: str) -> ApprovalOutcome:
+        try:
+            real = resolve_in_workspace(self.workspace, path)
+        except PathJailError as exc:
+            return ApprovalOutcome(False, f"refused: {exc}", "deny")
+        shown = display_path(self.workspace, real)
+        decision, rule = self._session.path_decision("read", real, self.workspace)
+        if decision == "deny":
+            return ApprovalOutcome(False, f"refused: reading {shown} is denied by rule {rule}", "deny")
+        if decision == "allow" or real in self._always_read:
+            return ApprovalOutcome(True, "allowed", "allow")
+        if decision is None and not is_secret_path(real):
+            return ApprovalOutcome(True, "allowed", "allow")
+        why = f"rule {rule} asks before reading it" if decision == "ask" else "it looks like a secret"
+        if self.prompt is None or self.mode == "unattended":
+            return ApprovalOutcome(False, f"refused: reading {shown} needs approval ({why}) and no one is present. "
+                                          "Work without its contents.", "ask")
+        answer = self._ask(f"keel wants to read {shown} ({why})\n"
+                           "  [y] yes, once   [a] always allow this file this session   [n] no")
+        if answer in ("y", "yes", "o", "once"):
+            return ApprovalOutcome(True, "approved once by the user", "ask")
+        if answer in ("a", "always"):
+            self._always_read.add(real)
+            return ApprovalOutcome(True, "approved for this session by the user", "ask")
+        return ApprovalOutcome(False, f"refused by the user: do not read {shown}.", "ask")
+
+    def _ask(self, question: str) -> str:
+        """The person's answer, normalised; anything unexpected (or an error) counts as "no"."""
+        assert self.prompt is not None
+        try:
+            answer = self.prompt(question)
+        except (EOFError, KeyboardInterrupt):
+            return "n"
+        return answer.strip().lower() if isinstance(answer, str) else "n"
