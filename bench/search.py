@@ -3,7 +3,8 @@
 Corpus: this interpreter's stdlib and site-packages, searched in place (the workspace is their
 common parent; nothing is copied, and symlinks are not followed by any of the tools).
 
-Columns, all measured in this run, best of 3 after one warm-up (p50 shown too):
+Columns, all measured in this run, best of 3 after one warm-up (p50 shown too); the tools take
+turns within each round so a busy machine slows them alike:
 - keel     the grep tool as the loop calls it (GREP.execute with a ToolContext), ripgrep backend,
            max_results huge so every match is counted; output capped as usual.
 - rg       raw ripgrep with the same ignore/hidden/skip flags, plain `-n` output into a pipe.
@@ -114,18 +115,19 @@ def git_runner(root: Path, args: dict[str, Any]) -> Runner:
     return run, count_lines
 
 
-def measure(runner: Runner, repeat: int) -> tuple[float, float, int]:
-    """(best, p50) seconds of ``repeat`` runs after a warm-up, and the count they agreed on.
-    Counting happens outside the timed part."""
-    run, count_of = runner
-    count = count_of(run())
-    times = []
+def measure(runners: dict[str, Runner], repeat: int) -> dict[str, tuple[float, float, int]]:
+    """Per tool: (best, p50) seconds of ``repeat`` runs after a warm-up, and the count they
+    agreed on. Tools take turns within each round, so a busy machine slows them alike;
+    counting happens outside the timed part."""
+    counts = {name: count_of(run()) for name, (run, count_of) in runners.items()}
+    times: dict[str, list[float]] = {name: [] for name in runners}
     for _ in range(repeat):
-        started = time.perf_counter()
-        result = run()
-        times.append(time.perf_counter() - started)
-        assert count_of(result) == count, f"count changed between runs: {count} then {count_of(result)}"
-    return min(times), statistics.median(times), count
+        for name, (run, count_of) in runners.items():
+            started = time.perf_counter()
+            result = run()
+            times[name].append(time.perf_counter() - started)
+            assert count_of(result) == counts[name], f"{name}: count changed between runs"
+    return {name: (min(t), statistics.median(t), counts[name]) for name, t in times.items()}
 
 
 def main() -> int:
@@ -143,10 +145,14 @@ def main() -> int:
     print("-" * len(head))
     failures = []
     for name, args in PATTERNS:
-        keel_best, keel_p50, keel_n = measure(keel_runner(root, "rg", args), opts.repeat)
-        rg_best, rg_p50, rg_n = measure(rg_runner(root, args, require_git), opts.repeat)
-        git_best, git_p50, git_n = measure(git_runner(root, args), opts.repeat)
-        py = None if opts.skip_python else measure(keel_runner(root, "python", args), opts.repeat)
+        runners = {"keel": keel_runner(root, "rg", args), "rg": rg_runner(root, args, require_git),
+                   "git": git_runner(root, args)}
+        if not opts.skip_python:
+            runners["python"] = keel_runner(root, "python", args)
+        got = measure(runners, opts.repeat)
+        (keel_best, keel_p50, keel_n), (rg_best, rg_p50, rg_n) = got["keel"], got["rg"]
+        git_best, git_p50, git_n = got["git"]
+        py = got.get("python")
         ratio = keel_best / rg_best
         cells = [f"{keel_best:6.3f} [{keel_p50:5.2f}]", f"{rg_best:6.3f} [{rg_p50:5.2f}]",
                  f"{git_best:6.3f} [{git_p50:5.2f}]", "—" if py is None else f"{py[0]:6.3f} [{py[1]:5.2f}]"]

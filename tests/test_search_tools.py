@@ -153,6 +153,18 @@ def test_grep_max_results_notice(tmp_path: Path, backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_grep_output_is_capped_in_bytes_and_long_lines_cut(tmp_path: Path, backend: str) -> None:
+    write(tmp_path, "wide.txt", "".join(f"hit {i} " + "y" * 300 + "\n" for i in range(100)))
+    write(tmp_path, "min.js", "hit" + "z" * 5000 + "\n")
+    ctx = ToolContext(workspace=tmp_path, output_cap_bytes=4000, extra={"grep_backend": backend})
+    result = GREP.execute(GREP.spec.args(pattern="hit"), ctx)
+    lines = result.output.splitlines()
+    assert lines[1] == "min.js:1:hit" + "z" * 497 + "… [line cut: 5003 chars]"
+    assert len("\n".join(lines[1:-1]).encode()) <= 4000
+    assert lines[-1].startswith(f"... {101 - (len(lines) - 2)} more matches not shown (output limit of 4000 bytes")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_grep_errors(project: Path, backend: str) -> None:
     bad = grep(project, backend, pattern="foo(")
     assert not bad.ok and bad.output.startswith("invalid regex 'foo('")

@@ -53,6 +53,10 @@ class TextRenderer:
             self.out.write(event["text"])
             self.out.flush()
             self._mid_line = not event["text"].endswith("\n")
+        elif kind == "assistant_delta" and event["kind"] == "reasoning":
+            # shown apart from the answer (stderr, dimmed) so stdout carries only the answer
+            self.err.write(f"\x1b[2m{event['text']}\x1b[0m" if self.err.isatty() else event["text"])
+            self.err.flush()
         elif kind == "session_start":
             self._line(f"keel · {event['model']} · {event['workspace']} · sandbox: {event['protection']}",
                        self.err)
@@ -73,7 +77,8 @@ class TextRenderer:
         u = event["usage"]
         tokens = u["prompt_tokens"] + u["completion_tokens"]
         est = " est." if u.get("estimated") else ""
-        self._line(f"■ {event['status']} ({event['reason']}) · {event['step']} steps · {tokens:,} tokens{est} "
+        reason = "" if event["reason"] == event["status"] else f" ({event['reason']})"
+        self._line(f"■ {event['status']}{reason} · {event['step']} steps · {tokens:,} tokens{est} "
                    f"({u['cached_tokens']:,} cached) · ${event['cost_usd']:.4f}")
         if event.get("error"):
             self._line(f"keel: {event['error']}", self.err)

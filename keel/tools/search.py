@@ -243,8 +243,12 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     head = f"Found {total} matching line{'s' * (total != 1)} in {len(hits)} file{'s' * (len(hits) != 1)}."
     if shown < total:
         head += f" Showing the first {shown}."
-        lines.append(f"... {total - shown} more matches not shown; narrow with path, glob or file_type"
-                     + (" or raise max_results." if shown == args.max_results else "."))
+        if shown == args.max_results:
+            lines.append(f"... {total - shown} more matches not shown; narrow with path, glob or file_type "
+                         "or raise max_results.")
+        else:
+            lines.append(f"... {total - shown} more matches not shown (output limit of {ctx.output_cap_bytes} "
+                         "bytes reached); narrow with path, glob or file_type.")
     return ToolResult(ok=True, output="\n".join([head, *lines]), meta=meta)
 
 
