@@ -84,6 +84,15 @@ def test_list_dir_caps_entries_breadth_first(ws: Path, ctx: ToolContext) -> None
     assert "... 26 more entries not shown; list a subdirectory or raise max_entries." in lines
 
 
+def test_list_dir_output_stays_under_the_result_cap(ws: Path, ctx: ToolContext) -> None:
+    for i in range(1500):
+        (ws / f"a_file_with_a_rather_long_descriptive_name_{i:05}.txt").write_text("x")
+    result = run(LIST_DIR, ctx, max_entries=5000)
+    assert len(result.output) < 38_000
+    assert result.output.splitlines()[-2].endswith("entries to fit the output limit; list a subdirectory or lower depth.")
+    assert result.output.splitlines()[-1] == "1 entry ignored (.gitignore, build/cache dirs): .git/"
+
+
 def test_list_dir_errors_are_clear(ws: Path, ctx: ToolContext) -> None:
     (ws / "file.txt").write_text("x")
     assert "is a file" in run(LIST_DIR, ctx, path="file.txt").output

@@ -153,3 +153,42 @@ def test_token_budget_stops_the_run(tmp_path):
               for i in range(5)]
     result, *_ = run(script, tmp_path, limits=Limits(max_tokens=1000))
     assert result.stop_reason == "limit:tokens" and result.steps == 2
+
+
+def test_read_only_calls_in_one_response_run_in_parallel_results_in_call_order(tmp_path):
+    import threading
+
+    barrier = threading.Barrier(3, timeout=5)
+
+    def meet(args: EchoArgs, _ctx: ToolContext) -> ToolResult:
+        barrier.wait()  # only passes when all three calls are running at the same time
+        return ToolResult(ok=True, output=f"met {args.text}")
+
+    meet_tool = Tool(ToolSpec("meet", "Wait for the others.", EchoArgs, ToolAnnotations(read_only=True)), meet)
+    script = [{"tool_calls": [call("meet", text="1"), call("meet", text="2"), call("meet", text="3")]},
+              {"content": "done"}]
+    runner = Runner(ScriptedModel(script), ToolRegistry([meet_tool]), ToolContext(workspace=tmp_path),
+                    EventBus("t"))
+    messages = [{"role": "user", "content": "t"}]
+    result = runner.run(messages)
+    assert result.stop_reason == "complete"
+    assert [m["content"] for m in messages if m["role"] == "tool"] == ["met 1", "met 2", "met 3"]
+
+
+def test_writes_are_never_run_in_parallel(tmp_path):
+    active, peak = [0], [0]
+
+    def write(args: EchoArgs, _ctx: ToolContext) -> ToolResult:
+        import time
+
+        active[0] += 1
+        peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        active[0] -= 1
+        return ToolResult(ok=True, output=args.text)
+
+    tool = Tool(ToolSpec("put", "Write.", EchoArgs, ToolAnnotations(read_only=False)), write)
+    script = [{"tool_calls": [call("put", text=str(i)) for i in range(4)]}, {"content": "done"}]
+    Runner(ScriptedModel(script), ToolRegistry([tool]), ToolContext(workspace=tmp_path), EventBus("t")).run(
+        [{"role": "user", "content": "t"}])
+    assert peak[0] == 1

@@ -137,6 +137,9 @@ def test_grep_context_and_path(project: Path, backend: str) -> None:
     result = grep(project, backend, pattern="load_cache", context=1, path="src")
     assert result.output.splitlines() == ["Found 1 matching line in 1 file.", "src/app.py-2-",
                                           "src/app.py:3:def load_cache():", "src/app.py-4-    return os.getcwd()"]
+    # Naming an ignored directory searches it (its own files are still judged by the rules).
+    explicit = grep(project, backend, pattern="foo", path="generated")
+    assert explicit.output.splitlines()[1:] == ["generated/out.py:1:foo = 'generated'"]
     one_file = grep(project, backend, pattern="foo|FOO", path="src/nested/deep.py")
     assert one_file.output.splitlines()[1:] == ["src/nested/deep.py:1:FOO = 1", "src/nested/deep.py:2:foo = FOO + 1"]
 

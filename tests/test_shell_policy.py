@@ -138,6 +138,13 @@ BYPASSES = {
     "variable": "X=/; rm -rf $X", "variable unset on one path": "false && X=build; rm -rf $X/",
     "variable in background": "X=build & rm -rf $X/", "variable via eval": "X=build; eval X=/; rm -rf $X/",
     "pytest basetemp": "pytest --basetemp=.",
+    "newline in $()": "echo $(ls\nrm -rf /)", "newline in backticks": "echo `ls\nrm -rf /`",
+    "newline in <()": "cat <(ls\nrm -rf /)", "comment hiding )": "echo $(ls # )\nrm -rf /)",
+    "quoted ) in $()": "echo $(echo \")\"; rm -rf /)", "ansi-c quote in $()": "echo $(echo $'\\'' ; rm -rf /)",
+    "heredoc named like a quoted one": "cat <<E\n$(rm -rf /)\nE\ncat <<'E'\nx\nE\n",
+    "function shadowing a command": "ls() { command rm \"$@\"; }; ls -rf /",
+    "hash -p": "hash -p /bin/rm ls; ls -rf /", "expand_aliases": "shopt -s expand_aliases",
+    "enable -f": "enable -f ./x.so evil", "hard link": "ln ~/.bashrc x; echo hi >> x",
 }
 
 
@@ -174,6 +181,9 @@ DANGEROUS_FLAGS = {
     "GIT_CONFIG_PARAMETERS": ("GIT_CONFIG_PARAMETERS=x git status", "deny"), "GIT_DIR": ("GIT_DIR=/tmp/r git log", "ask"),
     "export GIT_PAGER": ("export GIT_PAGER='rm -rf /'", "deny"), "sudo LD_PRELOAD": ("sudo LD_PRELOAD=x ls", "deny"),
     "declare LD_PRELOAD": ("declare -x LD_PRELOAD=x", "deny"), "printf -v": ("printf -v PROMPT_COMMAND x", "deny"),
+    "PYTEST_ADDOPTS": ("PYTEST_ADDOPTS=--basetemp=. pytest", "ask"), "GOFLAGS": ("GOFLAGS=-toolexec=x go build", "ask"),
+    "MANOPT": ("MANOPT=x git help log", "ask"), "pytest -o addopts": ("pytest -o addopts=--basetemp=.", "ask"),
+    "fd -Hx cluster": ("fd -Hx rm", "ask"), "awk getline": ("awk 'BEGIN{getline l < \"/etc/passwd\"}'", "ask"),
 }
 
 
@@ -286,3 +296,34 @@ def test_arbitrary_text_never_crashes_and_never_hides_a_delete(text: str) -> Non
     # whatever comes first, a destructive command after it is never allowed
     assert classify_command(text + "\nrm -rf /", workspace).decision != "allow"
     assert classify_command(text + " $(rm -rf /)", workspace).decision != "allow"
+
+
+# -- differential: whatever real bash runs must not be "allow" --------------------------------------
+
+NOISE = ["echo $'\\''", "echo $'a\\'b'", "echo \"\\\"\"", "echo \\'", "echo ${x:-'}'}", "echo \"$'\"",
+         "echo '$(x)'", "echo '#'", "echo x#y", "cat <<'E'\n'\nE", "cat <<E\n'\nE", "echo ')'", ": \"", "echo a\\\nb"]
+CARRIERS = ["{X}", "$({X})", "`{X}`", "cat <({X})", "; {X}", "&& {X}", "|| {X}", "| {X}", "\n{X}", "{ {X}; }",
+            "({X})", "bash -c '{X}'", "sh -c \"{X}\"", "eval '{X}'", "x=$({X})", "echo \"$({X})\"", "$(\n{X}\n)",
+            "echo $(echo a\n{X})", "cat <<E\n$({X})\nE", "if true\nthen {X}\nfi", "bash <<< '{X}'",
+            "echo '{X}' | bash", "env {X}", "timeout 5 {X}", "command {X}", "f() { {X}; }; f", "$(echo {X})",
+            "x='{X}'; $x", "t=touch; $t MARK", "nice -n 1 {X}", ": $({X})", "echo ${Y:=$({X})}", "! {X}"]
+
+
+@st.composite
+def wrapped_touch(draw: st.DrawFn) -> str:
+    inner = "touch MARK"
+    for _ in range(draw(st.integers(1, 3))):
+        inner = draw(st.sampled_from(CARRIERS)).replace("{X}", inner)
+    pieces = draw(st.lists(st.sampled_from(NOISE), max_size=2))
+    pieces.insert(draw(st.integers(0, len(pieces))), inner)
+    return draw(st.sampled_from([" ", "; ", "\n", " && "])).join(pieces)
+
+
+@settings(max_examples=150, deadline=None)
+@given(command=wrapped_touch())
+def test_what_bash_really_runs_is_never_allowed_unasked(command: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    box = tmp_path_factory.mktemp("bash")
+    subprocess.run(["bash", "-c", command], cwd=box, stdin=subprocess.DEVNULL, capture_output=True, timeout=10,
+                   env={"PATH": os.environ["PATH"], "HOME": str(box)})
+    if (box / "MARK").exists():          # bash ran `touch`: the policy must have seen it
+        assert classify_command(command, box).decision != "allow", command

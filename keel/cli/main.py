@@ -21,8 +21,9 @@ def _run_parser(sub: Any) -> None:
     p.add_argument("--max-seconds", type=float)
     p.add_argument("--max-tokens", type=int, help="token budget for the whole run")
     p.add_argument("--budget-usd", type=float)
-    p.add_argument("--approval", choices=["unattended", "auto-edit"],
-                   help="unattended (default): ask-class commands are refused; auto-edit: they run")
+    p.add_argument("--approval", choices=["unattended", "auto-edit", "interactive"],
+                   help="unattended (default): ask-class commands are refused; auto-edit: they run; "
+                        "interactive: you are asked (needs a terminal)")
     p.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
     p.add_argument("--log", type=Path, help="write the JSONL event log here (default: keel's data dir)")
 
@@ -74,8 +75,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sinks.append(TextRenderer())
     elif args.output_format == "stream-json":
         sinks.append(JsonLinesRenderer())
+    prompt = None
+    if config.permissions.approval == "interactive":
+        if not sys.stdin.isatty():
+            print("keel: --approval interactive needs a terminal on stdin", file=sys.stderr)
+            return EXIT_USAGE
+        from keel.cli.prompt import terminal_prompt
+        prompt = terminal_prompt
     try:
-        agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log)
+        agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
+                      ask_user=prompt)
         result = agent.run(args.task)
     except EngineError as e:  # configuration problems found before the first call
         result = RunResult(status="error", stop_reason="config_error", error=e.message)

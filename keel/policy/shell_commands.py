@@ -207,13 +207,13 @@ def _move_or_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
                     out.append(deny(f"moves {word.value!r} out of a protected place", destructive=True))
     for word in targets:
         out += judge_write(env, word, inv.cwds)
-    if inv.name == "ln" and has(options, "-s", "--symbolic") and len(operands) == 1 and targets:
+    if inv.name == "ln" and len(operands) == 1 and targets:      # symbolic or hard: writes go through it
         _remember_link(env, operands[0], targets[0], inv.cwds)
     return out
 
 
 def _remember_link(env: JudgeEnv, source: Word, target: Word, cwds: Cwds) -> None:
-    """``ln -s SOURCE TARGET``: later words through the new link resolve to SOURCE."""
+    """``ln [-s] SOURCE TARGET``: later words through the new link resolve to SOURCE."""
     expanded = env.paths.expand(source)
     if not expanded or len(expanded) != 1:
         return

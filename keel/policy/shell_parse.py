@@ -70,6 +70,7 @@ class SimpleCommand:
     upstream: list[SimpleCommand] = field(default_factory=list)
     piped: bool = False            # part of a multi-command pipeline
     background: bool = False
+    calls_function: bool = False   # names a function defined earlier on the line (its body is judged)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,70 @@ class Issue:
     decision: str                  # "ask" | "deny"
     reason: str
     text: str
+
+
+# Commands that can set variables in ways that cannot be followed.
+_SETS_VARIABLES = frozenset({"eval", "source", ".", "read", "mapfile", "readarray", "getopts", "let", "printf",
+                             "unset", "export", "declare", "typeset", "builtin", "command", "set", "trap"})
+
+
+class Variables:
+    """Variables set by plain assignments earlier on a command line (``d=~/.ssh; cat $d``).
+
+    A value of None means: assigned, but not knowable (conditionally, in a subshell, computed).
+    Variables never assigned on the line stay unexpanded: their value is unknown.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.values: dict[str, str | None] = {}
+
+    def copy(self) -> Variables:
+        clone = Variables(self.home)
+        clone.values = dict(self.values)
+        return clone
+
+    def forget(self, names: set[str] | None = None) -> None:
+        for name in self.values if names is None else names:
+            self.values[name] = None
+
+    def assign(self, word: Word, certain: bool) -> None:
+        name, eq, value = word.value.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z_]\w*\+?", name):
+            return
+        name = name.rstrip("+")
+        if not certain or not word.literal or word.value[len(name)] == "+" or word.glob or word.brace:
+            self.values[name] = None
+            return
+        if value == "~" or value.startswith("~/"):
+            value = str(self.home) + value[1:]
+        self.values[name] = value
+
+    def track(self, assignments: list[Word], words: list[Word], certain: bool, functions: set[str]) -> None:
+        """Follow what a simple command does to variables."""
+        if not words:
+            for word in assignments:
+                self.assign(word, certain)
+            return
+        name = words[0].value if words[0].literal else ""
+        if name in ("export", "declare", "typeset", "readonly", "local"):
+            for word in words[1:]:
+                self.assign(word, certain)
+        elif name in _SETS_VARIABLES or name in functions or not name:
+            self.forget()
+
+    def substitute(self, value: str, params: list[str]) -> tuple[str, list[str]]:
+        """Put known values into ``value``; return it with the expansions still unknown."""
+        left: list[str] = []
+        for param in params:
+            m = re.fullmatch(r"\{?([A-Za-z_]\w*)\}?", param)
+            known = self.values.get(m.group(1)) if m else None
+            if m is None or known is None:
+                left.append(param)
+                continue
+            pattern = r"\$\{" + m.group(1) + r"\}|\$" + m.group(1) + r"(?!\w)"
+            value = re.sub(pattern, lambda _match, text=known: text, value)  # type: ignore[misc]
+        return value, left
 
 
 _HEREDOC_QUOTED = re.compile(r"<<(-?)([ \t]*)(?:'(\w+)'|\"(\w+)\"|\\(\w+))(?=[\s;&|<>)]|$)")
@@ -108,21 +173,20 @@ def _unquoted_positions(source: str) -> list[bool]:
     return flags
 
 
-def _prepare(source: str) -> tuple[str, set[str]]:
+def _prepare(source: str) -> tuple[str, set[int]]:
     """Work around bashlex gaps without changing lengths: quoted heredoc delimiters.
 
     bashlex cannot parse ``<<'EOF'``; the delimiter quotes are replaced by spaces (same
-    length, so positions stay right) and the delimiter remembered as non-expanding.
+    length, so positions stay right) and the position of its ``<<`` remembered as non-expanding.
     Only ``<<`` the small lexer sees as unquoted is touched.
     """
     unquoted = _unquoted_positions(source)
-    quoted: set[str] = set()
+    quoted: set[int] = set()
     out = list(source)
     for m in _HEREDOC_QUOTED.finditer(source):
         if not unquoted[m.start()]:
             continue
-        name = m.group(3) or m.group(4) or m.group(5)
-        quoted.add(name)
+        quoted.add(m.start())
         for i in range(m.end(2), m.end()):
             if source[i] in "'\"\\":
                 out[i] = " "
@@ -132,8 +196,8 @@ def _prepare(source: str) -> tuple[str, set[str]]:
 _LEADING_TIME = re.compile(r"^(\s*)time((\s+-p)?\s+)(?=\S)")
 
 
-def parse_script(source: str) -> tuple[list[Any], set[str]]:
-    """Return (bashlex trees indexing into ``source``, quoted heredoc delimiters)."""
+def parse_script(source: str) -> tuple[list[Any], set[int]]:
+    """Return (bashlex trees indexing into ``source``, positions of quoted-delimiter ``<<``)."""
     if len(source) > MAX_SOURCE_CHARS:
         raise ShellParseError(f"command is longer than {MAX_SOURCE_CHARS} characters")
     if not source.strip():

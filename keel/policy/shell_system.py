@@ -139,14 +139,14 @@ def _names_assigned(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
 
 def _shopt(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     if "expand_aliases" in inv.values or "extdebug" in inv.values:
-        return [ask("shopt enables aliases or debug hooks")]
+        return [deny("shopt expand_aliases/extdebug lets later commands mean something else")]
     return [allow("shopt")]
 
 
 def _hash(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     options, _ = parse_options(inv.args, {"-p", "-t", "-d"})
     if has(options, "-p"):
-        return [ask("hash -p changes which program a name runs")]
+        return [deny("hash -p makes one command name run another program")]
     return [allow("hash")]
 
 
@@ -171,7 +171,9 @@ JUDGES.update({name: _system for name in _DISK_AND_POWER})
 JUDGES.update({name: _fixed("ask", "runs another file in this shell") for name in ("source", ".")})
 JUDGES.update({name: _fixed("ask", "is interactive") for name in ("less", "more", "most", "vi", "vim", "nvim",
                                                                  "nano", "emacs", "man", "top", "htop")})
-JUDGES.update({name: _fixed("ask", "changes the shell itself") for name in ("enable", "history")})
+JUDGES.update({name: _fixed("ask", "changes the shell itself") for name in ("history",)})
+JUDGES["enable"] = lambda inv, _env: ([deny("enable -f loads code into the shell")] if any(
+    v.startswith("-") and "f" in v for v in inv.values) else [ask("enable changes the shell's builtins")])
 
 
 def judge_mkfs_family(name: str) -> Judge | None:

@@ -80,7 +80,7 @@ def _child(start: Word) -> Word:
 
 def _fd(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     for i, word in enumerate(inv.args):
-        if word.value in ("-x", "--exec", "-X", "--exec-batch"):
+        if word.value in ("-x", "--exec", "-X", "--exec-batch") or re.fullmatch(r"-[a-zA-Z]*[xX]", word.value):
             inner = inv.args[i + 1:]
             if inner and inner[-1].value == ";":
                 inner = inner[:-1]
@@ -268,8 +268,8 @@ def _awk(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     for program in programs:
         if not program.literal:
             return [ask("awk program built at run time")]
-        if re.search(r"system\s*\(|[|>]|@", program.value):
-            return [ask("awk program may run commands or write files (system, |, >)")]
+        if re.search(r"system\s*\(|[|>]|@|getline|ARGV|ENVIRON", program.value):
+            return [ask("awk program may run commands, write or read other files (system, |, >, getline)")]
     return [allow("awk prints text")]
 
 

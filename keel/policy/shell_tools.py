@@ -102,6 +102,8 @@ def _pytest(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         out += judge_delete(env, word, inv.cwds, recursive=True, verb="pytest --basetemp wipe")
     for word in values_of(options, "--junitxml", "--junit-xml", "--result-log", "--report-log"):
         out += judge_write(env, word, inv.cwds)
+    if any(re.match(r"\s*(addopts|basetemp|cache_dir)\b", w.value) for w in values_of(options, "-o")):
+        out.append(ask("pytest -o overrides options that can move or wipe directories"))
     return out
 
 

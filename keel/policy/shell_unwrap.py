@@ -26,9 +26,9 @@ _COMMAND_ENV = frozenset({"VISUAL", "GIT_SSH", "GIT_EXTERNAL_DIFF", "LESSOPEN", 
 _SAFE_ENV = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR",
                        "CLICOLOR", "CLICOLOR_FORCE", "CI", "PYTHONPATH", "PYTHONUNBUFFERED",
                        "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONIOENCODING",
-                       "PYTHONUTF8", "PYTHONFAULTHANDLER", "PYTHONDEVMODE", "PYTEST_ADDOPTS",
+                       "PYTHONUTF8", "PYTHONFAULTHANDLER", "PYTHONDEVMODE",
                        "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PY_COLORS", "MYPY_FORCE_COLOR", "RUST_BACKTRACE",
-                       "RUST_LOG", "NODE_ENV", "CARGO_TERM_COLOR", "GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED",
+                       "RUST_LOG", "NODE_ENV", "CARGO_TERM_COLOR", "GOOS", "GOARCH", "CGO_ENABLED",
                        "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
                        "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT",
                        "GIT_OPTIONAL_LOCKS", "TMPDIR", "DEBUG", "VERBOSE"})
@@ -45,7 +45,7 @@ def classify_env(name: str) -> str:
         return "deny"
     if name in _COMMAND_ENV or re.search(r"(PAGER|EDITOR|_COMMAND|_CMD|ASKPASS)$", name):
         return "command"
-    if name in _CODE_ENV or name.startswith(_CODE_ENV_PREFIXES) or re.search(r"(PATH|_OPTIONS|_OPTS)$", name):
+    if name in _CODE_ENV or name.startswith(_CODE_ENV_PREFIXES) or re.search(r"(PATH|OPTIONS|OPTS|OPT|FLAGS)$", name):
         return "code"
     return "plain"
 

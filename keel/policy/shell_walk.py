@@ -27,6 +27,7 @@ from keel.policy.shell_parse import (
     ShellParseError,
     SimpleCommand,
     Sub,
+    Variables,
     Word,
     parse_script,
     scan_unquoted,
@@ -36,24 +37,19 @@ from keel.policy.shell_unwrap import env_name_risk
 
 MAX_NESTING = 12
 _CD_NAMES = ("cd", "pushd")
-# Commands that can set variables the walker cannot follow.
-_SETS_VARIABLES = frozenset({"eval", "source", ".", "read", "mapfile", "readarray", "getopts", "let", "printf",
-                             "unset", "export", "declare", "typeset", "builtin", "command", "set", "trap"})
 
 
 class Walker:
     """Flattens bashlex trees into SimpleCommands, tracking possible working directories."""
 
-    def __init__(self, text: str, home: Path, quoted_heredocs: set[str]) -> None:
+    def __init__(self, text: str, home: Path, quoted_heredocs: set[int]) -> None:
         self.text = text
         self.home = home
         self.quoted_heredocs = quoted_heredocs
         self.commands: list[SimpleCommand] = []
         self.issues: list[Issue] = []
         self.functions: dict[str, list[SimpleCommand]] = {}
-        # Variables set by plain assignments earlier on this command line (``d=~/.ssh; cat $d``).
-        # None: assigned, but the value cannot be known (conditional, subshell, computed).
-        self.vars: dict[str, str | None] = {}
+        self.vars = Variables(home)
         self.uncertain = 0          # > 0 while walking code that may not run or runs in a subshell
         self.depth = 0              # substitutions nested around this text
 
@@ -64,21 +60,6 @@ class Walker:
             return self.walk(node, cwds)
         finally:
             self.uncertain -= 1
-
-    def forget_variables(self) -> None:
-        self.vars = {name: None for name in self.vars}
-
-    def assign(self, word: Word) -> None:
-        name, eq, value = word.value.partition("=")
-        name = name.rstrip("+")
-        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name):
-            return
-        if self.uncertain or not word.literal or word.value[len(name)] == "+" or word.glob or word.brace:
-            self.vars[name] = None
-            return
-        if value == "~" or value.startswith("~/"):
-            value = str(self.home) + value[1:]
-        self.vars[name] = value
 
     def src(self, node: Any) -> str:
         start, end = node.pos
@@ -112,7 +93,7 @@ class Walker:
         group_in = cwds         # input of the current and-or group (what `&` falls back to)
         pending = ";"
         started = len(self.commands)
-        before = dict(self.vars)
+        before = dict(self.vars.values)
         for part in parts:
             if part.kind == "operator":
                 if part.op == "&":
@@ -120,15 +101,14 @@ class Walker:
                         cmd.background = True
                     ok = fail = group_in
                     # a background job's assignments never reach this shell
-                    for name in set(self.vars) - set(before) | {n for n in before if self.vars.get(n) != before[n]}:
-                        self.vars[name] = None
+                    self.vars.forget({n for n, v in self.vars.values.items() if before.get(n, "\0") != v})
                 pending = part.op
                 if part.op in (";", "&", "\n"):
                     started = len(self.commands)
                 continue
             if pending in (";", "&", "\n"):
                 group_in = ok | fail
-                before = dict(self.vars)
+                before = dict(self.vars.values)
                 ok, fail = self.walk(part, group_in)
             elif pending == "&&":
                 part_ok, part_fail = self._maybe(part, ok)
@@ -177,7 +157,7 @@ class Walker:
         if node.kind == "for":
             self._check_assigned_name(parts[1].word if len(parts) > 1 else "", node)
             if len(parts) > 1:
-                self.vars[parts[1].word] = None
+                self.vars.forget({parts[1].word})
         current = cwds
         for part in parts:
             if part.kind == "reservedword":
@@ -231,20 +211,28 @@ class Walker:
                 self.issue("ask", f"unsupported part of a command ({part.kind})", part)
         cmd = SimpleCommand(self.src(node), assignments, words, redirects, cwds)
         self.commands.append(cmd)
-        self._track_variables(assignments, words)
+        if words and words[0].literal and words[0].value in self.functions:
+            cmd.calls_function = True
+            if len(words) > 1:
+                self._inline_call(cmd)
+        self.vars.track(assignments, words, certain=not self.uncertain, functions=set(self.functions))
         return self._after_cd(words, cwds), cwds
 
-    def _track_variables(self, assignments: list[Word], words: list[Word]) -> None:
-        if not words:
-            for word in assignments:
-                self.assign(word)
-            return
-        name = words[0].value if words[0].literal else ""
-        if name in ("export", "declare", "typeset", "readonly", "local"):
-            for word in words[1:]:
-                self.assign(word)
-        elif name in _SETS_VARIABLES or name in self.functions or not name:
-            self.forget_variables()
+    def _inline_call(self, call: SimpleCommand) -> None:
+        """``f() { command rm "$@"; }; f -rf /``: judge the body with the call's arguments in it."""
+        args = call.words[1:]
+        for body in self.functions[call.words[0].value]:
+            words: list[Word] = []
+            for word in body.words:
+                m = re.fullmatch(r"\$\{?([@*]|\d)\}?", word.value)
+                if m is None:
+                    words.append(word)
+                elif m.group(1) in "@*":
+                    words.extend(args)
+                elif 0 < int(m.group(1)) <= len(args):
+                    words.append(args[int(m.group(1)) - 1])
+            self.commands.append(SimpleCommand(f"{call.text} → {body.text}", body.assignments, words,
+                                               body.redirects, call.cwds))
 
     def _after_cd(self, words: list[Word], cwds: Cwds) -> Cwds:
         values = [w.value for w in words]
@@ -284,7 +272,7 @@ class Walker:
         params: list[str] = []
         subs: list[Sub] = []
         self._scan_parts(node, cwds, params, subs)
-        value, params = self._substitute(value, params)
+        value, params = self.vars.substitute(value, params)
         glob, brace, subst_syntax = scan_unquoted(raw)
         if subst_syntax and not subs:
             self.issue("ask", "a substitution the parser could not follow", node)
@@ -293,19 +281,6 @@ class Walker:
             if "$(" in param or "`" in param or "@P" in param:
                 self.issue("ask", "a command hidden inside a parameter expansion", node)
         return Word(value, raw, tuple(params), tuple(subs), glob, brace)
-
-    def _substitute(self, value: str, params: list[str]) -> tuple[str, list[str]]:
-        """Put in the values of variables assigned earlier on this command line."""
-        left: list[str] = []
-        for param in params:
-            m = re.fullmatch(r"\{?([A-Za-z_]\w*)\}?", param)
-            known = self.vars.get(m.group(1)) if m else None
-            if m is None or known is None:
-                left.append(param)
-                continue
-            name = m.group(1)
-            value = re.sub(r"\$\{" + name + r"\}|\$" + name + r"(?!\w)", _literal(known), value)
-        return value, left
 
     def _scan_parts(self, node: Any, cwds: Cwds, params: list[str], subs: list[Sub]) -> None:
         for part in getattr(node, "parts", []) or []:
@@ -328,7 +303,7 @@ class Walker:
         body = heredoc.value if heredoc is not None else None
         expands = False
         if body is not None and target is not None:
-            expands = target.value not in self.quoted_heredocs
+            expands = self.text.find("<<", node.pos[0]) not in self.quoted_heredocs
             if expands and ("$(" in body or "`" in body):
                 self.issue("ask", "a here-document whose body runs command substitutions", node)
                 self._heredoc_substitutions(body, cwds)
@@ -365,7 +340,7 @@ class Walker:
             self.issues.append(Issue("ask", f"{what} cannot be checked ({exc})", text))
             return []
         inner = Walker(text, self.home, quoted)
-        inner.vars, inner.uncertain, inner.depth = dict(self.vars), 1, self.depth + 1
+        inner.vars, inner.uncertain, inner.depth = self.vars.copy(), 1, self.depth + 1
         if inner.depth > MAX_NESTING:
             self.issues.append(Issue("ask", f"{what} nests too deeply", text))
             return []
@@ -378,11 +353,6 @@ class Walker:
     def _redirect_only(self, node: Any, cwds: Cwds) -> None:
         """Redirects on a compound command: judged like those of a command with no words."""
         self.commands.append(SimpleCommand(self.src(node), [], [], [self.redirect(node, cwds)], cwds))
-
-
-def _literal(text: str) -> Any:
-    """A re.sub replacement that inserts ``text`` as is (no backslash processing)."""
-    return lambda _match: text
 
 
 def walk_script(source: str, home: Path, cwds: Cwds) -> tuple[list[SimpleCommand], list[Issue]]:

@@ -89,3 +89,17 @@ class ToolContext:
     output_cap_bytes: int = 30_000
     ask_user: Callable[[str], str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def approval_refusal(ctx: ToolContext, action: str, path: str) -> str | None:
+    """Ask the approval gate (if any) whether ``action`` ("edit" or "read") on ``path`` may go ahead.
+
+    Returns None when allowed, else the refusal text for the model. File tools call this after
+    the path jail and before touching anything, so rules like ``edit(src/**)`` or ``read(.env)``
+    apply to every tool the same way.
+    """
+    authorize = getattr(ctx.approval, f"authorize_{action}", None)
+    if authorize is None:
+        return None
+    outcome = authorize(path)
+    return None if outcome.allowed else str(outcome.message)

@@ -14,7 +14,15 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
-from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
+from keel.tools.base import (
+    Tool,
+    ToolAnnotations,
+    ToolArgs,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    approval_refusal,
+)
 from keel.tools.edit_match import EditRequest, MatchResult, edited_ranges, find_edits
 from keel.tools.session import FileSession
 from keel.tools.textfile import TextFileError, read_text_file, write_atomic
@@ -122,6 +130,10 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     match = find_edits(original.text, args.requests(), line_hint=args.line_hint or None)
     if not match.ok:
         return ToolResult.error(f"edit_file {rel}: {match.error}", **_match_meta(match))
+    # asked only once the edit is known to apply, so a person never approves an edit that fails
+    refusal = approval_refusal(ctx, "edit", rel)
+    if refusal is not None:
+        return ToolResult.error(refusal)
     edited = original.with_replacements((r.start, r.end, r.text) for r in match.replacements)
     try:
         data = edited.to_bytes()

@@ -21,7 +21,15 @@ from pathlib import Path
 from pydantic import Field
 
 from keel.policy.paths import PathJailError, display_path, is_secret_path, resolve_in_workspace
-from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
+from keel.tools.base import (
+    Tool,
+    ToolAnnotations,
+    ToolArgs,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    approval_refusal,
+)
 from keel.tools.ignore import IgnoreRules
 from keel.tools.session import FileSession
 
@@ -75,7 +83,11 @@ def _not_found(ctx: ToolContext, shown: str, real: Path) -> ToolResult:
     if not parent.is_dir():
         return ToolResult.error(f"File not found: {shown} (directory {display_path(ctx.workspace, parent)} "
                                 "does not exist either). Use find_files to locate it.")
-    close = difflib.get_close_matches(real.name, [p.name for p in parent.iterdir()], n=3, cutoff=0.6)
+    try:
+        siblings = [p.name for p in parent.iterdir()]
+    except OSError:
+        siblings = []
+    close = difflib.get_close_matches(real.name, siblings, n=3, cutoff=0.6)
     hint = f" Did you mean: {', '.join(display_path(ctx.workspace, parent / c) for c in close)}?" if close else ""
     return ToolResult.error(f"File not found: {shown}.{hint} Use find_files or list_dir to locate it.")
 
@@ -129,7 +141,8 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
     def render(directory: str, indent: str) -> None:
         for entry in children.get(directory, []):
             if entry.is_symlink():
-                lines.append(f"{indent}{entry.name} -> {os.readlink(entry.path)}")
+                with contextlib.suppress(OSError):
+                    lines.append(f"{indent}{entry.name} -> {os.readlink(entry.path)}")
             elif entry.is_dir():
                 note = " (unreadable)" if entry.path in unreadable else ""
                 if entry.path not in children and not note:
@@ -145,6 +158,15 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
     render(str(target), "  ")
     if shown == 0:
         lines.append("  (empty)")
+    # Stay under the registry's result cap rather than have it cut the middle of the tree.
+    total = 0
+    for i, line in enumerate(lines):
+        total += len(line.encode()) + 1
+        if total > READ_CAP_BYTES - 200:
+            del lines[i:]
+            lines.append(f"... listing cut at {i - 1} entries to fit the output limit; list a subdirectory "
+                         "or lower depth.")
+            break
     if not_shown or unexpanded:
         extra = f" ({plural(unexpanded, 'directory')} not expanded)" if unexpanded else ""
         more = f"{not_shown} more {'entry' if not_shown == 1 else 'entries'}"
@@ -187,10 +209,13 @@ def _decode(data: bytes) -> tuple[str, list[str]]:
         return data.decode("utf-8", "replace"), ["has bytes that are not valid UTF-8 (shown as \ufffd)"]
 
 
-def _authorize_secret(ctx: ToolContext, shown: str) -> str | None:
-    """None when reading the secret file is allowed, else the refusal message."""
+def _authorize_read(ctx: ToolContext, shown: str, *, secret: bool) -> str | None:
+    """None when reading is allowed, else the refusal message. With an approval gate every read is
+    put to it (so `read(...)` rules apply to all files); without one, secret files are refused."""
     authorize = getattr(ctx.approval, "authorize_read", None)
     if authorize is None:
+        if not secret:
+            return None
         return (f"{shown} looks like a secret file (keys, tokens or passwords); reading it requires approval, "
                 "and this session has no way to ask for it.")
     outcome = authorize(shown)
@@ -209,16 +234,20 @@ def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(f"{shown} is a directory; use list_dir to see what it contains")
     if not real.is_file():
         return ToolResult.error(f"{shown} is not a regular file (a device, socket or pipe); it cannot be read")
-    if is_secret_path(real) or is_secret_path(Path(args.path)):
-        refusal = _authorize_secret(ctx, shown)
-        if refusal is not None:
-            return ToolResult.error(refusal)
-    size = real.stat().st_size
-    if size > READ_MAX_FILE_BYTES:
-        return ToolResult.error(f"{shown} is {human_size(size)}, too large for read_file; search it with grep "
-                                "or show a slice with run_shell (e.g. sed -n '100,200p').")
-    data = real.read_bytes()
-    kind = None if _bom(data)[0] else _binary_kind(real, data[:BINARY_SNIFF_BYTES])
+    refusal = _authorize_read(ctx, shown, secret=is_secret_path(real) or is_secret_path(Path(args.path)))
+    if refusal is not None:
+        return ToolResult.error(refusal)
+    try:
+        size = real.stat().st_size
+        if size > READ_MAX_FILE_BYTES:
+            return ToolResult.error(f"{shown} is {human_size(size)}, too large for read_file; search it with grep "
+                                    "or show a slice with run_shell (e.g. sed -n '100,200p').")
+        data = real.read_bytes()
+    except OSError as exc:
+        return ToolResult.error(f"Cannot read {shown}: {exc.strerror or exc}")
+    bom, codec = _bom(data)
+    # UTF-16/32 text is full of NUL bytes; anything else with NULs is binary.
+    kind = None if bom and codec != "utf-8" else _binary_kind(real, data[:BINARY_SNIFF_BYTES])
     if kind is not None:
         return ToolResult.error(f"{shown} is a binary file ({kind}, {human_size(len(data))}); read_file only shows text.")
     file_session(ctx).record_read(real, data)
@@ -307,10 +336,14 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         if not session.was_read(real):
             return ToolResult.error(f"{shown} already exists and this session has not read it. Call "
                                     f"read_file(path={shown!r}) first, then write it (or use edit_file for a partial change).")
-        if session.changed_since_seen(real):
+        try:
+            stale = session.changed_since_seen(real)
+            old = real.read_bytes()
+        except OSError as exc:
+            return ToolResult.error(f"Cannot read {shown} before overwriting it: {exc.strerror or exc}")
+        if stale:
             return ToolResult.error(f"{shown} changed on disk since you last read it. Call read_file(path={shown!r}) "
                                     "again and redo your change on its current content.")
-        old = real.read_bytes()
     bom, codec = _bom(old)
     # Keep the file's conventions: read_file showed its lines without \r and without the BOM.
     old_text = old[len(bom):].decode(codec, "replace")
@@ -325,6 +358,9 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     if bom and not content.startswith("\ufeff"):
         data = bom + data
         notes.append("kept the UTF-8 byte-order mark" if codec == "utf-8" else f"kept {codec.upper()} encoding")
+    refusal = approval_refusal(ctx, "edit", shown)
+    if refusal is not None:
+        return ToolResult.error(refusal)
     try:
         session.snapshot(real)
         real.parent.mkdir(parents=True, exist_ok=True)

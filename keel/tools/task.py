@@ -49,9 +49,19 @@ NOBODY_HERE = "No one is here to answer. Decide yourself, state your assumption 
 
 
 def run_ask_user(args: AskUserArgs, ctx: ToolContext) -> ToolResult:
-    if not ctx.attended or ctx.ask_user is None:
-        return ToolResult(ok=True, output=NOBODY_HERE)
-    return ToolResult(ok=True, output="Question passed to the user.", question=args.question)
+    """Three cases: a person can answer inline (their answer is the result); a person is present
+    but answers between turns (the run stops with needs_user); nobody is there (decide yourself)."""
+    if ctx.ask_user is not None:
+        try:
+            answer = ctx.ask_user(args.question).strip()
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+        if answer:
+            return ToolResult(ok=True, output=f"The user answered: {answer}")
+        return ToolResult(ok=True, output="The user gave no answer. " + NOBODY_HERE)
+    if ctx.attended:
+        return ToolResult(ok=True, output="Question passed to the user.", question=args.question)
+    return ToolResult(ok=True, output=NOBODY_HERE)
 
 
 TODO_WRITE = Tool(ToolSpec(

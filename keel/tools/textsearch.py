@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from keel.tools.ignore import (
     FILE_TYPES,
@@ -67,8 +68,9 @@ class FileHits:
 _RG_LINE = re.compile(rb"(\d+)([:-])(.*)", re.DOTALL)
 
 
-def sort_key(hit: FileHits) -> tuple[str, ...]:
-    return tuple(hit.path.split("/"))
+def sort_key(hit: FileHits) -> str:
+    """Path order, directory by directory: 'a/z' sorts before 'a-b' ('\\0' is below every character)."""
+    return hit.path.replace("/", "\0")
 
 
 def compile_query(query: GrepQuery) -> re.Pattern[str]:
@@ -134,41 +136,59 @@ def search_text(regex: re.Pattern[str], text: str, raw_bytes: bool = False) -> l
     return found
 
 
-def _required_literal(query: GrepQuery) -> tuple[str, bool] | None:
-    """A run of characters every match must contain, and whether case is ignored; None if
+def _longest_literal_run(items: Any, parser: Any) -> str:
+    """The longest run of plain characters in a regex sequence (only its top level, which
+    every match passes through)."""
+    runs, run = [], []
+    for op, arg in items:
+        if op is parser.LITERAL:
+            run.append(chr(arg))
+        else:
+            runs.append("".join(run))
+            run = []
+    return max([*runs, "".join(run)], key=len)
+
+
+def _required_literals(query: GrepQuery) -> tuple[list[str], bool] | None:
+    """Texts of which every match contains at least one, and whether case is ignored; None if
     unsure. Reads CPython's own regex parser (private, so any surprise means no prefilter)."""
     if query.fixed_strings:
-        return query.pattern, query.case_insensitive
+        return [query.pattern], query.case_insensitive
     try:
         parser = importlib.import_module("re._parser")
         parsed = parser.parse(query.pattern, re.IGNORECASE if query.case_insensitive else 0)
-        runs, run = [], []
-        for op, arg in parsed:  # only the top-level sequence: every match passes through it
-            if op is parser.LITERAL:
-                run.append(chr(arg))
-            else:
-                runs.append("".join(run))
-                run = []
-        best = max([*runs, "".join(run)], key=len)
-        return (best, bool(parsed.state.flags & re.IGNORECASE)) if len(best) >= 3 else None
+        items = list(parsed)
+        if len(items) == 1 and items[0][0] is parser.BRANCH:  # a|b|c: one literal per branch
+            options = [_longest_literal_run(branch, parser) for branch in items[0][1][1]]
+        else:
+            options = [_longest_literal_run(items, parser)]
+        ignore_case = bool(parsed.state.flags & re.IGNORECASE)
+        return (options, ignore_case) if all(len(o) >= 2 for o in options) else None
     except Exception:
         return None
 
 
 def _prefilter(query: GrepQuery) -> Callable[[bytes], bool] | None:
     """A cheap bytes test that is False only for files that cannot match (None: no test)."""
-    required = _required_literal(query)
+    required = _required_literals(query)
     if required is None:
         return None
-    literal, ignore_case = required
-    needle = literal.encode("utf-8", "surrogateescape")
+    options, ignore_case = required
+    needles = [o.encode("utf-8", "surrogateescape") for o in options]
     if not ignore_case:
-        return lambda data: needle in data
-    if not needle.isascii():
+        return lambda data: any(needle in data for needle in needles)
+    if not all(needle.isascii() for needle in needles):
         return None
-    lowered = needle.lower()
-    # Folding bytes is exact only for ASCII text (Unicode case rules map e.g. U+212A to 'k').
-    return lambda data: not data.isascii() or lowered in data.lower()
+    lowered = [needle.lower() for needle in needles]
+
+    def may_match(data: bytes) -> bool:
+        # Folding bytes is exact only for ASCII text (Unicode case rules map e.g. U+212A to 'k').
+        if not data.isascii():
+            return True
+        folded = data.lower()
+        return any(needle in folded for needle in lowered)
+
+    return may_match
 
 
 def _with_context(found: list[tuple[int, str]], text: str, context: int, raw_bytes: bool

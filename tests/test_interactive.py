@@ -1,0 +1,71 @@
+"""Interactive approval through a real pseudo-terminal: the person is asked, and the answer counts."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pexpect
+from conftest import call
+
+from keel.testing.server import ScriptedEngineServer
+
+
+def spawn(server, repo, env, log):
+    args = ["-m", "keel.cli.main", "run", "make a marker", "--cwd", str(repo), "--base-url", server.base_url,
+            "--model", "scripted", "--approval", "interactive", "--log", str(log)]
+    return pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", timeout=30, dimensions=(40, 200))
+
+
+def script():
+    return [{"tool_calls": [call("run_shell", command="touch marker.txt")]},
+            {"tool_calls": [call("run_shell", command="ls")]},
+            {"content": "Done."}]
+
+
+def test_yes_runs_the_command(calc_repo, keel_env, tmp_path):
+    with ScriptedEngineServer(script()) as server:
+        child = spawn(server, calc_repo, keel_env, tmp_path / "log.jsonl")
+        child.expect("keel wants to run: touch marker.txt")
+        child.expect(">")
+        child.sendline("y")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0
+    assert (calc_repo / "marker.txt").exists()
+
+
+def test_no_refuses_and_the_model_is_told(calc_repo, keel_env, tmp_path):
+    with ScriptedEngineServer(script()) as server:
+        child = spawn(server, calc_repo, keel_env, tmp_path / "log.jsonl")
+        child.expect("keel wants to run: touch marker.txt")
+        child.expect(">")
+        child.sendline("n")
+        child.expect(pexpect.EOF)
+        child.close()
+        told = server.requests[1]["messages"][-1]["content"]
+    assert not (calc_repo / "marker.txt").exists()
+    assert "refused by the user" in told
+    events = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [e["ok"] for e in events if e["type"] == "tool_call"] == [False, True]
+
+
+def test_ask_user_gets_the_persons_answer_inline(calc_repo, keel_env, tmp_path):
+    s = [{"tool_calls": [call("ask_user", question="Which port should the server use?")]},
+         {"tool_calls": [call("list_dir")]}, {"content": "Noted: port 8080."}]
+    with ScriptedEngineServer(s) as server:
+        child = spawn(server, calc_repo, keel_env, tmp_path / "log.jsonl")
+        child.expect("Which port should the server use")
+        child.expect(">")
+        child.sendline("8080")
+        child.expect(pexpect.EOF)
+        child.close()
+        answer = server.requests[1]["messages"][-1]["content"]
+    assert answer == "The user answered: 8080"
+    assert child.exitstatus == 0
+
+
+def test_interactive_without_a_terminal_is_a_usage_error(calc_repo, run_keel):
+    r = run_keel("run", "x", "--cwd", str(calc_repo), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                 "--approval", "interactive")
+    assert r.code == 2 and "terminal" in r.stderr
