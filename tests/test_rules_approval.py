@@ -46,7 +46,7 @@ def test_rule_syntax() -> None:
     assert Rule.parse("read(.env)").matches_path("sub/.env")
 
 
-@pytest.mark.parametrize("bad", ["shell()", "shell(npm *)", "bash(ls)", "read()", "shell(:*)", "shell('open)",
+@pytest.mark.parametrize("bad", ["shell()", "shell(npm *)", "bash(ls)", "read()", "shell(:*)", "shell('open)", "read(!x)",
                                  "edit", "shell npm test"])
 def test_invalid_rules_are_a_clear_error_naming_the_rule(bad: str) -> None:
     with pytest.raises(RuleError) as info:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -270,6 +271,29 @@ def test_cd_is_followed_only_where_it_surely_happened(ws: Path) -> None:
     assert decide("(cd src && ls); rm -rf ../x", ws) == "deny"
 
 
+def test_globs_are_judged_by_what_they_can_match(ws: Path) -> None:
+    assert decide("rm -rf */build", ws) == "ask"           # strictly below the workspace root
+    assert decide("rm -rf src/*", ws) == "ask"
+    assert decide("rm -rf ./*", ws) == "deny"              # everything in the workspace
+    assert decide("rm -rf ../*", ws) == "deny"
+
+
+PATHOLOGICAL = {
+    "deep parens": "(" * 3000 + "ls" + ")" * 3000, "deep substitutions": "$(" * 2000 + "ls" + ")" * 2000,
+    "brace explosion": "rm -rf " + "{a,b}" * 30, "thousands of commands": "ls" + " | cat" * 3000,
+    "chained functions": "; ".join(f"f{i}() {{ f{i - 1} x; }}" for i in range(1, 300)) + "; f299 y",
+    "nested bash -c": "bash -c " * 200 + "ls", "nested eval": "eval " * 500 + "ls",
+    "nested quoting": "bash -c \"bash -c 'bash -c \\\"bash -c ls\\\"'\"" * 3,
+}
+
+
+@pytest.mark.parametrize("command", list(PATHOLOGICAL.values()), ids=list(PATHOLOGICAL))
+def test_pathological_input_gets_a_quick_cautious_answer(ws: Path, command: str) -> None:
+    started = time.monotonic()
+    assert decide(command, ws) != "allow"
+    assert time.monotonic() - started < 5
+
+
 def test_verdict_names_the_part_that_decided(ws: Path) -> None:
     verdict = classify_command("git status && echo ok; rm -rf / ; ls", ws)
     assert (verdict.decision, verdict.part) == ("deny", "rm -rf /")
@@ -293,9 +317,10 @@ def test_chaining_anything_after_a_benign_command_keeps_the_deny(benign: str, se
 def test_arbitrary_text_never_crashes_and_never_hides_a_delete(text: str) -> None:
     workspace = Path(os.path.realpath("."))
     assert classify_command(text, workspace).decision in ("allow", "ask", "deny")
-    # whatever comes first, a destructive command after it is never allowed
+    # whatever comes first, a destructive command on the next line is never allowed
+    # (on the same line, a '#' in the noise would rightly make it a comment)
     assert classify_command(text + "\nrm -rf /", workspace).decision != "allow"
-    assert classify_command(text + " $(rm -rf /)", workspace).decision != "allow"
+    assert classify_command(text + "\necho $(rm -rf /)", workspace).decision != "allow"
 
 
 # -- differential: whatever real bash runs must not be "allow" --------------------------------------

@@ -68,7 +68,10 @@ class Approver:
     # -- shell ---------------------------------------------------------------------------------
 
     def authorize_shell(self, command: str) -> ApprovalOutcome:
-        evaluation = self._session.evaluate_shell(command, self.workspace)
+        try:
+            evaluation = self._session.evaluate_shell(command, self.workspace)
+        except Exception as exc:  # never fail open: a gate that breaks refuses
+            return ApprovalOutcome(False, f"refused: the command could not be checked ({exc!r})", "ask")
         verdict = evaluation.verdict
         if verdict.decision == "deny":
             return ApprovalOutcome(False, f"refused: {verdict.reason} (part: {verdict.part}). This command "

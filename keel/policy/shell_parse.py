@@ -71,6 +71,7 @@ class SimpleCommand:
     piped: bool = False            # part of a multi-command pipeline
     background: bool = False
     calls_function: bool = False   # names a function defined earlier on the line (its body is judged)
+    inlined: bool = False          # a function body instantiated with a call's arguments
 
 
 @dataclass(frozen=True)

@@ -31,24 +31,32 @@ def within(child: Path, parent: Path) -> bool:
     return child.parts[: len(parent.parts)] == parent.parts
 
 
-def expand_braces(text: str) -> list[str]:
-    """Bash brace expansion for ``{a,b}`` lists (``{1..3}`` sequences become a glob ``*``)."""
-    m = re.search(r"\{([^{}]*)\}", text)
-    if m is None:
-        return [text]
-    inner = m.group(1)
-    if "," in inner:
-        choices = inner.split(",")
-    elif ".." in inner:
-        choices = ["*"]
-    else:
-        return [text]
-    out: list[str] = []
-    for choice in choices:
-        out.extend(expand_braces(text[: m.start()] + choice + text[m.end():]))
-        if len(out) > MAX_BRACE_WORDS:
-            break
-    return out[:MAX_BRACE_WORDS]
+_BRACE = re.compile(r"\{([^{}]*(?:,|\.\.)[^{}]*)\}")
+
+
+def expand_braces(text: str) -> list[str] | None:
+    """Bash brace expansion of ``{a,b}`` lists (``{1..3}`` sequences become a glob ``*``).
+
+    None when the expansion would exceed MAX_BRACE_WORDS words: the words are then unknown.
+    """
+    results = [text]
+    for _ in range(MAX_BRACE_WORDS):
+        expanded: list[str] = []
+        changed = False
+        for item in results:
+            m = _BRACE.search(item)
+            if m is None:
+                expanded.append(item)
+                continue
+            changed = True
+            choices = m.group(1).split(",") if "," in m.group(1) else ["*"]
+            expanded.extend(item[: m.start()] + choice + item[m.end():] for choice in choices)
+            if len(expanded) > MAX_BRACE_WORDS:
+                return None
+        results = expanded
+        if not changed:
+            return results
+    return None
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,11 @@ class PathJudge:
         self.root = Path(os.path.realpath(workspace))
         self.home = home
         self.links: dict[Path, Path] = {}     # symlinks this command line creates
+        self._memo: dict[tuple[str, Path | None, bool, int], Place] = {}
+        self._secret_memo: dict[Place, str | None] = {}
+        self._secret_roots = [(home / rel, f"reads credentials in ~/{rel}") for rel in SECRET_HOME]
+        self._secret_roots += [(Path(p), f"reads credentials in {p}") for p in SECRET_SYSTEM
+                               if not within(home, Path(p))]
 
     def expand(self, word: Word) -> list[str] | None:
         """The strings a word becomes after ~, $HOME and brace expansion; None if unknowable."""
@@ -76,6 +89,8 @@ class PathJudge:
             return None
         value = word.value.replace("${HOME}", str(self.home)).replace("$HOME", str(self.home))
         values = expand_braces(value) if word.brace else [value]
+        if values is None:
+            return None
         out = []
         for v in values:
             if v == "~" or v.startswith("~/"):
@@ -93,6 +108,12 @@ class PathJudge:
         return [self.place(v, cwd, word.glob) for v in values for cwd in (cwds or {None})]
 
     def place(self, text: str, cwd: Path | None, glob: bool = False) -> Place:
+        key = (text, cwd, glob, len(self.links))
+        if key not in self._memo:
+            self._memo[key] = self._place(text, cwd, glob)
+        return self._memo[key]
+
+    def _place(self, text: str, cwd: Path | None, glob: bool) -> Place:
         base_text, glob_tail = text, False
         if glob and re.search(r"[*?\[]", text):
             parts = text.split("/")
@@ -108,7 +129,8 @@ class PathJudge:
         lexical = Path(os.path.normpath(absolute))
         real = self._resolve(absolute)
         if real == self.root:
-            where = "root"
+            # a glob with components after it (*/build) names things strictly below the root
+            where = "root" if base_text == text or glob_tail else "inside"
         elif within(real, self.root):
             where = "inside"
         else:
@@ -135,13 +157,15 @@ class PathJudge:
 
     def secret_reason(self, place: Place) -> str | None:
         """Credentials outside the project: never read (deny)."""
+        if place not in self._secret_memo:
+            self._secret_memo[place] = self._secret_reason(place)
+        return self._secret_memo[place]
+
+    def _secret_reason(self, place: Place) -> str | None:
         for path in place.candidates():
-            for rel in SECRET_HOME:
-                if within(path, self.home / rel):
-                    return f"reads credentials in ~/{rel}"
-            for sys_path in SECRET_SYSTEM:
-                if within(path, Path(sys_path)) and not within(self.home, Path(sys_path)):
-                    return f"reads credentials in {sys_path}"
+            for root, reason in self._secret_roots:
+                if within(path, root):
+                    return reason
             if re.fullmatch(r"/proc/[^/]+/environ", str(path)):
                 return "reads another process's environment"
         return None

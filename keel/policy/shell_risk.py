@@ -162,8 +162,9 @@ class Analysis:
             if shell not in ("bash", "sh", "su"):
                 findings.append(ask(f"{shell} -c: {shell} syntax may differ from what was checked", lift=None))
             self.sub_code(code, cwds, f"{shell} -c")
-        if PRIVILEGE & set(un.layers):
-            findings.append(ask("runs as another user (sudo)", lift=None))
+        privilege = next((layer for layer in un.layers if layer in PRIVILEGE), None)
+        if privilege:
+            findings.append(ask(f"runs as another user ({privilege})", lift=None))
         if un.argv:
             inv = Invocation(un.argv, cwds, extra_args or un.extra_args)
             own = self._judge(inv, cmd)
@@ -175,8 +176,8 @@ class Analysis:
         findings += self._argument_reads(cmd.words, cwds, un.argv, paths)
         part = PartReport(cmd.text, [w.value for w in un.argv], [w.value for w in cmd.words], findings, paths)
         self.parts.insert(start, part)
-        if PRIVILEGE & set(un.layers) and any(f.destructive for p in self.parts[start:] for f in p.findings):
-            part.findings.append(deny(f"{un.layers[0]} with a destructive command", lift=None))
+        if privilege and any(f.destructive for p in self.parts[start:] for f in p.findings):
+            part.findings.append(deny(f"{privilege} with a destructive command", lift=None))
 
     def _chdir(self, target: Word, cwds: Cwds) -> Cwds:
         """Where ``env -C DIR`` / ``sudo -D DIR`` run their command."""

@@ -36,6 +36,7 @@ from keel.policy.shell_parse import (
 from keel.policy.shell_unwrap import env_name_risk
 
 MAX_NESTING = 12
+MAX_COMMANDS = 1000
 _CD_NAMES = ("cd", "pushd")
 
 
@@ -190,7 +191,7 @@ class Walker:
             self.issue("deny", f"fork bomb: function {name!r} starts copies of itself", node)
         elif calls:
             self.issue("ask", f"function {name!r} calls itself", node)
-        self.functions[name] = self.commands[start:]
+        self.functions[name] = [c for c in self.commands[start:] if not c.inlined]
         after = frozenset(moved) | ({None} if frozenset(moved) != cwds else frozenset())
         return after, after
 
@@ -211,6 +212,8 @@ class Walker:
                 self.issue("ask", f"unsupported part of a command ({part.kind})", part)
         cmd = SimpleCommand(self.src(node), assignments, words, redirects, cwds)
         self.commands.append(cmd)
+        if len(self.commands) > MAX_COMMANDS:
+            raise ShellParseError(f"more than {MAX_COMMANDS} commands")
         if words and words[0].literal and words[0].value in self.functions:
             cmd.calls_function = True
             if len(words) > 1:
@@ -232,7 +235,7 @@ class Walker:
                 elif 0 < int(m.group(1)) <= len(args):
                     words.append(args[int(m.group(1)) - 1])
             self.commands.append(SimpleCommand(f"{call.text} → {body.text}", body.assignments, words,
-                                               body.redirects, call.cwds))
+                                               body.redirects, call.cwds, inlined=True))
 
     def _after_cd(self, words: list[Word], cwds: Cwds) -> Cwds:
         values = [w.value for w in words]
