@@ -162,6 +162,19 @@ def test_stream_cut_inside_a_tool_call_is_retried_and_yields_the_calls_once():
     assert json.loads(turn.tool_calls[0].arguments) == call["arguments"]
 
 
+def test_front_ends_are_told_when_streamed_text_belongs_to_a_dropped_attempt():
+    script = [{"content": "I will now explain at some length", "cut_after_chunks": 3},
+              {"content": "Short answer."}]
+    deltas = []
+    with ScriptedEngineServer(script) as server:
+        turn = engine_for(server, Sleeps()).complete(MESSAGES, TOOLS, deltas.append)
+    kinds = [d.kind for d in deltas]
+    retry_at = kinds.index("retry")
+    assert "content" in kinds[:retry_at]  # something was shown before the cut...
+    assert "".join(d.text for d in deltas[retry_at + 1:] if d.kind == "content") == "Short answer."
+    assert turn.content == "Short answer."
+
+
 def test_rejected_key_is_a_config_error_within_two_seconds():
     with ScriptedEngineServer([{"content": "never"}], api_key="right-key") as server:
         engine = OpenAICompatEngine(server.base_url, "scripted", "wrong-key", sleep=Sleeps())

@@ -57,6 +57,8 @@ class TextRenderer:
             # shown apart from the answer (stderr, dimmed) so stdout carries only the answer
             self.err.write(f"\x1b[2m{event['text']}\x1b[0m" if self.err.isatty() else event["text"])
             self.err.flush()
+        elif kind == "assistant_delta" and event["kind"] == "retry":
+            self._line(f"[retry] {event['text']} (text above this line was from the dropped attempt)", self.err)
         elif kind == "session_start":
             self._line(f"keel · {event['model']} · {event['workspace']} · sandbox: {event['protection']}",
                        self.err)

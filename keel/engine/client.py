@@ -105,8 +105,11 @@ class OpenAICompatEngine:
                     raise EngineError(
                         "retries", f"the engine at {self.base_url} failed {self.max_attempts} times in a row; "
                                    f"last error: {failure.reason}", status=failure.status) from None
-                self._sleep(backoff_delay(retries, self.backoff_base_s, self.backoff_cap_s,
-                                          failure.retry_after, self._rng))
+                delay = backoff_delay(retries, self.backoff_base_s, self.backoff_cap_s,
+                                      failure.retry_after, self._rng)
+                if on_delta:  # front ends may have shown part of the dropped attempt
+                    on_delta(StreamDelta("retry", f"{failure.reason}; retrying in {delay:.1f} s"))
+                self._sleep(delay)
                 retries += 1
         if turn.tool_calls:
             turn.tool_call_format = "structured"

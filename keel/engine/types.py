@@ -69,7 +69,7 @@ class AssistantTurn:
 class StreamDelta:
     """A piece of a streamed response, for front ends that show text as it arrives."""
 
-    kind: Literal["content", "reasoning", "tool_call"]
+    kind: Literal["content", "reasoning", "tool_call", "retry"]  # retry: discard what the attempt showed
     text: str
 
 
