@@ -60,6 +60,7 @@ def limits_from(config: Config, overrides: dict[str, Any] | None = None) -> Limi
     lim = config.limits
     return Limits(max_steps=lim.max_steps, max_seconds=lim.max_seconds, max_tokens=lim.max_tokens,
                   max_cost_usd=lim.budget_usd, max_pushbacks_without_progress=lim.max_pushbacks_without_progress,
+                  max_idle_turns=lim.max_idle_turns,
                   **(overrides or {}))
 
 

@@ -38,6 +38,7 @@ class LimitSettings(_Section):
     max_tokens: int | None = None
     budget_usd: float | None = None
     max_pushbacks_without_progress: int = 3
+    max_idle_turns: int = 6
 
 
 class PriceSettings(_Section):

@@ -9,7 +9,7 @@ from keel.loop.limits import Limits, Usage
 from keel.loop.state import TaskState, Todo
 
 
-def state(*, calls=1, changed=False, check=None, todos=(), streak=0, strikes=0, counts=None) -> TaskState:
+def state(*, calls=1, changed=False, check=None, todos=(), streak=0, strikes=0, counts=None, idle=0) -> TaskState:
     s = TaskState()
     for _ in range(calls):
         s.record_tool_call()
@@ -20,6 +20,7 @@ def state(*, calls=1, changed=False, check=None, todos=(), streak=0, strikes=0, 
     s.set_todos([Todo(c, st) for c, st in todos])
     s.pushback_streak = streak
     s.repetition_strikes = strikes
+    s.idle_turns = idle
     for k, v in (counts or {}).items():
         s.pushback_counts[k] = v
     return s
@@ -73,6 +74,13 @@ CASES = [
     ("no progress after pushbacks", QUESTION, state(streak=3), L, U, False, False, "stop", "limit:no_progress"),
     ("progress resets the streak", FINISH, state(changed=True, streak=3), L, U, False, False, "continue",
      "unverified"),
+    ("broken calls turn after turn", TurnOutcome(tool_calls=1, progress=False), state(idle=5), L, U, False,
+     False, "stop", "limit:no_progress"),
+    ("a few broken calls are only fed back", TurnOutcome(tool_calls=1, progress=False), state(idle=4), L, U,
+     False, False, "continue", ""),
+    ("a valid call ends an idle run", WORKING, state(idle=5), L, U, False, False, "continue", ""),
+    ("completion still wins after idle turns", DONE_TEXT, state(idle=5), L, U, False, False, "stop",
+     "complete"),
     ("context error", TurnOutcome(engine_failure="context"), state(), L, U, False, False, "stop",
      "limit:context"),
     ("retries exhausted", TurnOutcome(engine_failure="retries"), state(), L, U, False, False, "stop",

@@ -192,3 +192,10 @@ def test_writes_are_never_run_in_parallel(tmp_path):
     Runner(ScriptedModel(script), ToolRegistry([tool]), ToolContext(workspace=tmp_path), EventBus("t")).run(
         [{"role": "user", "content": "t"}])
     assert peak[0] == 1
+
+
+def test_a_model_stuck_on_broken_calls_stops_with_no_progress(tmp_path):
+    script = [{"tool_calls": [{"name": "echo", "arguments": '{"text": ' + str(i)}]} for i in range(20)]
+    result, requests, *_ = run(script, tmp_path)
+    assert result.stop_reason == "limit:no_progress" and result.steps == 6
+    assert "not valid JSON" in requests[1]["messages"][-1]["content"]  # each one was fed back first

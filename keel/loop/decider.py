@@ -96,6 +96,8 @@ def decide(outcome: TurnOutcome, state: TaskState, limits: Limits, used: Usage, 
         streak = 0 if outcome.progress else state.pushback_streak
         if streak >= limits.max_pushbacks_without_progress:
             return Decision("stop", "limit:no_progress")
+    if not outcome.progress and state.idle_turns + 1 >= limits.max_idle_turns:
+        return Decision("stop", "limit:no_progress")
     return verdict
 
 

@@ -26,6 +26,9 @@ class Limits:
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     max_pushbacks_without_progress: int = 3
+    # Turns in a row whose every call was invalid or a refused repeat (a model stuck emitting
+    # broken calls gets feedback each time, but must not burn the whole step budget).
+    max_idle_turns: int = 6
     max_repeats: int = 2     # the second refusal of the same (call, result) stops the run
 
 

@@ -119,6 +119,7 @@ class Runner:
                          cost_usd=self._cost())
         decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                           plan_mode=self.plan_mode)
+        self.state.idle_turns = 0 if outcome.progress else self.state.idle_turns + 1
         if decision.pushback is not None:
             self.state.pushback_counts[decision.reason] += 1
             self.state.pushback_streak = 0 if outcome.progress else self.state.pushback_streak + 1

@@ -43,6 +43,7 @@ class TaskState:
     pushback_counts: Counter[str] = field(default_factory=Counter)
     pushback_streak: int = 0           # pushbacks since the last turn that made progress
     repetition_strikes: int = 0        # the most times one (call, result) pair was refused
+    idle_turns: int = 0                # turns in a row that made no progress
 
     # -- updates ------------------------------------------------------------------------------
     def record_tool_call(self) -> None:
