@@ -81,6 +81,8 @@ CASES = [
     ("a valid call ends an idle run", WORKING, state(idle=5), L, U, False, False, "continue", ""),
     ("completion still wins after idle turns", DONE_TEXT, state(idle=5), L, U, False, False, "stop",
      "complete"),
+    ("call written as text", TurnOutcome(text="functions.list_dir: shows files", malformed_call=True), state(),
+     L, U, False, False, "continue", "malformed_call"),
     ("context error", TurnOutcome(engine_failure="context"), state(), L, U, False, False, "stop",
      "limit:context"),
     ("retries exhausted", TurnOutcome(engine_failure="retries"), state(), L, U, False, False, "stop",

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from keel.engine.recovery import recover_text_tool_calls
+from keel.engine.recovery import looks_like_tool_call, recover_text_tool_calls
 from keel.engine.retry import MAX_RETRY_AFTER_S, backoff_delay, parse_retry_after
 
 TOOLS = {"read_file", "write_file", "grep", "run_shell", "finish"}
@@ -237,3 +237,38 @@ _NOW = 1445412480.0  # Wed, 21 Oct 2015 07:28:00 GMT
 @pytest.mark.parametrize(("headers", "expected"), RETRY_AFTER)
 def test_parse_retry_after(headers, expected):
     assert parse_retry_after(headers, now=_NOW) == expected
+
+
+# ---- form 4: llama-cpp-python's chatml-function-calling "functions.NAME:" lines ----------------
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ("functions.list_dir:", [("list_dir", {})]),
+    ('functions.read_file:\n{"path": "a.py"}', [("read_file", {"path": "a.py"})]),
+    ('Let me look.\nfunctions.read_file: {"path": "a.py", "limit": 5}', [("read_file", {"path": "a.py", "limit": 5})]),
+    ("`functions.list_dir`:", [("list_dir", {})]),
+])
+def test_functions_prefix_form(content, expected):
+    _, calls, fmt = recover_text_tool_calls(content, {"list_dir", "read_file"})
+    assert fmt == "functions"
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == expected
+
+
+@pytest.mark.parametrize("content", [
+    "I will use functions.list_dir: to look around",   # a mention inside prose
+    "functions.list_dir: shows the files",              # prose after the name
+    "functions.delete_everything:",                     # not an offered tool
+])
+def test_functions_prefix_form_needs_an_offered_tool_and_no_prose(content):
+    assert recover_text_tool_calls(content, {"list_dir", "read_file"})[1] == []
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ("functions.list_dir: shows the files", True),
+    ('<tool_call>{"name": "read_file", "arguments": {"path": ', True),
+    ('read_file(path="a.py")', True),
+    ("The bug was in add(); I fixed it and the tests pass.", False),
+    ("I used read_file to look at calc.py.", False),
+])
+def test_looks_like_tool_call(content, expected):
+    assert looks_like_tool_call(content, {"list_dir", "read_file"}) is expected

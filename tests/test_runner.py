@@ -199,3 +199,20 @@ def test_a_model_stuck_on_broken_calls_stops_with_no_progress(tmp_path):
     result, requests, *_ = run(script, tmp_path)
     assert result.stop_reason == "limit:no_progress" and result.steps == 6
     assert "not valid JSON" in requests[1]["messages"][-1]["content"]  # each one was fed back first
+
+
+def test_a_call_written_as_unparseable_text_is_not_taken_as_the_answer(tmp_path):
+    script = [{"tool_calls": [call("echo", text="x")]},
+              {"content": "<tool_call>\n{\"name\": \"echo\", \"arguments\": {\"text\": \"y\"</tool_call>"},
+              {"tool_calls": [call("echo", text="y")]},
+              {"content": "echoed twice"}]
+    result, requests, events, _ = run(script, tmp_path)
+    assert result.stop_reason == "complete" and result.summary == "echoed twice"
+
+
+def test_llama_cpp_functions_prefix_form_is_recovered(tmp_path):
+    script = [{"content": "functions.echo:\n{\"text\": \"hi\"}"}, {"content": "said hi"}]
+    result, _, events, messages = run(script, tmp_path)
+    assert result.stop_reason == "complete"
+    assert [m["content"] for m in messages if m["role"] == "tool"] == ["echo: hi"]
+    assert [e["tool_call_format"] for e in events if e["type"] == "model_call"][0] == "functions"

@@ -8,6 +8,8 @@ with small models that imitate the format loosely. Three forms are understood:
 2. Qwen3-Coder XML: ``<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>``
 3. A ```json fence or bare JSON object ``{"name": ..., "arguments": {...}}`` — only for offered
    tool names, because prose full of JSON is common and a false call would run something.
+4. The ``functions.NAME:`` line that llama-cpp-python's ``chatml-function-calling`` format
+   teaches, optionally followed by a JSON object of arguments — again only for offered names.
 
 Forms 1 and 2 keep unknown names (the loop then tells the model which tools exist) but never a
 template placeholder such as ``<function-name>``: that is the model echoing its instructions.
@@ -35,6 +37,9 @@ _ARGS_KEY_RE = re.compile(r'"(?:arguments|parameters)"\s*:\s*')
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _JSONISH_RE = re.compile(r"^(?:[\[{].*|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)$", re.DOTALL)
 # Names that instruction templates use as stand-ins; a model echoing them is not calling anything.
+_FUNCTIONS_PREFIX_RE = re.compile(r"(?m)^[ \t]*`?functions\.([A-Za-z_][\w\-]*)`?[ \t]*:?[ \t]*")
+# Traces of an attempted call in text that was not recovered (the loop tells the model so).
+_CALL_HINT_RE = re.compile(r"<tool_call>|</?function\s*=|(?m:^[ \t]*`?functions\.\w+)|\"name\"\s*:\s*\"\w+\"\s*,\s*\"(?:arguments|parameters)\"")
 _PLACEHOLDER_NAMES = frozenset({
     "name", "tool", "tool_name", "toolname", "function", "function_name", "functionname", "action",
     "action_name", "your_tool", "tool_call", "example", "example_tool", "func", "fn", "call",
@@ -55,7 +60,8 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     """
     if not content:
         return content, [], ""
-    blocks = _recover_tagged(content, tool_names, schemas or {}) or _recover_json(content, tool_names)
+    blocks = (_recover_tagged(content, tool_names, schemas or {}) or _recover_json(content, tool_names)
+              or _recover_functions_prefix(content, tool_names))
     if not blocks:
         return content, [], ""
     blocks.sort(key=lambda b: b.start)
@@ -260,6 +266,42 @@ def _recover_json(content: str, tool_names: set[str]) -> list[_Block]:
         # Skip the whole value: a call-shaped object nested in other data is not a call.
         pos = end
     return blocks
+
+
+def _recover_functions_prefix(content: str, tool_names: set[str]) -> list[_Block]:
+    """Form 4: ``functions.list_dir:`` then, optionally, a JSON object of arguments."""
+    blocks: list[_Block] = []
+    decoder = json.JSONDecoder()
+    for match in _FUNCTIONS_PREFIX_RE.finditer(content):
+        name = match.group(1)
+        if name not in tool_names:
+            continue
+        rest = content[match.end():]
+        stripped = rest.lstrip()
+        end, args = match.end(), "{}"
+        if stripped.startswith("{"):
+            offset = len(rest) - len(stripped)
+            try:
+                obj, length = decoder.raw_decode(stripped)
+            except json.JSONDecodeError:
+                line_end = rest.find("\n", offset)
+                args = stripped[: None if line_end == -1 else line_end - offset]
+                end = match.end() + (len(rest) if line_end == -1 else line_end)
+            else:
+                args = json.dumps(obj, ensure_ascii=False) if isinstance(obj, dict) else stripped[:length]
+                end = match.end() + offset + length
+        elif stripped and not stripped.startswith("\n") and rest.split("\n", 1)[0].strip():
+            continue  # prose after the name on the same line: a mention, not a call
+        blocks.append(_Block(match.start(), end, [(name, args)], "functions"))
+    return blocks
+
+
+def looks_like_tool_call(content: str, tool_names: set[str]) -> bool:
+    """Does text that yielded no call still carry the marks of an attempted one? Then the reply is
+    a failed call, not an answer, and the model should be told how to call tools."""
+    if _CALL_HINT_RE.search(content):
+        return True
+    return any(re.search(rf"(?m)^[ \t]*`?{re.escape(name)}\s*\(", content) for name in tool_names)
 
 
 def _unfence(text: str) -> str:

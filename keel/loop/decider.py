@@ -37,6 +37,7 @@ class TurnOutcome:
     asked_user: str | None = None    # the model called ask_user(question)
     plan_submitted: bool = False     # in plan mode, the model presented its plan
     truncated: bool = False          # the reply hit the output-token cap (finish_reason "length")
+    malformed_call: bool = False     # no call was recovered, but the text carries an attempted one
     engine_failure: Literal["context", "retries"] | None = None
 
 
@@ -108,6 +109,9 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, *, attended: bool, plan_
 
     if plan_mode and outcome.plan_submitted:
         return Decision("stop", "awaiting_plan_approval") if attended else _push("plan_unattended", state)
+
+    if outcome.malformed_call and outcome.tool_calls == 0:
+        return _push("malformed_call", state)
 
     question = outcome.asked_user is not None or (
         not outcome.finished and outcome.tool_calls == 0 and is_question(outcome.text))

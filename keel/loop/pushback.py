@@ -62,6 +62,15 @@ def pushback_text(kind: str, times_before: int, state: TaskState) -> str:
     if kind == "truncated":
         return ("Your reply was cut off at the output-token limit. Continue with a shorter reply: one tool "
                 "call at a time, and no long prose.")
+    if kind == "malformed_call":
+        return [
+            "Your reply looks like a tool call written as text; it was not run. Call tools through the "
+            "tool-calling interface: the tool's name plus a JSON object of arguments, e.g. read_file with "
+            '{"path": "calc.py"}.',
+            "That was text again, not a tool call, so nothing ran. Emit exactly one structured tool call, e.g. "
+            'list_dir with {"path": "."}. Do not write the call inside your message text.',
+            'Nothing ran: write no prose, make one structured tool call such as list_dir {"path": "."}.',
+        ][level]
     if kind == "empty_reply":
         return [
             "Your reply was empty. Continue the task: call a tool, or finish with a summary if it is done.",

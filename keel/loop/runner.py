@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from keel.engine.recovery import looks_like_tool_call
 from keel.engine.types import AssistantTurn, Engine, EngineError, StreamDelta, ToolCall, Usage
 from keel.loop import limits as lim
 from keel.loop.decider import Decision, TurnOutcome, decide
@@ -99,7 +100,8 @@ class Runner:
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": INTERRUPTED})
             raise
         self.phase = "tool_result" if calls else "thinking"
-        return TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress,
+        malformed = not calls and looks_like_tool_call(turn.content, set(self.registry.names))
+        return TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress, malformed_call=malformed,
                            finished=finished is not None, asked_user=asked,
                            plan_submitted=self.plan_mode and not calls and bool(turn.content.strip()),
                            truncated=turn.finish_reason == "length")

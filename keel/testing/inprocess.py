@@ -40,6 +40,7 @@ class ScriptedModel:
         self.requests: list[dict[str, Any]] = []
         self._player = ScriptPlayer(load_script(script))
         self._meter = PromptMeter()
+        self._text_calls = 0  # recovered calls so far: their ids must stay unique across turns
 
     @property
     def remaining(self) -> int:
@@ -78,8 +79,9 @@ class ScriptedModel:
                         estimated=not (step.report_usage and step.usage_overrides)),
             tool_call_format="structured" if step.tool_calls else "",
         )
-        if step.text_format is not None:
-            _recover_calls(turn, tools)
+        if not turn.tool_calls and turn.content and turn.finish_reason != "length":
+            # as the real client does: any reply without structured calls may carry text-form ones
+            self._text_calls += _recover_calls(turn, tools, self._text_calls + 1)
         turn.latency_s = time.monotonic() - started
         return turn
 
@@ -110,13 +112,14 @@ def _replay_deltas(step: ScriptStep, on_delta: DeltaCallback) -> None:
             on_delta(StreamDelta("tool_call", delta["tool_calls"][0]["function"]["name"]))
 
 
-def _recover_calls(turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
+def _recover_calls(turn: AssistantTurn, tools: list[dict[str, Any]], id_start: int) -> int:
     # Imported here: recovery belongs to the engine client and is only needed for text-form steps.
     from keel.engine.recovery import recover_text_tool_calls
 
     functions = [t.get("function", {}) for t in tools if isinstance(t, dict)]
     names = {f["name"] for f in functions if isinstance(f.get("name"), str)}
     schemas = {f["name"]: f.get("parameters") or {} for f in functions if isinstance(f.get("name"), str)}
-    content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas)
+    content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas, id_start=id_start)
     if calls:
         turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
+    return len(calls)
