@@ -56,6 +56,19 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     )
 
 
+def top_level_entries(workspace: Path, cap: int = 40) -> list[str]:
+    """The workspace's top level as list_dir would show it (ignored entries left out), capped."""
+    from keel.tools.ignore import IgnoreRules
+
+    try:
+        kept, _ignored = IgnoreRules(workspace).scan(str(workspace))
+    except OSError:
+        return []
+    names = sorted((e.name + "/" if e.is_dir(follow_symlinks=False) else e.name) for e in kept)
+    names.sort(key=lambda n: not n.endswith("/"))
+    return names[:cap] + ([f"… {len(names) - cap} more"] if len(names) > cap else [])
+
+
 def limits_from(config: Config, overrides: dict[str, Any] | None = None) -> Limits:
     lim = config.limits
     return Limits(max_steps=lim.max_steps, max_seconds=lim.max_seconds, max_tokens=lim.max_tokens,
@@ -109,7 +122,8 @@ class Agent:
         from keel.engine.prompts import task_message
 
         return [{"role": "system", "content": self.system_prompt},
-                {"role": "user", "content": task_message(task, str(self.workspace), self.protection)}]
+                {"role": "user", "content": task_message(task, str(self.workspace), self.protection,
+                                                         top_level_entries(self.workspace))}]
 
     @property
     def protection(self) -> str:
@@ -127,7 +141,7 @@ class Agent:
         p = self.config.prices
         runner = Runner(self.engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
                         prices=Prices(p.input_per_m, p.cached_input_per_m, p.output_per_m),
-                        attended=self.attended)
+                        attended=self.attended, task=task or "")
         result = runner.run(messages)
         result.log = str(self.log_path) if self.log_path else None
         return result

@@ -143,3 +143,19 @@ def test_a_change_after_the_passing_check_makes_it_stale():
 def test_is_question(text, expected):
     assert is_question(text) is expected
 
+
+
+def test_repeated_pushback_restates_the_task_with_a_concrete_next_call():
+    s = state(calls=0)
+    s.task = "Fix the bug in calc.py so that test_calc.py passes."
+    first = decide(DONE_TEXT, s, L, U, attended=False).pushback
+    assert "The task is" not in first
+    s.pushback_counts["did_nothing"] = 1
+    second = decide(DONE_TEXT, s, L, U, attended=False).pushback
+    assert "The task is: Fix the bug in calc.py" in second
+    assert 'read_file with {"path": "calc.py"}' in second
+    s.pushback_counts["did_nothing"] = 2
+    third = decide(DONE_TEXT, s, L, U, attended=False).pushback
+    s.pushback_counts["did_nothing"] = 3
+    fourth = decide(DONE_TEXT, s, L, U, attended=False).pushback
+    assert len({first, second, third, fourth}) == 4  # never the same text twice in a row

@@ -33,7 +33,8 @@ CASES = [
     ("hermes_prose_before_after",
      'Let me look at the file.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "src/x.py"}}\n'
      '</tool_call>\nThen I will fix it.',
-     [("read_file", {"path": "src/x.py"})], "hermes", "Let me look at the file.\n\nThen I will fix it."),
+     # text after the last call was written before its result: dropped
+     [("read_file", {"path": "src/x.py"})], "hermes", "Let me look at the file."),
     ("hermes_two_calls",
      '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>\n'
      '<tool_call>{"name": "grep", "arguments": {"pattern": "def main"}}</tool_call>',
@@ -111,7 +112,7 @@ CASES = [
      '{"name": "grep", "parameters": {"pattern": "foo"}}', [("grep", {"pattern": "foo"})], "json", ""),
     ("json_bare_with_prose",
      'Sure. {"name": "read_file", "arguments": {"path": "a.py"}} Done.',
-     [("read_file", {"path": "a.py"})], "json", "Sure.  Done."),
+     [("read_file", {"path": "a.py"})], "json", "Sure."),
     ("json_fenced_list_of_calls",
      '```json\n[{"name": "read_file", "arguments": {"path": "a"}}, {"name": "read_file", "arguments": {"path": "b"}}]\n```',
      [("read_file", {"path": "a"}), ("read_file", {"path": "b"})], "json", ""),
@@ -272,3 +273,12 @@ def test_functions_prefix_form_needs_an_offered_tool_and_no_prose(content):
 ])
 def test_looks_like_tool_call(content, expected):
     assert looks_like_tool_call(content, {"list_dir", "read_file"}) is expected
+
+
+def test_text_invented_after_a_call_is_not_kept():
+    content = ('I will read it.\n```json\n{"name": "read_file", "arguments": {"path": "app.py"}}\n```\n\n'
+               "After running this command, let's assume the output is:\n```\ndef greet():\n    return 'x'\n```\n"
+               "Therefore greet() returns 'x'.")
+    remaining, calls, _ = recover_text_tool_calls(content, {"read_file"})
+    assert [c.name for c in calls] == ["read_file"]
+    assert remaining == "I will read it."

@@ -53,6 +53,8 @@ def test_fixes_a_bug_then_runs_the_tests_and_completes(calc_repo, run_keel):
     # the request prefix (system prompt + tools) is byte-stable across turns
     assert all(json.dumps(r["tools"]) == json.dumps(requests[0]["tools"]) for r in requests)
     assert all(r["messages"][0] == requests[0]["messages"][0] for r in requests)
+    first_user = requests[0]["messages"][1]["content"]
+    assert first_user.startswith("fix the failing test") and "Top-level entries: calc.py, test_calc.py" in first_user
     kinds = [e["type"] for e in r.events()]
     assert kinds[0] == "session_start" and kinds[-1] == "stop"
     assert kinds.count("model_call") == 4 and kinds.count("tool_call") == 4

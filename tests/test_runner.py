@@ -124,8 +124,10 @@ def test_question_attended_stops_for_the_user(tmp_path):
 
 
 def test_engine_retries_exhausted_maps_to_limit(tmp_path):
-    result, *_ = run([{"tool_calls": [call("echo", text="x")]}, {"error": {"status": 503}}], tmp_path)
+    result, *_ = run([{"tool_calls": [call("echo", text="x")]}, {"error": {"status": 503, "message": "overloaded"}}],
+                     tmp_path)
     assert result.stop_reason == "limit:retries"
+    assert "overloaded" in (result.error or "")  # the user sees why, not just that it stopped
 
 
 def test_context_error_maps_to_limit(tmp_path):

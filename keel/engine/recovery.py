@@ -65,7 +65,9 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     if not blocks:
         return content, [], ""
     blocks.sort(key=lambda b: b.start)
-    remaining = content
+    # Text after the last call was written before its result existed: small models go on to
+    # "assume the output is …" and later answer from that invention. Keep only what precedes it.
+    remaining = content[:blocks[-1].end]
     # Cut from the end so earlier spans keep their offsets.
     for block in reversed(blocks):
         remaining = remaining[:block.start] + remaining[block.end:]

@@ -57,11 +57,10 @@ class AssistantTurn:
 
     def to_message(self) -> dict[str, Any]:
         """The assistant message written back into history. Reasoning is never resent."""
-        msg: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        # Always a string: some servers (llama-cpp-python) reject a null content with an HTTP 500.
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
         if self.tool_calls:
             msg["tool_calls"] = [c.to_message() for c in self.tool_calls]
-        if msg["content"] is None and not self.tool_calls:
-            msg["content"] = ""
         return msg
 
 

@@ -3,6 +3,8 @@ a model that ignored a gentle nudge usually needs the exact next action spelled 
 
 from __future__ import annotations
 
+import re
+
 from keel.loop.state import TaskState
 
 
@@ -18,8 +20,32 @@ def _check_lines(state: TaskState) -> str:
     return "No check has run since your last change."
 
 
+_FILE_RE = re.compile(r"(?<![\w/.-])([\w./-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|c|h|cpp|rb|php|sh|toml|json|"
+                      r"ya?ml|md|txt|cfg|ini|html|css))\b")
+
+
+def _restated(state: TaskState) -> str:
+    """The task again, plus one concrete first call: what a small model that lost the thread needs."""
+    if not state.task:
+        return ""
+    task = " ".join(state.task.split())
+    task = task if len(task) <= 300 else task[:297] + "..."
+    files = _FILE_RE.findall(state.task)
+    first = f'read_file with {{"path": "{files[0]}"}}' if files else 'list_dir with {"path": "."}'
+    return f"\nThe task is: {task}\nA good next call: {first}."
+
+
 def pushback_text(kind: str, times_before: int, state: TaskState) -> str:
-    level = min(times_before, 2)
+    text = _pushback_text(kind, min(times_before, 2), state)
+    # From the second repeat on, restate the task; the count keeps consecutive texts distinct.
+    if times_before >= 1 and kind != "truncated":
+        text += _restated(state)
+    if times_before >= 2:
+        text += f" (reminder {times_before + 1})"
+    return text
+
+
+def _pushback_text(kind: str, level: int, state: TaskState) -> str:
     changed = ", ".join(state.files_changed[-8:]) or "none"
     if kind == "question_unattended":
         return [

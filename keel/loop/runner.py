@@ -31,11 +31,12 @@ class Runner:
     def __init__(self, engine: Engine, registry: ToolRegistry, ctx: ToolContext, bus: EventBus, *,
                  limits: lim.Limits | None = None, prices: lim.Prices | None = None,
                  attended: bool = False, plan_mode: bool = False, state: TaskState | None = None,
+                 task: str = "",
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.engine, self.registry, self.ctx, self.bus = engine, registry, ctx, bus
         self.limits, self.prices = limits or lim.Limits(), prices or lim.Prices()
         self.attended, self.plan_mode, self.clock = attended, plan_mode, clock
-        self.state = state or TaskState()
+        self.state = state or TaskState(task=task)
         self.repeats = RepetitionGuard()
         self.usage = Usage()
         self.steps = 0
@@ -46,6 +47,7 @@ class Runner:
         """Drive ``messages`` (appended to in place) until the decider says stop."""
         started, pushback, summary = self.clock(), None, ""
         decision: Decision | None = None
+        engine_error: str | None = None
         try:
             while decision is None or not decision.stop:
                 self.phase = "thinking"
@@ -55,6 +57,7 @@ class Runner:
                 except EngineError as e:
                     if e.kind in ("config", "protocol"):
                         return self._result(messages, started, "error", f"{e.kind}_error", summary, e.message)
+                    engine_error = e.message  # the server's own words go into the stop event
                     decision = self._decide(TurnOutcome(engine_failure=e.kind), started)  # type: ignore[arg-type]
                     break
                 self.steps += 1
@@ -70,7 +73,7 @@ class Runner:
         finally:
             self.phase = "end_turn"
         status = "complete" if decision.reason == "complete" else "incomplete"
-        return self._result(messages, started, status, decision.reason, summary)
+        return self._result(messages, started, status, decision.reason, summary, engine_error)
 
     # -- one turn's tools ----------------------------------------------------------------------
     def _run_tools(self, turn: AssistantTurn, messages: list[dict[str, Any]]) -> TurnOutcome:

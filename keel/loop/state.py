@@ -33,6 +33,7 @@ class CheckEvidence:
 
 @dataclass
 class TaskState:
+    task: str = ""                     # the user's request, restated in sharper pushback
     todos: list[Todo] = field(default_factory=list)
     files_changed: list[str] = field(default_factory=list)
     checks: list[CheckEvidence] = field(default_factory=list)

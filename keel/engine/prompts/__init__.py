@@ -10,6 +10,11 @@ def system_prompt() -> str:
     return resources.files("keel.engine.prompts").joinpath("system.md").read_text(encoding="utf-8")
 
 
-def task_message(task: str, workspace: str, protection: str) -> str:
-    return (f"{task.strip()}\n\n---\nWorkspace: {workspace} (tool paths are relative to it)\n"
+def task_message(task: str, workspace: str, protection: str, top_level: list[str] | None = None) -> str:
+    """The first user message: the task, then facts about the workspace. A shallow listing saves a
+    turn and keeps small models from guessing paths (e.g. tests/test_x.py for ./test_x.py)."""
+    listing = ""
+    if top_level is not None:
+        listing = "Top-level entries: " + (", ".join(top_level) if top_level else "(empty)") + "\n"
+    return (f"{task.strip()}\n\n---\nWorkspace: {workspace} (tool paths are relative to it)\n{listing}"
             f"Command sandbox: {protection}\nNo one is available to answer questions unless you are told so.")
