@@ -29,6 +29,7 @@ class EngineSettings(_Section):
     max_tokens: int | None = 4096    # per reply: a runaway generation is cut, not waited for
     timeout_s: float = 300.0
     max_attempts: int = 4
+    stream: bool = True              # false for servers that cannot stream tool calls
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
 

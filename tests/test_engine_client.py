@@ -379,3 +379,19 @@ def test_text_call_cut_by_max_tokens_is_not_recovered():
         turn = engine_for(server).complete(MESSAGES, TOOLS)
     assert turn.finish_reason == "length"
     assert turn.tool_calls == [] and turn.content == cut_call
+
+
+def test_non_streaming_mode_for_servers_that_cannot_stream_tool_calls():
+    script = [{"content": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}, "id": "c1"},
+                                                     {"name": "grep", "arguments": {"pattern": "x"}}],
+               "usage": {"prompt_tokens": 50, "completion_tokens": 7, "cached_tokens": 32}}]
+    deltas = []
+    with ScriptedEngineServer(script) as server:
+        engine = OpenAICompatEngine(server.base_url, "scripted", "k", stream=False, sleep=Sleeps())
+        turn = engine.complete(MESSAGES, TOOLS, deltas.append)
+        body = server.requests[0]
+    assert body["stream"] is False and "stream_options" not in body
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in turn.tool_calls][0] == ("c1", "read_file", {"path": "a.py"})
+    assert [c.name for c in turn.tool_calls] == ["read_file", "grep"]
+    assert (turn.usage.prompt_tokens, turn.usage.cached_tokens, turn.usage.estimated) == (50, 32, False)
+    assert turn.content == "Reading." and [d.text for d in deltas if d.kind == "content"] == ["Reading."]

@@ -61,7 +61,7 @@ class OpenAICompatEngine:
                  temperature: float = 0.0, seed: int | None = 1234, tool_choice: str = "auto",
                  max_tokens: int | None = 4096, timeout_s: float = 300.0, max_attempts: int = 4,
                  backoff_base_s: float = 0.5, backoff_cap_s: float = 30.0,
-                 extra_body: dict[str, Any] | None = None,
+                 extra_body: dict[str, Any] | None = None, stream: bool = True,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if not base_url or not base_url.strip():
             raise EngineError("config", "no engine base URL: set KEEL_BASE_URL or --base-url "
@@ -76,6 +76,7 @@ class OpenAICompatEngine:
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
+        self.stream = stream
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.extra_body = dict(extra_body or {})
@@ -127,8 +128,10 @@ class OpenAICompatEngine:
     # ---- one attempt ------------------------------------------------------------------------
 
     def _request_params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
-                                  "stream_options": {"include_usage": True}, "temperature": self.temperature}
+        params: dict[str, Any] = {"model": self.model, "messages": messages, "stream": self.stream,
+                                  "temperature": self.temperature}
+        if self.stream:
+            params["stream_options"] = {"include_usage": True}
         if self.seed is not None:
             params["seed"] = self.seed
         if self.max_tokens is not None:
@@ -151,6 +154,9 @@ class OpenAICompatEngine:
         except openai.APIConnectionError as exc:
             raise self._classify_connection(exc) from None
         self._server_seen = True
+        if not self.stream:  # one JSON body: nothing can be cut half-way
+            turn, self.last_usage_raw = assemble_completion(stream, on_delta)
+            return turn
         try:
             turn, self.last_usage_raw = assemble_stream(stream, on_delta)
             return turn
@@ -255,6 +261,33 @@ def assemble_stream(stream: Iterable[Any], on_delta: DeltaCallback | None = None
         arguments = "".join(partial.arguments)
         turn.tool_calls.append(ToolCall(id=partial.id or f"call_{uuid.uuid4().hex[:16]}", name=partial.name,
                                         arguments=arguments if arguments.strip() else "{}"))
+    turn.usage = _read_usage(usage)
+    return turn, (usage.model_dump(exclude_none=True) if usage is not None else None)
+
+
+def assemble_completion(response: Any, on_delta: DeltaCallback | None = None,
+                        ) -> tuple[AssistantTurn, dict[str, Any] | None]:
+    """The same turn from a non-streaming response (for servers that cannot stream tool calls,
+    such as llama-cpp-python's chatml-function-calling format)."""
+    choice = response.choices[0] if response.choices else None
+    if choice is None or choice.message is None:
+        raise TransientFailure("the server answered without a message")
+    message = choice.message
+    extra = getattr(message, "model_extra", None) or {}
+    thought = extra.get("reasoning_content") or extra.get("reasoning")
+    turn = AssistantTurn(content=message.content or "", reasoning=thought if isinstance(thought, str) else "",
+                         finish_reason=choice.finish_reason or "stop")
+    if on_delta and turn.reasoning:
+        on_delta(StreamDelta("reasoning", turn.reasoning))
+    if on_delta and turn.content:
+        on_delta(StreamDelta("content", turn.content))
+    for tc in message.tool_calls or ():
+        fn = getattr(tc, "function", None)
+        if fn is None:
+            continue
+        turn.tool_calls.append(ToolCall(id=tc.id or f"call_{uuid.uuid4().hex[:16]}", name=fn.name or "",
+                                        arguments=fn.arguments if (fn.arguments or "").strip() else "{}"))
+    usage = response.usage
     turn.usage = _read_usage(usage)
     return turn, (usage.model_dump(exclude_none=True) if usage is not None else None)
 
