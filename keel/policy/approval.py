@@ -119,18 +119,10 @@ class Approver:
         if decision == "allow" or (decision is None and (self.mode != "interactive" or self._always_edit)):
             return ApprovalOutcome(True, "allowed", "allow")
         why = f"rule {rule} asks before editing it" if decision == "ask" else "file edits need approval"
-        if self.prompt is None or self.mode == "unattended":
-            return ApprovalOutcome(False, f"refused: editing {shown} needs approval ({why}) and no one is "
-                                          "present. Leave this file unchanged.", "ask")
-        answer = self._ask(f"keel wants to edit {shown} ({why})\n"
-                           "  [y] yes, once   [a] always allow edits this session   [n] no")
-        if answer in ("y", "yes", "o", "once"):
-            return ApprovalOutcome(True, "approved once by the user", "ask")
-        if answer in ("a", "always"):
-            if decision is None:
-                self._always_edit = True
-            return ApprovalOutcome(True, "approved for this session by the user", "ask")
-        return ApprovalOutcome(False, f"refused by the user: do not edit {shown}.", "ask")
+        outcome, always = self._ask_path("edit", shown, why, "edits", "Leave this file unchanged.")
+        if always and decision is None:
+            self._always_edit = True
+        return outcome
 
     def authorize_read(self, path: str) -> ApprovalOutcome:
         try:
@@ -146,17 +138,25 @@ class Approver:
         if decision is None and not is_secret_path(real):
             return ApprovalOutcome(True, "allowed", "allow")
         why = f"rule {rule} asks before reading it" if decision == "ask" else "it looks like a secret"
-        if self.prompt is None or self.mode == "unattended":
-            return ApprovalOutcome(False, f"refused: reading {shown} needs approval ({why}) and no one is present. "
-                                          "Work without its contents.", "ask")
-        answer = self._ask(f"keel wants to read {shown} ({why})\n"
-                           "  [y] yes, once   [a] always allow this file this session   [n] no")
-        if answer in ("y", "yes", "o", "once"):
-            return ApprovalOutcome(True, "approved once by the user", "ask")
-        if answer in ("a", "always"):
+        outcome, always = self._ask_path("read", shown, why, "this file", "Work without its contents.")
+        if always:
             self._always_read.add(real)
-            return ApprovalOutcome(True, "approved for this session by the user", "ask")
-        return ApprovalOutcome(False, f"refused by the user: do not read {shown}.", "ask")
+        return outcome
+
+    def _ask_path(self, verb: str, shown: str, why: str, always_scope: str,
+                  if_absent: str) -> tuple[ApprovalOutcome, bool]:
+        """Put an ask-class file request to the person; returns the outcome and whether it was "always"."""
+        gerund = {"edit": "editing", "read": "reading"}[verb]
+        if self.prompt is None or self.mode == "unattended":
+            return ApprovalOutcome(False, f"refused: {gerund} {shown} needs approval ({why}) and no one is "
+                                          f"present. {if_absent}", "ask"), False
+        answer = self._ask(f"keel wants to {verb} {shown} ({why})\n"
+                           f"  [y] yes, once   [a] always allow {always_scope} this session   [n] no")
+        if answer in ("y", "yes", "o", "once"):
+            return ApprovalOutcome(True, "approved once by the user", "ask"), False
+        if answer in ("a", "always"):
+            return ApprovalOutcome(True, "approved for this session by the user", "ask"), True
+        return ApprovalOutcome(False, f"refused by the user: do not {verb} {shown}.", "ask"), False
 
     def _ask(self, question: str) -> str:
         """The person's answer, normalised; anything unexpected (or an error) counts as "no"."""
