@@ -395,3 +395,14 @@ def test_non_streaming_mode_for_servers_that_cannot_stream_tool_calls():
     assert [c.name for c in turn.tool_calls] == ["read_file", "grep"]
     assert (turn.usage.prompt_tokens, turn.usage.cached_tokens, turn.usage.estimated) == (50, 32, False)
     assert turn.content == "Reading." and [d.text for d in deltas if d.kind == "content"] == ["Reading."]
+
+
+def test_doctor_finds_a_server_that_cannot_stream_tool_calls():
+    probe = {"tool_calls": [{"name": "get_time", "arguments": {}}]}
+    script = [dict(probe, cut_after_chunks=1), dict(probe, cut_after_chunks=1), probe, probe]
+    with ScriptedEngineServer(script) as server:
+        checks = _by_name(run_doctor(server.base_url, "scripted", None))
+        streamed = [r["stream"] for r in server.requests if "messages" in r]
+    assert streamed == [True, True, False, False]
+    assert checks["streaming"].ok is False and "stream = false" in checks["streaming"].fix
+    assert checks["tool calls"].ok is True

@@ -116,9 +116,19 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None) -> 
     try:
         first = engine.complete(PROBE_MESSAGES, [PROBE_TOOL])
     except EngineError as exc:
-        checks.append(DoctorCheck("tool calls", False, f"the probe request failed ({exc.kind}): {exc.message}",
-                                  _fix_for(exc)))
-        return skip_rest("the probe request failed")
+        # Some servers (llama-cpp-python's chatml-function-calling) cannot stream tool calls and
+        # fail mid-stream; if the same request works without streaming, say exactly that.
+        engine = OpenAICompatEngine(base_url, model, api_key, max_tokens=200, timeout_s=PROBE_TIMEOUT_S,
+                                    max_attempts=1, stream=False)
+        try:
+            first = engine.complete(PROBE_MESSAGES, [PROBE_TOOL])
+        except EngineError:
+            checks.append(DoctorCheck("tool calls", False, f"the probe request failed ({exc.kind}): {exc.message}",
+                                      _fix_for(exc)))
+            return skip_rest("the probe request failed")
+        checks.append(DoctorCheck("streaming", False, f"streamed requests fail ({exc.message[:120]}) but the same "
+                                                      "request works without streaming",
+                                  "set `stream = false` under [engine] in ~/.config/keel/config.toml"))
     checks.append(_tool_call_check(first, server_kind))
     if first.usage.estimated:
         checks.append(DoctorCheck("usage", False, "the server reports no token usage; keel estimates chars/4",
