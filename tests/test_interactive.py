@@ -17,6 +17,17 @@ def spawn(server, repo, env, log):
     return pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", timeout=30, dimensions=(40, 200))
 
 
+def answer(server, repo, env, log, question: str, reply: str) -> int:
+    """Run keel in a pty, wait for ``question``, type ``reply``, and return the exit status."""
+    child = spawn(server, repo, env, log)
+    child.expect(question)
+    child.expect(">")
+    child.sendline(reply)
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
 def script():
     return [{"tool_calls": [call("run_shell", command="touch marker.txt")]},
             {"tool_calls": [call("run_shell", command="ls")]},
@@ -25,24 +36,14 @@ def script():
 
 def test_yes_runs_the_command(calc_repo, keel_env, tmp_path):
     with ScriptedEngineServer(script()) as server:
-        child = spawn(server, calc_repo, keel_env, tmp_path / "log.jsonl")
-        child.expect("keel wants to run: touch marker.txt")
-        child.expect(">")
-        child.sendline("y")
-        child.expect(pexpect.EOF)
-        child.close()
-    assert child.exitstatus == 0
+        status = answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "keel wants to run: touch marker.txt", "y")
+    assert status == 0
     assert (calc_repo / "marker.txt").exists()
 
 
 def test_no_refuses_and_the_model_is_told(calc_repo, keel_env, tmp_path):
     with ScriptedEngineServer(script()) as server:
-        child = spawn(server, calc_repo, keel_env, tmp_path / "log.jsonl")
-        child.expect("keel wants to run: touch marker.txt")
-        child.expect(">")
-        child.sendline("n")
-        child.expect(pexpect.EOF)
-        child.close()
+        answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "keel wants to run: touch marker.txt", "n")
         told = server.requests[1]["messages"][-1]["content"]
     assert not (calc_repo / "marker.txt").exists()
     assert "refused by the user" in told
@@ -54,15 +55,10 @@ def test_ask_user_gets_the_persons_answer_inline(calc_repo, keel_env, tmp_path):
     s = [{"tool_calls": [call("ask_user", question="Which port should the server use?")]},
          {"tool_calls": [call("list_dir")]}, {"content": "Noted: port 8080."}]
     with ScriptedEngineServer(s) as server:
-        child = spawn(server, calc_repo, keel_env, tmp_path / "log.jsonl")
-        child.expect("Which port should the server use")
-        child.expect(">")
-        child.sendline("8080")
-        child.expect(pexpect.EOF)
-        child.close()
-        answer = server.requests[1]["messages"][-1]["content"]
-    assert answer == "The user answered: 8080"
-    assert child.exitstatus == 0
+        status = answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "Which port should the server use", "8080")
+        reply = server.requests[1]["messages"][-1]["content"]
+    assert reply == "The user answered: 8080"
+    assert status == 0
 
 
 def test_interactive_without_a_terminal_is_a_usage_error(calc_repo, run_keel):
