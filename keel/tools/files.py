@@ -212,14 +212,10 @@ def _decode(data: bytes) -> tuple[str, list[str]]:
 def _authorize_read(ctx: ToolContext, shown: str, *, secret: bool) -> str | None:
     """None when reading is allowed, else the refusal message. With an approval gate every read is
     put to it (so `read(...)` rules apply to all files); without one, secret files are refused."""
-    authorize = getattr(ctx.approval, "authorize_read", None)
-    if authorize is None:
-        if not secret:
-            return None
+    if getattr(ctx.approval, "authorize_read", None) is None and secret:
         return (f"{shown} looks like a secret file (keys, tokens or passwords); reading it requires approval, "
                 "and this session has no way to ask for it.")
-    outcome = authorize(shown)
-    return None if outcome.allowed else (outcome.message or f"Reading {shown} was not approved.")
+    return approval_refusal(ctx, "read", shown)
 
 
 def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
