@@ -8,7 +8,6 @@ tool message with its id, also when a tool raises or the user interrupts.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -64,8 +63,8 @@ class Runner:
                 self.usage.add(turn.usage)
                 self._emit_model_call(turn)
                 messages.append(turn.to_message())
-                outcome = self._run_tools(turn, messages)
-                summary = self._summary(turn, summary)
+                outcome, finish_summary = self._run_tools(turn, messages)
+                summary = finish_summary or turn.content.strip() or summary
                 decision = self._decide(outcome, started)
                 pushback = decision.pushback
         except KeyboardInterrupt:
@@ -76,7 +75,8 @@ class Runner:
         return self._result(messages, started, status, decision.reason, summary, engine_error)
 
     # -- one turn's tools ----------------------------------------------------------------------
-    def _run_tools(self, turn: AssistantTurn, messages: list[dict[str, Any]]) -> TurnOutcome:
+    def _run_tools(self, turn: AssistantTurn, messages: list[dict[str, Any]]) -> tuple[TurnOutcome, str | None]:
+        """Execute the turn's calls; returns what the decider needs and the finish summary, if any."""
         calls = turn.tool_calls
         finished = asked = None
         progress = False
@@ -104,10 +104,11 @@ class Runner:
             raise
         self.phase = "tool_result" if calls else "thinking"
         malformed = not calls and looks_like_tool_call(turn.content, set(self.registry.names))
-        return TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress, malformed_call=malformed,
-                           finished=finished is not None, asked_user=asked,
-                           plan_submitted=self.plan_mode and not calls and bool(turn.content.strip()),
-                           truncated=turn.finish_reason == "length")
+        outcome = TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress,
+                              malformed_call=malformed, finished=finished is not None, asked_user=asked,
+                              plan_submitted=self.plan_mode and not calls and bool(turn.content.strip()),
+                              truncated=turn.finish_reason == "length")
+        return outcome, finished
 
     def _absorb(self, result: ToolResult) -> None:
         """Move the facts a tool reported into the task state the decider reads."""
@@ -137,16 +138,6 @@ class Runner:
     def _cost(self) -> float:
         u = self.usage
         return self.prices.cost(u.prompt_tokens, u.cached_tokens, u.completion_tokens)
-
-    @staticmethod
-    def _summary(turn: AssistantTurn, previous: str) -> str:
-        for call in turn.tool_calls:
-            if call.name == "finish":
-                try:
-                    return str(json.loads(call.arguments).get("summary", previous))
-                except (json.JSONDecodeError, AttributeError):
-                    return previous
-        return turn.content.strip() or previous
 
     # -- events --------------------------------------------------------------------------------
     def _on_delta(self, delta: StreamDelta) -> None:
