@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-SandboxKind = Literal["bubblewrap", "rlimits"]
+SandboxKind = Literal["bubblewrap", "landlock", "rlimits"]
 
 GIB = 1024**3
 
@@ -75,8 +75,26 @@ class SandboxPolicy:
 
 @dataclass(frozen=True)
 class SandboxInfo:
+    """The protection tier commands get. ``confining`` is what the shell policy may rely on:
+    True only when the OS confines the filesystem (so running code cannot write outside the
+    workspace or read credentials), False for rlimits alone."""
+
     kind: SandboxKind
     detail: str
+    landlock_abi: int = 0       # the kernel's Landlock ABI when kind == "landlock"
+    network_confined: bool = False
+
+    @property
+    def confining(self) -> bool:
+        return self.kind in ("bubblewrap", "landlock")
+
+    @property
+    def tier(self) -> str:
+        """The short name keel states at start: ``bubblewrap``, ``landlock (ABI n: fs+net)``,
+        ``none (rlimits only)``."""
+        if self.kind == "landlock":
+            return f"landlock (ABI {self.landlock_abi}: {'fs+net' if self.network_confined else 'fs'})"
+        return "bubblewrap" if self.kind == "bubblewrap" else "none (rlimits only)"
 
 
 class SandboxLaunch(NamedTuple):
@@ -212,6 +230,14 @@ def detect_sandbox() -> SandboxInfo:
         if _detected is None:
             _detected = _probe_bubblewrap()
         return _detected
+
+
+def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
+    """The tier commands actually get under ``policy``: none when the config turned the OS
+    sandbox off, else what this machine offers (``detect_sandbox``)."""
+    if policy is not None and not policy.enabled:
+        return SandboxInfo("rlimits", "none (sandbox disabled in config): rlimits and process-group kill only")
+    return detect_sandbox()
 
 
 def _probe_bubblewrap() -> SandboxInfo:
