@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from keel.policy.shell_risk import classify_command
+from keel.policy.shell.risk import classify_command
 
 
 @pytest.fixture

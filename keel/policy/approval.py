@@ -23,7 +23,7 @@ from typing import Literal
 
 from keel.policy.paths import PathJailError, display_path, is_secret_path, resolve_in_workspace
 from keel.policy.rules import Rule, RuleSet, ShellEvaluation
-from keel.policy.shell_risk import PartReport
+from keel.policy.shell.risk import PartReport
 
 Mode = Literal["interactive", "auto-edit", "unattended"]
 MODES = ("interactive", "auto-edit", "unattended")

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from keel.policy.shell_risk import classify_command
+from keel.policy.shell.risk import classify_command
 
 
 class _UsageError(Exception):

@@ -26,8 +26,8 @@ from typing import Literal
 
 import pathspec
 
-from keel.policy.shell_commands import Finding
-from keel.policy.shell_risk import PartReport, Verdict, analyze_command, verdict_of
+from keel.policy.shell.commands import Finding
+from keel.policy.shell.risk import PartReport, Verdict, analyze_command, verdict_of
 
 Kind = Literal["shell", "read", "edit"]
 _RULE = re.compile(r"^\s*(shell|read|edit|write)\((.*)\)\s*$", re.DOTALL)

@@ -66,7 +66,7 @@ def _authorize(command: str, ctx: ToolContext) -> _Authorization:
         return _Authorization(bool(outcome.allowed), str(getattr(outcome, "message", "") or ""),
                               str(getattr(outcome, "decision", "")), bool(getattr(outcome, "network", False)))
     try:
-        from keel.policy.shell_risk import classify_command
+        from keel.policy.shell.risk import classify_command
     except ImportError:
         return _Authorization(False, "run_shell is unavailable: no shell policy is configured, and commands "
                                      "are never run unchecked. Use the file tools instead.", "deny")

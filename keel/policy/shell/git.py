@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from keel.policy.shell_commands import (
+from keel.policy.shell.commands import (
     Finding,
     Invocation,
     Judge,
@@ -17,7 +17,7 @@ from keel.policy.shell_commands import (
     deny,
     judge_write,
 )
-from keel.policy.shell_parse import Word
+from keel.policy.shell.parse import Word
 
 # Config keys (lower-cased; subsections as .*) whose value git executes or that point git at code.
 _EXEC_KEYS = re.compile(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from keel.policy.shell_commands import (
+from keel.policy.shell.commands import (
     Finding,
     Invocation,
     Judge,
@@ -20,8 +20,8 @@ from keel.policy.shell_commands import (
     parse_options,
     values_of,
 )
-from keel.policy.shell_parse import Word
-from keel.policy.shell_unwrap import env_name_risk
+from keel.policy.shell.parse import Word
+from keel.policy.shell.unwrap import env_name_risk
 
 _DISK_AND_POWER = frozenset({"mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk",
                              "parted", "wipefs", "mount", "umount", "swapon", "swapoff", "shutdown", "reboot",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from keel.policy.paths import is_secret_path
-from keel.policy.shell_parse import Cwds, Word
+from keel.policy.shell.parse import Cwds, Word
 
 # Credentials outside the workspace: reading them is refused outright.
 SECRET_HOME = (".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".config/gcloud", ".config/gh",

@@ -19,12 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from keel.policy import shell_commands, shell_git, shell_system, shell_text, shell_tools
-from keel.policy.shell_commands import Finding, Invocation, allow, ask, deny, judge_write
-from keel.policy.shell_parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word
-from keel.policy.shell_paths import PathJudge, within
-from keel.policy.shell_unwrap import SHELLS, classify_env, unwrap
-from keel.policy.shell_walk import walk_script
+from keel.policy.shell import commands as shell_commands
+from keel.policy.shell import git as shell_git
+from keel.policy.shell import system as shell_system
+from keel.policy.shell import text as shell_text
+from keel.policy.shell import tools as shell_tools
+from keel.policy.shell.commands import Finding, Invocation, allow, ask, deny, judge_write
+from keel.policy.shell.parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word
+from keel.policy.shell.paths import PathJudge, within
+from keel.policy.shell.unwrap import SHELLS, classify_env, unwrap
+from keel.policy.shell.walk import walk_script
 
 Decision = Literal["allow", "ask", "deny"]
 SEVERITY = {"allow": 0, "ask": 1, "deny": 2}

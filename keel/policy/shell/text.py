@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from keel.policy.shell_commands import (
+from keel.policy.shell.commands import (
     Finding,
     Invocation,
     Judge,
@@ -20,7 +20,7 @@ from keel.policy.shell_commands import (
     parse_options,
     values_of,
 )
-from keel.policy.shell_parse import Word
+from keel.policy.shell.parse import Word
 
 # -- find / fd -------------------------------------------------------------------------------
 

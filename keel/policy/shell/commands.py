@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from keel.policy.shell_parse import Cwds, Word
-from keel.policy.shell_paths import PathJudge
+from keel.policy.shell.parse import Cwds, Word
+from keel.policy.shell.paths import PathJudge
 
 
 @dataclass(frozen=True)

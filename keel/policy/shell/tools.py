@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from keel.policy.shell_commands import (
+from keel.policy.shell.commands import (
     Finding,
     Invocation,
     Judge,
@@ -23,8 +23,8 @@ from keel.policy.shell_commands import (
     parse_options,
     values_of,
 )
-from keel.policy.shell_parse import Word
-from keel.policy.shell_unwrap import SHELLS
+from keel.policy.shell.parse import Word
+from keel.policy.shell.unwrap import SHELLS
 
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?|pypy3?")
 INTERPRETERS = frozenset({"node", "perl", "ruby", "php", "lua", "Rscript", "deno", "bun"})

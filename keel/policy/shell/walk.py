@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from keel.policy.shell_parse import (
+from keel.policy.shell.parse import (
     Cwds,
     Issue,
     Redirect,
@@ -33,7 +33,7 @@ from keel.policy.shell_parse import (
     scan_unquoted,
     substitution_end,
 )
-from keel.policy.shell_unwrap import env_name_risk
+from keel.policy.shell.unwrap import env_name_risk
 
 MAX_NESTING = 12
 MAX_COMMANDS = 1000

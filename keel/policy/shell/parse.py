@@ -3,8 +3,8 @@
 ``parse_script`` wraps bashlex (working around the gaps it has for common agent commands:
 quoted here-document delimiters and a leading ``time``) and raises ``ShellParseError`` for
 anything it cannot parse — the policy turns that into "ask", never into a pass.
-``keel.policy.shell_walk`` flattens the trees into ``SimpleCommand`` records;
-``keel.policy.shell_unwrap`` peels wrappers (env, sudo, xargs, bash -c) off them.
+``keel.policy.shell.walk`` flattens the trees into ``SimpleCommand`` records;
+``keel.policy.shell.unwrap`` peels wrappers (env, sudo, xargs, bash -c) off them.
 """
 
 from __future__ import annotations
