@@ -29,6 +29,9 @@ class PlannedCheck:
     # to make the check pass is tampering, not fixing.
     protects: tuple[str, ...] = ()
     timeout_s: float | None = None     # None: the gate's default per-check timeout
+    # Text the output must contain for the check to pass, e.g. "OK" from "`python test_app.py`
+    # prints OK": a script that exits 0 without printing it has not passed.
+    expect_output: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
