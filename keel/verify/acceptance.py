@@ -1,0 +1,180 @@
+"""Acceptance checks: the commands the task itself (or the user, with ``--accept``) names as proof.
+
+"Fix the crash so that `python test_app.py` prints OK" names both a command and what its output
+must contain. Extraction is deliberately narrow, because a wrong acceptance check blocks a correct
+finish:
+
+- only code spans count (`inline` or fenced blocks), never commands guessed from prose;
+- the span's first word must be a command runner (python, pytest, npm, node, make, go, cargo, a
+  shell script, ./script), and it must not install or rewrite anything;
+- the sentence around it must say it is proof: "must pass", "passes", "prints", "so that",
+  "make sure", "until", "to verify", "green", "succeeds", "exits 0" …;
+- "prints X" after the command records X as the expected output when X is quoted, in a code span,
+  or an upper-case token such as OK or PASSED ("prints no errors" records nothing).
+
+The files the command runs (`python test_app.py` → test_app.py) are recorded as ``protects``:
+editing them to make the check pass is tampering, not fixing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from keel.verify.detect.commands import is_mutating, words_of
+from keel.verify.plan import PlannedCheck
+
+_SUBCOMMANDS = {
+    "go": {"test", "run", "build", "vet"},
+    "cargo": {"test", "run", "build", "check", "clippy"},
+}
+_RUNNERS = {"python", "python3", "pytest", "npm", "yarn", "pnpm", "node", "make", "go", "cargo", "bash", "sh"}
+_PYTHON = re.compile(r"python3?(?:\.\d+)?$")
+_SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".bash", ".rb", ".pl")
+
+_FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+_INLINE = re.compile(r"`([^`\n]+)`")
+_PLACEHOLDER = re.compile(r"\x00(\d+)\x00")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*(?:[-*]|\d+\.)\s)")
+_PROOF = re.compile(
+    r"\b(?:must|should|to|will|and)\s+(?:still\s+)?(?:pass|succeed|work)\w*|\bpass(?:es|ing)?\b|\bgreen\b|"
+    r"\bsucceed\w*|\bexits?\s+(?:with\s+)?(?:code\s+|status\s+)?0\b|\bprint\w*|\boutputs?\b|"
+    r"\bverif\w*|\bmake\s+sure\b|\bensure\b|\bso\s+that\b|\buntil\b|\bconfirm\w*|\bcheck\s+that\b",
+    re.IGNORECASE)
+_EXPECT = re.compile(
+    r"\b(?:prints?|printing|outputs?|shows?|displays?|says|echo(?:es)?|emits?|writes?)\s+"
+    r"(?:out\s+)?(?:exactly\s+|only\s+)?(?:the\s+(?:word|text|string|line|message)\s+)?"
+    r"(?:\x00(?P<span>\d+)\x00|\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|“(?P<cq>[^”\n]+)”|"
+    r"(?P<bare>[A-Z][A-Z0-9_!]*\b|\d+\b))")
+
+
+def looks_like_command(text: str) -> bool:
+    """Is this code span a command keel may run as an acceptance check?"""
+    words = words_of(text.strip())
+    if not words or is_mutating(text):
+        return False
+    head = words[0]
+    if head.startswith("./") and len(head) > 2:
+        return True
+    if head not in _RUNNERS and not _PYTHON.match(head):
+        return False
+    if head in _SUBCOMMANDS:
+        return len(words) > 1 and words[1] in _SUBCOMMANDS[head]
+    if head in {"bash", "sh"}:   # a script, not `bash -c '…'` strings or an interactive shell
+        return len(words) > 1 and words[1].endswith((".sh", ".bash"))
+    if head == "node" or _PYTHON.match(head):
+        return len(words) > 1          # a bare interpreter is a REPL, not a check
+    return True
+
+
+def protected_files(command: str, workspace: Path | None = None) -> tuple[str, ...]:
+    """The script and test files ``command`` runs, as written in it (``./`` and ``::test`` ids dropped).
+
+    With a workspace, only files that exist inside it are kept."""
+    words = words_of(command)
+    out: list[str] = []
+    skip_next = False
+    for i, word in enumerate(words):
+        if skip_next:
+            skip_next = False
+            continue
+        if word in {"-m", "-c"} and i > 0:     # `python -m pytest`: the module name is not a file
+            skip_next = True
+            continue
+        if word.startswith("-"):
+            continue
+        path = word.split("::", 1)[0]
+        if not (path.endswith(_SCRIPT_SUFFIXES) or (i == 0 and path.startswith("./"))):
+            continue
+        path = path[2:] if path.startswith("./") else path
+        if workspace is not None and not _inside_file(workspace, path):
+            continue
+        if path not in out:
+            out.append(path)
+    return tuple(out)
+
+
+def _inside_file(workspace: Path, rel: str) -> bool:
+    if Path(rel).is_absolute() or ".." in Path(rel).parts:
+        return False
+    return (workspace / rel).is_file()
+
+
+def _sentences_with_spans(task: str) -> tuple[list[str], list[str]]:
+    """Code spans (fenced block lines and inline spans) and the task's sentences with each span
+    replaced by a placeholder, so dots inside `test_app.py` do not end a sentence."""
+    spans: list[str] = []
+
+    def hold(text: str) -> str:
+        spans.append(text.strip())
+        return f"\x00{len(spans) - 1}\x00"
+
+    def hold_block(match: re.Match[str]) -> str:
+        lines = [re.sub(r"^\s*\$\s+", "", ln).strip() for ln in match.group(1).splitlines()]
+        return " ".join(hold(ln) for ln in lines if ln and not ln.startswith("#"))
+
+    text = _FENCED.sub(hold_block, task)
+    text = _INLINE.sub(lambda m: hold(m.group(1)), text)
+    return spans, [s for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _expected_output(after: str, spans: list[str]) -> str | None:
+    """The text "prints X" asks for, from the part of the sentence after the command."""
+    match = _EXPECT.search(after)
+    if match is None:
+        return None
+    if match.group("span") is not None:
+        value = spans[int(match.group("span"))]
+        return None if looks_like_command(value) else value
+    return next(v for v in (match.group(g) for g in ("dq", "sq", "cq", "bare")) if v is not None)
+
+
+def acceptance_from_task(task: str, *, workspace: Path | None = None) -> list[PlannedCheck]:
+    """Acceptance checks the task names, in task order, without duplicates (see the module doc)."""
+    spans, sentences = _sentences_with_spans(task)
+    checks: list[PlannedCheck] = []
+    previous = ""
+    for sentence in sentences:
+        # A sentence that is only a code block takes its wording from the sentence before it
+        # ("Run this to verify:" + block).
+        only_code = not _PLACEHOLDER.sub("", sentence).strip()
+        context = f"{previous} {sentence}" if only_code else sentence
+        previous = sentence
+        if not _PROOF.search(_PLACEHOLDER.sub(" ", context)):
+            continue
+        for match in _PLACEHOLDER.finditer(sentence):
+            command = spans[int(match.group(1))]
+            if not looks_like_command(command) or any(c.command == command for c in checks):
+                continue
+            following = _PLACEHOLDER.search(sentence, match.end())
+            rest = sentence[match.end(): following.start() if following and _is_command_at(following, spans)
+                            else len(sentence)]
+            expect = _expected_output(rest, spans)
+            quote = _quote(_PLACEHOLDER.sub(lambda m: f"`{spans[int(m.group(1))]}`", context))
+            reason = f"the task names it: “{quote}”"
+            if expect is not None:
+                reason += f"; its output must contain {expect!r}"
+            checks.append(PlannedCheck(category="acceptance", command=command, reason=reason, source="task",
+                                       protects=protected_files(command, workspace), expect_output=expect))
+    return checks
+
+
+def _is_command_at(match: re.Match[str], spans: list[str]) -> bool:
+    return looks_like_command(spans[int(match.group(1))])
+
+
+def _quote(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def accept_checks(commands: Iterable[str], *, workspace: Path | None = None) -> list[PlannedCheck]:
+    """Acceptance checks given by the user (``--accept CMD``): taken as written, any command."""
+    checks: list[PlannedCheck] = []
+    for raw in commands:
+        command = raw.strip()
+        if command and all(c.command != command for c in checks):
+            checks.append(PlannedCheck(category="acceptance", command=command, reason="given with --accept",
+                                       source="accept", protects=protected_files(command, workspace)))
+    return checks

@@ -1,0 +1,104 @@
+"""Is a command written in prose (AGENTS.md, a CI file) a check, and of which category?
+
+Commands found in documents are only planned when they verify without changing anything: a
+formatter, `--fix`, or an install would turn "run the checks" into "edit the workspace" or "reach
+the network", so those are never checks, whatever heading they sit under.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from keel.verify.checks import classify_check
+from keel.verify.detect.makefile import TARGET_CATEGORIES
+from keel.verify.plan import Category
+
+_KIND_TO_CATEGORY: dict[str, Category] = {"test": "test", "lint": "static", "type": "types", "build": "build"}
+_CONTEXT_WORDS: tuple[tuple[Category, re.Pattern[str]], ...] = (
+    ("types", re.compile(r"\btype[- ]?check\w*|\btypes?\b|\bmypy\b|\btsc\b", re.IGNORECASE)),
+    ("static", re.compile(r"\blint\w*|\bstatic\b|\bstyle\b", re.IGNORECASE)),
+    ("test", re.compile(r"\btest\w*|\bchecks?\b|\bverif\w*|\bacceptance\b", re.IGNORECASE)),
+    ("build", re.compile(r"\bbuild\w*|\bcompil\w*", re.IGNORECASE)),
+)
+_SCRIPT_CATEGORIES: dict[str, Category] = {
+    "lint": "static", "typecheck": "types", "type-check": "types", "tsc": "types", "check-types": "types",
+    "types": "types", "build": "build", "test": "test",
+}
+# Scripts that start a server or watcher: they never exit, so they can never pass.
+_LONG_RUNNING_SCRIPTS = {"dev", "start", "serve", "watch", "preview"}
+_MUTATES = re.compile(
+    r"--fix\b|--write\b|(?-i:(?:^|\s)-w\b)|\b(?:ruff\s+format|black|isort|prettier|gofmt|go\s+fmt|cargo\s+fmt|"
+    r"autopep8|yapf|clang-format)\b"
+    r"|\b(?:pip3?|npm|yarn|pnpm|uv|poetry|pipx|cargo|go|gem|bundle|apt|apt-get|brew)\s+"
+    r"(?:install|ci|add|sync|get|update|upgrade|lock|remove|uninstall)\b"
+    r"|-m\s+pip\b|\bgit\s+(?:commit|push|add|checkout|reset)\b|\brm\s",
+    re.IGNORECASE)
+_READ_ONLY_FLAGS = re.compile(r"--check\b|--diff\b|--list-different\b|(?:^|\s)-l\b")
+_WRAPPERS = {"env", "timeout", "nice", "time", "command"}
+
+
+def mentions_check(text: str) -> bool:
+    """Does this heading or line talk about tests, linting, type checks or builds?"""
+    return any(p.search(text) for _, p in _CONTEXT_WORDS)
+
+
+def context_category(text: str) -> Category | None:
+    for category, pattern in _CONTEXT_WORDS:
+        if pattern.search(text):
+            return category
+    return None
+
+
+def is_mutating(command: str) -> bool:
+    match = _MUTATES.search(command)
+    if match is None:
+        return False
+    formatter = re.match(r"\s*(?:ruff\s+format|black|isort|prettier|gofmt|go\s+fmt|cargo\s+fmt)", match.group(0))
+    # `black --check .`, `ruff format --check`, `prettier --check` only read.
+    return not (formatter and _READ_ONLY_FLAGS.search(command) and "--write" not in command)
+
+
+def words_of(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
+
+
+def program_of(command: str) -> str | None:
+    """The program a simple command starts (env assignments and plain wrappers skipped)."""
+    words = words_of(command)
+    while words and (words[0] in _WRAPPERS or ("=" in words[0] and words[0].split("=", 1)[0].isidentifier())):
+        words = words[2:] if words[0] == "timeout" else words[1:]
+    return words[0] if words else None
+
+
+def categorize(command: str, context: str = "") -> Category | None:
+    """The category of ``command`` as a check, or None when it is not a check keel should run.
+
+    The command itself decides first (`pytest` is a test, `ruff check` static, `make lint` by its
+    target, `npm run typecheck` by its script name); a command that merely runs something
+    (`python run_tests.py`, `./scripts/verify.sh`) takes its category from the surrounding words."""
+    command = command.strip()
+    if not command or "\n" in command or is_mutating(command):
+        return None
+    words = words_of(command)
+    if not words:
+        return None
+    head = words[0].rsplit("/", 1)[-1]
+    if head == "make":
+        targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        return TARGET_CATEGORIES.get(targets[0], "build") if targets else "build"
+    if head in {"npm", "yarn", "pnpm"} and len(words) >= 2:
+        script = words[2] if words[1] == "run" and len(words) >= 3 else words[1]
+        if script in _SCRIPT_CATEGORIES:
+            return _SCRIPT_CATEGORIES[script]
+        if script in _LONG_RUNNING_SCRIPTS:
+            return None
+    kind = classify_check(command)
+    if kind is None:
+        return None
+    if kind in _KIND_TO_CATEGORY:
+        return _KIND_TO_CATEGORY[kind]
+    return context_category(context)

@@ -1,0 +1,262 @@
+"""Python: ruff, flake8, mypy, pyright, pytest or unittest, and lone test scripts.
+
+Evidence comes from the project's own files — pyproject.toml, setup.cfg, tox.ini, noxfile.py,
+ruff.toml, mypy.ini, pytest.ini, pyrightconfig.json, .flake8, requirements files, conftest.py and the
+test files themselves. tox and nox are never run (they build environments and may need the
+network); what they mention only counts as evidence for the tools they run.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import re
+import subprocess
+import tomllib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from keel.verify.detect.common import Findings, read_text
+
+# (interpreter path, module name) -> importable? Injected by tests; see default_module_probe.
+ModuleProbe = Callable[[str, str], bool]
+
+_VENV_DIRS = (".venv", "venv")
+_MAX_SCRIPTS = 5
+_TEST_FILE = re.compile(r"^(test_.+|.+_test)\.py$")
+_REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9_.-]*)")
+_MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
+_FRAMEWORK_TEST = re.compile(r"^\s*(?:async\s+)?def\s+test\w*\s*\(|^\s*class\s+Test\w*", re.MULTILINE)
+_IMPORTS_PYTEST = re.compile(r"^\s*(?:import|from)\s+pytest\b", re.MULTILINE)
+_USES_UNITTEST = re.compile(r"\bunittest\b|\bTestCase\b")
+
+
+def default_module_probe(interpreter: str, module: str) -> bool:
+    """Can ``interpreter`` import ``module``? Asked of that interpreter, in a subprocess.
+
+    The checks run with the project's interpreter, which is usually not the one running keel
+    (keel may live in its own virtualenv), so an in-process ``importlib.util.find_spec`` would answer
+    for the wrong environment. ``find_spec`` in the target interpreter does not import the module,
+    so one probe costs an interpreter start (tens of milliseconds) and runs no project code."""
+    probe = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)"
+    try:
+        done = subprocess.run([interpreter, "-c", probe, module], capture_output=True, timeout=15)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+class _Config:
+    """The parsed Python config files of one workspace (missing or broken files are empty)."""
+
+    def __init__(self, workspace: Path, found: Findings) -> None:
+        self.workspace = workspace
+        self.pyproject: dict[str, Any] = {}
+        text = read_text(workspace / "pyproject.toml")
+        if text is not None:
+            try:
+                self.pyproject = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as e:
+                found.hint(f"pyproject.toml does not parse ({e}); its tool settings were not read")
+        self.setup_cfg = _ini(workspace / "setup.cfg")
+        self.tox_ini = _ini(workspace / "tox.ini")
+        self.tox_text = read_text(workspace / "tox.ini") or ""
+        self.nox_text = read_text(workspace / "noxfile.py") or ""
+        self.deps = _dependency_names(self.pyproject) | _requirements_names(workspace)
+
+    def tool_table(self, name: str) -> dict[str, Any] | None:
+        tool = self.pyproject.get("tool")
+        table = tool.get(name) if isinstance(tool, dict) else None
+        return table if isinstance(table, dict) else None
+
+    def has(self, name: str) -> bool:
+        return (self.workspace / name).is_file()
+
+    def evidence(self, tool: str, *, table: str | None = None, files: Iterable[str] = (),
+                 sections: Iterable[tuple[str, str]] = ()) -> list[str]:
+        """Why we believe the project uses ``tool``, strongest evidence first (empty: it does not)."""
+        why: list[str] = []
+        if table and self.tool_table(table) is not None:
+            why.append(f"pyproject.toml has [tool.{table}]")
+        why += [f"{name} exists" for name in files if self.has(name)]
+        for filename, section in sections:
+            parser = self.setup_cfg if filename == "setup.cfg" else self.tox_ini
+            if parser.has_section(section):
+                why.append(f"{filename} has [{section}]")
+        if tool in self.deps:
+            why.append(f"{tool} is a declared dependency")
+        word = re.compile(rf"\b{re.escape(tool)}\b")
+        if word.search(self.tox_text) and not any(w.startswith("tox.ini") for w in why):
+            why.append(f"tox.ini mentions {tool}")
+        if word.search(self.nox_text):
+            why.append(f"noxfile.py runs {tool}")
+        return why
+
+
+def _ini(path: Path) -> configparser.RawConfigParser:
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    text = read_text(path)
+    if text is not None:
+        with contextlib.suppress(configparser.Error):   # a broken file is as good as none here
+            parser.read_string(text)
+    return parser
+
+
+def _requirement_name(spec: Any) -> str | None:
+    match = _REQ_NAME.match(spec) if isinstance(spec, str) else None
+    return match.group(1).lower().replace("_", "-") if match else None
+
+
+def _dependency_names(pyproject: dict[str, Any]) -> set[str]:
+    """Every package named in pyproject's dependency lists (PEP 621, PEP 735, Poetry, PDM, uv)."""
+    specs: list[Any] = []
+    project = pyproject.get("project", {})
+    if isinstance(project, dict):
+        specs += list(project.get("dependencies", []) or [])
+        for group in (project.get("optional-dependencies") or {}).values():
+            specs += list(group or [])
+    for group in (pyproject.get("dependency-groups") or {}).values():
+        specs += list(group or []) if isinstance(group, list) else []
+    tool = pyproject.get("tool", {}) if isinstance(pyproject.get("tool"), dict) else {}
+    poetry = tool.get("poetry", {}) if isinstance(tool.get("poetry"), dict) else {}
+    for table in (poetry.get("dependencies"), poetry.get("dev-dependencies")):
+        specs += list(table or {})
+    for group in (poetry.get("group") or {}).values():
+        specs += list((group or {}).get("dependencies") or {}) if isinstance(group, dict) else []
+    for group in ((tool.get("pdm") or {}).get("dev-dependencies") or {}).values():
+        specs += list(group or [])
+    specs += list((tool.get("uv") or {}).get("dev-dependencies") or [])
+    return {name for name in map(_requirement_name, specs) if name}
+
+
+def _requirements_names(workspace: Path) -> set[str]:
+    files = [*workspace.glob("requirements*.txt"), *workspace.glob("*requirements.txt"),
+             *(workspace / "requirements").glob("*.txt")]
+    names: set[str] = set()
+    for path in sorted(set(files))[:10]:
+        for line in (read_text(path) or "").splitlines():
+            if not line.lstrip().startswith(("#", "-")):
+                name = _requirement_name(line)
+                if name:
+                    names.add(name)
+    return names
+
+
+def _interpreter(workspace: Path, found: Findings) -> tuple[str, str, str] | None:
+    """(command spelling, path to probe, why) of the interpreter the checks run with."""
+    for venv in _VENV_DIRS:
+        python = workspace / venv / "bin" / "python"
+        if python.exists():
+            return f"{venv}/bin/python", str(python), f"the workspace's virtualenv {venv}/"
+    for name in ("python3", "python"):
+        at = found.which(name)
+        if at:
+            return name, at, f"{name} at {at}"
+    return None
+
+
+def _top_level_test_files(workspace: Path) -> list[Path]:
+    try:
+        return sorted(p for p in workspace.iterdir() if p.is_file() and _TEST_FILE.match(p.name))
+    except OSError:
+        return []
+
+
+def _is_script(text: str) -> bool:
+    """A test file meant to be run as a program rather than collected by a framework."""
+    if _IMPORTS_PYTEST.search(text):
+        return False
+    return bool(_MAIN_GUARD.search(text)) or not _FRAMEWORK_TEST.search(text)
+
+
+def _test_dir_files(workspace: Path) -> tuple[str | None, list[Path]]:
+    for name in ("tests", "test"):
+        folder = workspace / name
+        if folder.is_dir():
+            files = sorted(p for p in folder.rglob("*.py") if _TEST_FILE.match(p.name))[:200]
+            if files:
+                return name, files
+    return None, []
+
+
+def is_python_project(workspace: Path) -> bool:
+    markers = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", "requirements.txt")
+    if any((workspace / m).is_file() for m in markers):
+        return True
+    try:
+        return any(p.suffix == ".py" for p in workspace.iterdir()) or _test_dir_files(workspace)[0] is not None
+    except OSError:
+        return False
+
+
+def _mypy_args(config: _Config) -> str:
+    """`mypy` alone when the config names the files to check, else `mypy .`."""
+    table = config.tool_table("mypy") or {}
+    for parser in (_ini(config.workspace / "mypy.ini"), _ini(config.workspace / ".mypy.ini"), config.setup_cfg):
+        if parser.has_option("mypy", "files"):
+            return ""
+    return "" if table.get("files") else "."
+
+
+def detect_python(workspace: Path, found: Findings, has_module: ModuleProbe | None = None) -> None:
+    if not is_python_project(workspace):
+        return
+    probe = has_module or default_module_probe
+    config = _Config(workspace, found)
+
+    def use(category: Any, tool: str, args: str, why: list[str]) -> None:
+        if why:
+            found.tool(category, tool, args, "; ".join(why[:2]))
+
+    use("static", "ruff", "check .", config.evidence("ruff", table="ruff", files=("ruff.toml", ".ruff.toml")))
+    use("static", "flake8", "", config.evidence(
+        "flake8", files=(".flake8",), sections=(("setup.cfg", "flake8"), ("tox.ini", "flake8"))))
+    use("types", "mypy", _mypy_args(config), config.evidence(
+        "mypy", table="mypy", files=("mypy.ini", ".mypy.ini"), sections=(("setup.cfg", "mypy"),)))
+    use("types", "pyright", "", config.evidence("pyright", table="pyright", files=("pyrightconfig.json",)))
+    _detect_tests(workspace, found, config, probe)
+
+
+def _detect_tests(workspace: Path, found: Findings, config: _Config, probe: ModuleProbe) -> None:
+    pytest_why = config.evidence("pytest", files=("pytest.ini", "conftest.py"),
+                                 sections=(("setup.cfg", "tool:pytest"), ("tox.ini", "pytest")))
+    if config.tool_table("pytest") is not None:
+        pytest_why.insert(0, "pyproject.toml has [tool.pytest.ini_options]")
+    test_dir, dir_files = _test_dir_files(workspace)
+    if test_dir and (workspace / test_dir / "conftest.py").is_file():
+        pytest_why.append(f"{test_dir}/conftest.py exists")
+    scripts: list[Path] = []
+    framework_files = list(dir_files)
+    for path in _top_level_test_files(workspace):
+        (scripts if _is_script(read_text(path) or "") else framework_files).append(path)
+    if not (pytest_why or framework_files or scripts):
+        return
+    interp = _interpreter(workspace, found)
+    if interp is None:
+        found.skip("test", "python3 -m pytest -q", "the project has Python tests, but no python3 or python "
+                                                   "interpreter is installed")
+        return
+    spelled, probe_path, interp_why = interp
+    for path in scripts[:_MAX_SCRIPTS]:
+        found.plan("test", f"{spelled} {path.name}",
+                   f"{path.name} is a test script with no test framework; run with {interp_why}",
+                   protects=(path.name,))
+    if not (pytest_why or framework_files):
+        return
+    where = f"{test_dir}/ holds test files" if test_dir else f"{framework_files[0].name} holds tests"
+    importable = probe(probe_path, "pytest")
+    if importable:
+        why = "; ".join(pytest_why[:2]) if pytest_why else where
+        found.plan("test", f"{spelled} -m pytest -q", f"{why}; pytest is importable by {interp_why}")
+    elif pytest_why:
+        found.skip("test", f"{spelled} -m pytest -q", f"{pytest_why[0]}, but pytest is not installed for "
+                                                      f"{interp_why}")
+    elif any(_USES_UNITTEST.search(read_text(p) or "") for p in framework_files):
+        args = f" -s {test_dir}" if test_dir and not (workspace / test_dir / "__init__.py").is_file() else ""
+        found.plan("test", f"{spelled} -m unittest discover{args}",
+                   f"{where} using unittest; pytest is not installed for {interp_why}")
+    else:
+        # unittest would collect nothing from plain `def test_…` functions and exit 0: no evidence.
+        found.skip("test", f"{spelled} -m pytest -q", f"{where} in pytest style (no unittest.TestCase), but "
+                                                      f"pytest is not installed for {interp_why}")
