@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--model")
     d.add_argument("--api-key-env")
     sub.add_parser("policy", help="judge a shell command: allow / ask / deny", add_help=False)
+    sub.add_parser("checks", help="show (and --run) the checks that verify work here", add_help=False)
     sub.add_parser("scripted-engine", help="serve a scripted OpenAI-compatible engine", add_help=False)
     return parser
 
@@ -140,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "policy":
         from keel.policy.cli import policy_main
         return policy_main(argv[1:])
+    if argv and argv[0] == "checks":
+        from keel.cli.checks import checks_main
+        return checks_main(argv[1:])
     if argv and argv[0] == "scripted-engine":
         from keel.testing.server import serve_main
         return serve_main(argv[1:])

@@ -191,12 +191,14 @@ def is_python_project(workspace: Path) -> bool:
 
 
 def _mypy_args(config: _Config) -> str:
-    """`mypy` alone when the config names the files to check, else `mypy .`."""
+    """`mypy` alone when the config names what to check (files, packages or modules: mypy refuses
+    those together with paths on the command line), else `mypy .`."""
     table = config.tool_table("mypy") or {}
+    keys = ("files", "packages", "modules")
     for parser in (_ini(config.workspace / "mypy.ini"), _ini(config.workspace / ".mypy.ini"), config.setup_cfg):
-        if parser.has_option("mypy", "files"):
+        if any(parser.has_option("mypy", key) for key in keys):
             return ""
-    return "" if table.get("files") else "."
+    return "" if any(table.get(key) for key in keys) else "."
 
 
 def detect_python(workspace: Path, found: Findings, has_module: ModuleProbe | None = None) -> None:

@@ -1,0 +1,180 @@
+"""``keel checks [--cwd DIR] [--run] [--json] [--task TEXT] [--accept CMD ...]``: the verification plan.
+
+Prints the checks keel would run on a completion claim in DIR, each with the reason it was chosen,
+then the checks it cannot run (with a note) and hints (CI commands, superseded inferences). With
+``--run`` it runs them in order through the ``run_shell`` tool — the same policy, sandbox, timeout and
+output cap the model's commands get — and exits 0 when every check passed, 1 otherwise.
+Usage errors (a bad --cwd, a broken config) exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from keel.verify.plan import CheckPlan, PlannedCheck
+
+EXIT_USAGE = 2
+_FAILURE_TAIL_LINES = 15
+_MAX_SHELL_TIMEOUT_S = 600      # run_shell's own ceiling
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="keel checks", description="Show (and run) the checks that verify work in a project.")
+    parser.add_argument("--cwd", default=".", help="the project directory (default: current directory)")
+    parser.add_argument("--run", action="store_true", help="run the checks in order and report pass/fail")
+    parser.add_argument("--json", action="store_true", help="print the plan (and results) as JSON")
+    parser.add_argument("--task", default="", metavar="TEXT",
+                        help="a task text: the commands it names as acceptance become checks")
+    parser.add_argument("--accept", action="append", default=[], metavar="CMD",
+                        help="an acceptance command to add (repeatable)")
+    return parser
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: PlannedCheck
+    passed: bool
+    exit_code: int | None
+    duration_s: float
+    note: str = ""          # why it failed when the exit code does not say it (refused, missing output)
+    output: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"category": self.check.category, "command": self.check.command, "passed": self.passed,
+                "exit_code": self.exit_code, "duration_s": round(self.duration_s, 3), "note": self.note}
+
+
+def format_plan(plan: CheckPlan, workspace: Path) -> str:
+    lines = [f"keel checks · {workspace}"]
+    checks = plan.ordered()
+    if not checks:
+        lines.append("no checks found: nothing in this project names a check keel can run "
+                     "(add one with --accept CMD, or pin a plan in .keel/config.toml)")
+    lines += [f"[{c.category}] {c.command} — {c.reason}" for c in checks]
+    if plan.skipped:
+        lines.append("skipped:")
+        lines += [f"  [{s.category}] {s.command} — {s.note}" for s in plan.skipped]
+    if plan.hints:
+        lines.append("hints:")
+        lines += [f"  {h}" for h in plan.hints]
+    return "\n".join(lines)
+
+
+def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, CheckPlan]:
+    """The plan exactly as the gate builds it: the config's pinned plan, switches and --accept."""
+    from keel.config import load_config
+    from keel.verify.detect import build_plan
+
+    config, _warnings = load_config(workspace)
+    # getattr: the [verify] config section is optional in older configs and in tests' fakes.
+    verify = getattr(config, "verify", None)
+    plan_entries = getattr(verify, "plan", None)
+    pinned = [(c.category, c.command) for c in plan_entries] if plan_entries is not None else None
+    enabled = verify.enabled() if verify is not None and hasattr(verify, "enabled") else None
+    accept = [*(getattr(verify, "accept", None) or []), *args.accept]
+    return config, build_plan(workspace, args.task, accept=accept, pinned=pinned, enabled=enabled)
+
+
+def run_plan(plan: CheckPlan, workspace: Path, config: Any, *, echo: bool = True) -> list[CheckResult]:
+    """Run every planned check in gate order through the run_shell tool; print a line per check."""
+    from keel.agent import build_context
+    from keel.engine.types import ToolCall
+    from keel.tools.catalog import default_tools
+    from keel.tools.registry import ToolRegistry
+
+    registry = ToolRegistry(default_tools())
+    ctx = build_context(workspace, config, attended=False)
+    default_timeout = getattr(getattr(config, "verify", None), "check_timeout_s", None)
+    results: list[CheckResult] = []
+    for check in plan.ordered():
+        arguments: dict[str, Any] = {"command": check.command}
+        timeout = check.timeout_s or default_timeout
+        if timeout:
+            arguments["timeout"] = max(1, min(int(timeout), _MAX_SHELL_TIMEOUT_S))
+        started = time.monotonic()
+        outcome = registry.execute(ToolCall(f"check-{len(results)}", "run_shell", json.dumps(arguments)), ctx)
+        result = _judge(check, outcome, time.monotonic() - started)
+        results.append(result)
+        if echo:
+            print(_result_line(result), flush=True)
+            if not result.passed and result.output:
+                tail = result.output.rstrip("\n").splitlines()[-_FAILURE_TAIL_LINES:]
+                print("\n".join(f"    {line}" for line in tail), flush=True)
+    return results
+
+
+def _judge(check: PlannedCheck, outcome: Any, elapsed: float) -> CheckResult:
+    exit_code = outcome.check.exit_code if outcome.check is not None else None
+    if outcome.check is None:          # refused by the policy or could not start: never a pass
+        return CheckResult(check, False, None, elapsed, note="not run", output=outcome.output)
+    if outcome.check.timed_out:
+        return CheckResult(check, False, exit_code, elapsed, note="timed out", output=outcome.output)
+    if exit_code == 0 and check.expect_output is not None and check.expect_output not in outcome.output:
+        return CheckResult(check, False, 0, elapsed, note=f"output does not contain {check.expect_output!r}",
+                           output=outcome.output)
+    return CheckResult(check, exit_code == 0, exit_code, elapsed, output=outcome.output)
+
+
+def _result_line(result: CheckResult) -> str:
+    verdict = "PASS" if result.passed else "FAIL"
+    detail = [f"{result.duration_s:.2f} s"]
+    if not result.passed:
+        detail.insert(0, result.note or f"exit {result.exit_code}")
+    return f"{verdict} [{result.check.category}] {result.check.command} ({', '.join(detail)})"
+
+
+def checks_main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except _UsageError as exc:
+        print(f"keel checks: {exc}\n{parser.format_usage().strip()}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:          # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    workspace = Path(args.cwd).expanduser().resolve()
+    if not workspace.is_dir():
+        print(f"keel checks: --cwd {args.cwd}: not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    from keel.config import ConfigError
+
+    try:
+        config, plan = _config_and_plan(args, workspace)
+    except (ConfigError, ValueError) as exc:
+        print(f"keel checks: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.run:
+        print(json.dumps(plan.to_json(), indent=2) if args.json else format_plan(plan, workspace))
+        return 0
+    if not args.json:
+        print(format_plan(plan, workspace), flush=True)
+        print()
+    try:
+        results = run_plan(plan, workspace, config, echo=not args.json)
+    except KeyboardInterrupt:
+        return 130
+    except ValueError as exc:          # a bad permission rule in config (RuleError)
+        print(f"keel checks: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    passed = all(r.passed for r in results)
+    if args.json:
+        print(json.dumps({**plan.to_json(), "results": [r.to_json() for r in results], "passed": passed}, indent=2))
+    else:
+        failed = sum(not r.passed for r in results)
+        print(f"{len(results) - failed}/{len(results)} checks passed" if results else "no checks to run")
+    return 0 if passed else 1
