@@ -92,3 +92,53 @@ def assert_tool_messages_answer_calls(request: dict[str, Any]) -> None:
         else:
             assert m["role"] != "tool", f"message {i}: a tool message that answers no call"
             i += 1
+
+
+# ---------------------------------------------------------------- OS sandbox tiers
+# Tests marked ``bubblewrap`` need a working bwrap, which a pip install cannot bring: they skip with
+# the reason where it is missing or cannot start. CI (.ci/run) installs it and sets
+# KEEL_REQUIRE_SANDBOX=1, which turns those skips into failures, so the sandbox is still proven
+# there. Tests marked ``landlock`` skip only where the kernel lacks Landlock.
+
+REQUIRE_SANDBOX_ENV = "KEEL_REQUIRE_SANDBOX"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "bubblewrap: needs a working bubblewrap (skipped without it, "
+                                       "failed instead when KEEL_REQUIRE_SANDBOX=1)")
+    config.addinivalue_line("markers", "landlock: needs a kernel with Landlock (skipped without it)")
+
+
+def tier_missing(tier: str) -> str | None:
+    """Why the OS sandbox ``tier`` cannot run here, or None when it can."""
+    from keel.policy.sandbox import detect_sandbox
+
+    info = detect_sandbox(tier)
+    return None if info.kind == tier else f"needs {tier}, which is not usable here: {info.detail}"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("bubblewrap") and (why := tier_missing("bubblewrap")):
+        if os.environ.get(REQUIRE_SANDBOX_ENV) == "1":
+            pytest.fail(f"{why} ({REQUIRE_SANDBOX_ENV}=1 requires it)", pytrace=False)
+        pytest.skip(why)
+    if item.get_closest_marker("landlock") and (why := tier_missing("landlock")):
+        pytest.skip(why)
+
+
+def path_without(program: str, shadow: Path, path: str | None = None) -> str:
+    """A PATH that finds everything ``path`` (default: $PATH) finds except ``program``: each
+    directory holding it is replaced by a copy of itself, made of symlinks, without it."""
+    dirs = []
+    for i, directory in enumerate((path if path is not None else os.environ.get("PATH", "")).split(os.pathsep)):
+        if not os.path.exists(os.path.join(directory, program)):
+            dirs.append(directory)
+            continue
+        copy = shadow / f"bin{i}"
+        copy.mkdir(parents=True, exist_ok=True)
+        for name in os.listdir(directory):
+            if name != program and not (copy / name).exists():
+                (copy / name).symlink_to(os.path.join(directory, name))
+        dirs.append(str(copy))
+    return os.pathsep.join(dirs)
+

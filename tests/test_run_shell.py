@@ -147,6 +147,7 @@ def ctx_for(ws: Path, gate: Gate | None = None, **kw) -> ToolContext:
     return ToolContext(workspace=ws, approval=gate if gate is not None else Gate(), **kw)
 
 
+@pytest.mark.bubblewrap
 def test_result_reports_exit_code_first_and_a_check(tmp_path: Path) -> None:
     (tmp_path / "fail.py").write_text("import sys\nprint('hi')\nsys.exit(3)\n")
     result = run_shell(RunShellArgs(command="python3 fail.py"), ctx_for(tmp_path))
@@ -201,6 +202,7 @@ def test_secret_variables_of_keel_do_not_reach_commands(tmp_path: Path, monkeypa
     assert "KEEL_TEST_VISIBLE=plain" in result.output and "tok-123" not in result.output
 
 
+@pytest.mark.bubblewrap
 def test_sandbox_failures_are_explained(tmp_path: Path) -> None:
     result = run_shell(RunShellArgs(command="touch /usr/keel-x"), ctx_for(tmp_path))
     assert not result.ok and "only the workspace and /tmp are writable" in result.output

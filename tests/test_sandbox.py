@@ -60,12 +60,14 @@ def sandboxed(command: str, ws: Path, *, policy: SandboxPolicy | None = None, ne
                        preexec=launch.preexec_fn)
 
 
+@pytest.mark.bubblewrap
 def test_bubblewrap_is_detected_and_described() -> None:
     info = detect_sandbox()
     assert info.kind == "bubblewrap", info.detail
     assert "read-only" in info.detail and "network" in info.detail
 
 
+@pytest.mark.bubblewrap
 def test_writes_outside_the_workspace_fail_and_inside_succeed(ws: Path) -> None:
     name = f"keel_test_{uuid.uuid4().hex}"
     result = sandboxed(f"touch /usr/{name}; echo usr=$?; echo x > /etc/{name}; echo etc=$?; "
@@ -76,6 +78,7 @@ def test_writes_outside_the_workspace_fail_and_inside_succeed(ws: Path) -> None:
     assert (ws / "inside.txt").exists()
 
 
+@pytest.mark.bubblewrap
 def test_root_without_capabilities_cannot_remount_or_mount(ws: Path) -> None:
     name = f"keel_test_{uuid.uuid4().hex}"
     result = sandboxed(f"mount -o remount,rw /; echo remount=$?; mount -t tmpfs none /mnt; echo mount=$?; "
@@ -99,6 +102,7 @@ CONNECT = ("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {
            "print('connected')\"")
 
 
+@pytest.mark.bubblewrap
 def test_network_is_off_unless_allowed(ws: Path, loopback_server: int) -> None:
     blocked = sandboxed(CONNECT.format(port=loopback_server), ws)
     assert blocked.exit_code != 0 and "connected" not in blocked.output
@@ -119,6 +123,7 @@ def make_secrets(home: Path) -> None:
     (home / ".config" / "keel" / "keys.toml").write_text("api_key = 'KEEL-KEY'\n")
 
 
+@pytest.mark.bubblewrap
 def test_secrets_under_home_are_hidden(ws: Path, home: Path) -> None:
     make_secrets(home)
     command = "cat ~/.ssh/id_test; echo ssh_entries=$(ls -A ~/.ssh | wc -l); cat ~/.netrc; cat ~/.config/keel/keys.toml"
@@ -132,6 +137,7 @@ def test_secrets_under_home_are_hidden(ws: Path, home: Path) -> None:
     assert "NETRC-PASSWORD" in (home / ".netrc").read_text()  # the real file is untouched
 
 
+@pytest.mark.bubblewrap
 def test_keel_home_from_the_environment_is_hidden(ws: Path, home: Path) -> None:
     keel_home = home / "elsewhere"
     keel_home.mkdir()
@@ -140,6 +146,7 @@ def test_keel_home_from_the_environment_is_hidden(ws: Path, home: Path) -> None:
     assert "KEEL-HOME-KEY" not in result.output and "end" in result.output
 
 
+@pytest.mark.bubblewrap
 def test_daemon_socket_is_hidden(ws: Path, home: Path) -> None:
     path = home / "daemon.sock"
     server = socket.socket(socket.AF_UNIX)
@@ -156,6 +163,7 @@ def test_daemon_socket_is_hidden(ws: Path, home: Path) -> None:
         server.close()
 
 
+@pytest.mark.bubblewrap
 def test_env_files_in_the_workspace_are_hidden(ws: Path) -> None:
     (ws / ".env").write_text("DB_PASSWORD=ROOT-ENV\n")
     (ws / "svc" / "deep").mkdir(parents=True)
@@ -177,6 +185,7 @@ def test_env_files_in_the_workspace_are_hidden(ws: Path) -> None:
     assert (ws / ".env").read_text() == "DB_PASSWORD=ROOT-ENV\n"
 
 
+@pytest.mark.bubblewrap
 def test_tmp_is_private(ws: Path) -> None:
     host_file = Path(f"/tmp/keel-host-{uuid.uuid4().hex}")
     host_file.write_text("host\n")
@@ -190,6 +199,7 @@ def test_tmp_is_private(ws: Path) -> None:
         host_file.unlink()
 
 
+@pytest.mark.bubblewrap
 def test_own_pid_namespace(ws: Path) -> None:
     result = sandboxed("ls /proc | grep -c '^[0-9]'; cat /proc/1/comm", ws)
     count, init = result.output.split()
@@ -267,6 +277,7 @@ def test_disabled_sandbox_runs_without_bubblewrap(ws: Path) -> None:
     assert launch.argv_prefix == [] and launch.kind == "rlimits"
 
 
+@pytest.mark.bubblewrap
 def test_workspace_inside_a_hidden_directory_stays_usable(tmp_path: Path) -> None:
     parent = tmp_path / "secret-parent"
     workspace = parent / "ws"
@@ -301,6 +312,7 @@ def test_background_jobs_end_with_the_command_inside_the_sandbox(ws: Path) -> No
     assert marked_processes(marker) == []
 
 
+@pytest.mark.bubblewrap
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can hand the workspace to another user")
 def test_root_can_work_in_a_workspace_owned_by_another_user(ws: Path) -> None:
     (ws / "file.txt").write_text("a\n")

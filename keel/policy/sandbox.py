@@ -1,6 +1,6 @@
 """The OS sandbox around every shell command keel runs.
 
-Two layers, strongest available first:
+Three tiers, strongest available first (``detect_sandbox`` picks one per process):
 
 - **bubblewrap**: the whole filesystem is mounted read-only except the workspace; /tmp is a
   fresh tmpfs; /dev and /proc are minimal and private; a new PID namespace (the command sees
@@ -8,6 +8,9 @@ Two layers, strongest available first:
   unless network was approved, all capabilities dropped (so even root cannot remount ``/``),
   and secrets hidden: credential dirs under HOME are covered by empty tmpfs, secret files and
   daemon sockets by an empty read-only file, ``.env`` files in the workspace likewise.
+- **landlock** (keel.policy.landlock; no package needed, Linux >= 5.13) where bubblewrap is
+  missing or cannot start: an allow-list of paths (workspace and a private temp dir writable,
+  system and toolchain directories readable, the rest of $HOME unreadable) and, from ABI 4, no TCP.
 - **rlimits** (always, and alone where bubblewrap is missing or broken): CPU time, data memory,
   file size and core dumps are limited; the process-tree kill lives in keel.tools.process.
 
@@ -20,18 +23,23 @@ from __future__ import annotations
 import atexit
 import os
 import pwd
-import re
 import resource
 import shutil
 import stat
 import subprocess
 import tempfile
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
+
+from keel.policy import landlock
+from keel.policy.cmdenv import command_environment as command_environment  # re-exported: callers import
+from keel.policy.cmdenv import is_secret_variable as is_secret_variable  # these from the sandbox
+from keel.policy.cmdenv import scrub_env as scrub_env
 
 SandboxKind = Literal["bubblewrap", "landlock", "rlimits"]
 
@@ -71,6 +79,10 @@ class SandboxPolicy:
     # RLIMIT_NPROC counts every process of the *user*, not of the command, so it is off by default.
     nproc: int | None = None
     hide_paths: list[str] = field(default_factory=lambda: list(DEFAULT_HIDDEN_PATHS))
+    # "auto" takes the strongest tier that works; naming one (tests, debugging) takes only that.
+    tier: Literal["auto", "bubblewrap", "landlock"] = "auto"
+    # The private per-session temp dir of the Landlock tier: made on first use, removed with the policy.
+    temp_dir: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -101,81 +113,7 @@ class SandboxLaunch(NamedTuple):
     argv_prefix: list[str]
     env: dict[str, str]
     preexec_fn: Callable[[], None]
-
-    @property
-    def kind(self) -> SandboxKind:
-        return "bubblewrap" if self.argv_prefix else "rlimits"
-
-
-# ---------------------------------------------------------------- environment
-
-_SECRET_NAME_PARTS = ("KEY", "SECRET", "TOKEN", "PASSW", "CREDENTIAL", "_AUTH")
-_SECRET_NAME_PREFIXES = ("AWS_", "GH_", "GITHUB_", "OPENAI_", "KEEL_API", "ANTHROPIC_", "AZURE_")
-_SECRET_NAMES = frozenset({"GOOGLE_APPLICATION_CREDENTIALS", "SSH_AUTH_SOCK", "MYSQL_PWD"})
-# scheme://user:password@host — a password carried inside a URL-valued variable.
-_URL_WITH_PASSWORD = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")
-
-
-def is_secret_variable(name: str, value: str = "") -> bool:
-    upper = name.upper()
-    return (
-        upper in _SECRET_NAMES
-        or upper.startswith(_SECRET_NAME_PREFIXES)
-        or any(part in upper for part in _SECRET_NAME_PARTS)
-        or bool(_URL_WITH_PASSWORD.search(value))
-    )
-
-
-_GIT_CONFIG_ENTRY = re.compile(r"GIT_CONFIG_(KEY|VALUE)_(\d+)")
-_SECRET_GIT_KEYS = re.compile(r"extraheader|token|passw|credential|auth|secret", re.IGNORECASE)
-
-
-def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env`` without variables that look like credentials."""
-    clean = {k: v for k, v in env.items()
-             if _GIT_CONFIG_ENTRY.fullmatch(k) or not is_secret_variable(k, v)}
-    # GIT_CONFIG_KEY_<n> has "KEY" in its name but is plain git configuration. Entries cannot be
-    # dropped (git insists on every index below GIT_CONFIG_COUNT), so a credential-bearing one
-    # (an Authorization extraheader, a credential helper) gets an empty value, which resets it.
-    for name in list(clean):
-        match = _GIT_CONFIG_ENTRY.fullmatch(name)
-        if not match or match.group(1) != "VALUE":
-            continue
-        key = clean.get(f"GIT_CONFIG_KEY_{match.group(2)}", "")
-        if _SECRET_GIT_KEYS.search(key) or _URL_WITH_PASSWORD.search(clean[name]):
-            clean[name] = ""
-    return clean
-
-
-_GIT_OVERRIDES = (("core.fsmonitor", "false"), ("core.pager", "cat"))
-
-
-def _add_git_config(env: dict[str, str]) -> None:
-    """Append keel's git settings after any the caller passed via GIT_CONFIG_COUNT."""
-    count = int(env.get("GIT_CONFIG_COUNT", "0")) if env.get("GIT_CONFIG_COUNT", "0").isdigit() else -1
-    if count < 0:
-        # A malformed count makes git refuse to run; start a clean, valid list instead.
-        for name in [k for k in env if _GIT_CONFIG_ENTRY.fullmatch(k)]:
-            del env[name]
-        count = 0
-    for key, value in _GIT_OVERRIDES:
-        env[f"GIT_CONFIG_KEY_{count}"] = key
-        env[f"GIT_CONFIG_VALUE_{count}"] = value
-        count += 1
-    env["GIT_CONFIG_COUNT"] = str(count)
-
-
-def command_environment(base: Mapping[str, str]) -> dict[str, str]:
-    """The environment for any command: scrubbed, and unable to wait for a pager, editor or prompt."""
-    env = scrub_env(base)
-    env.update({
-        "GIT_PAGER": "cat", "PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
-        # `git commit` without -m must fail at once, not wait for an editor nobody sees.
-        "GIT_EDITOR": "true",
-        "TERM": "dumb", "NO_COLOR": "1", "PIP_NO_INPUT": "1",
-    })
-    _add_git_config(env)
-    return env
+    kind: SandboxKind = "rlimits"
 
 
 # ---------------------------------------------------------------- rlimits
@@ -219,17 +157,23 @@ _BASE_FLAGS = (
     "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 )
 _detect_lock = threading.Lock()
-_detected: SandboxInfo | None = None
+_detected: dict[str, SandboxInfo] = {}
+_BWRAP_DETAIL = ("bubblewrap: read-only filesystem except the workspace, private /tmp, no network unless "
+                 "approved, own PID namespace, no capabilities, secrets and .env files hidden, "
+                 "CPU/memory/file-size limits")
+_NONE_DETAIL = ("none (rlimits only): {why}; commands can write anywhere this user can, read its keys and "
+                "reach the network; CPU, memory and file-size limits, a scrubbed environment and "
+                "process-tree kill on timeout apply")
 
 
-def detect_sandbox() -> SandboxInfo:
-    """Which protection commands get here. bubblewrap must not only exist but work (it needs
-    namespaces the host may forbid), so it is tried once per process and the answer cached."""
-    global _detected
+def detect_sandbox(tier: str = "auto") -> SandboxInfo:
+    """Which protection commands get here. A tier must not only exist but work (bubblewrap needs
+    namespaces the host may forbid; Landlock a kernel that has it enabled), so each is tried
+    once per process and the answer cached. ``tier`` limits the choice to one tier."""
     with _detect_lock:
-        if _detected is None:
-            _detected = _probe_bubblewrap()
-        return _detected
+        if tier not in _detected:
+            _detected[tier] = _probe(tier)
+        return _detected[tier]
 
 
 def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
@@ -237,28 +181,34 @@ def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
     sandbox off, else what this machine offers (``detect_sandbox``)."""
     if policy is not None and not policy.enabled:
         return SandboxInfo("rlimits", "none (sandbox disabled in config): rlimits and process-group kill only")
-    return detect_sandbox()
+    return detect_sandbox(policy.tier if policy is not None else "auto")
 
 
-def _probe_bubblewrap() -> SandboxInfo:
-    fallback = ("rlimits only ({why}): commands can write anywhere this user can and reach the "
-                "network; CPU, memory and file-size limits, a scrubbed environment and "
-                "process-tree kill on timeout apply")
+def _probe(tier: str) -> SandboxInfo:
+    why = _bubblewrap_failure() if tier != "landlock" else "bubblewrap not requested"
+    if why is None:
+        return SandboxInfo("bubblewrap", _BWRAP_DETAIL)
+    if tier != "bubblewrap":
+        abi, landlock_why = landlock.probe()
+        if landlock_why is None:
+            return SandboxInfo("landlock", f"{landlock.describe(abi)} ({why})", abi, network_confined=abi >= 4)
+        why += f"; {landlock_why}"
+    return SandboxInfo("rlimits", _NONE_DETAIL.format(why=why))
+
+
+def _bubblewrap_failure() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        return SandboxInfo("rlimits", fallback.format(why="bubblewrap (bwrap) is not installed"))
+        return "bubblewrap (bwrap) is not installed"
     try:
         probe = subprocess.run([bwrap, *_BASE_FLAGS, "--unshare-net", "--", "true"],
                                stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return SandboxInfo("rlimits", fallback.format(why=f"bubblewrap failed to start: {exc}"))
+        return f"bubblewrap failed to start: {exc}"
     if probe.returncode != 0:
         reason = probe.stderr.decode(errors="replace").strip().splitlines()
-        why = f"bubblewrap does not work here: {reason[0] if reason else f'exit {probe.returncode}'}"
-        return SandboxInfo("rlimits", fallback.format(why=why))
-    return SandboxInfo("bubblewrap", "bubblewrap: read-only filesystem except the workspace, private /tmp, "
-                                     "no network unless approved, own PID namespace, no capabilities, "
-                                     "secrets and .env files hidden, CPU/memory/file-size limits")
+        return f"bubblewrap does not work here: {reason[0] if reason else f'exit {probe.returncode}'}"
+    return None
 
 
 # ---------------------------------------------------------------- hiding secrets
@@ -415,10 +365,31 @@ def build_sandboxed(
     """
     env = command_environment(command_env)
     preexec = _preexec_for(_rlimits(policy))
-    if not policy.enabled or detect_sandbox().kind != "bubblewrap":
+    kind = active_sandbox(policy).kind
+    if kind == "rlimits":
         return SandboxLaunch([], env, preexec)
+    network = policy.network or allow_network
+    if kind == "landlock":
+        # Temp files and caches go to the private temp dir, the only writable place besides the workspace.
+        temp = session_temp_dir(policy)
+        env["TMPDIR"] = temp
+        env["XDG_CACHE_HOME"] = os.path.join(temp, ".cache")
+        # Not every account's home (as for bubblewrap): system accounts have /bin or /dev as theirs.
+        homes = [h for h in (command_env.get("HOME", ""), os.path.expanduser("~")) if os.path.isabs(h) and h != "/"]
+        protected = [*_keel_dirs(command_env), *(p for entry in policy.hide_paths for p in _expand(entry, homes))]
+        rules = landlock.plan(str(workspace), temp, command_env, network=network, protected=protected)
+        return SandboxLaunch(landlock.exec_argv(rules), env, preexec, "landlock")
     # Only the workspace and the fresh /tmp are writable: temp files and caches go to /tmp.
     env["TMPDIR"] = "/tmp"
     env["XDG_CACHE_HOME"] = "/tmp/.cache"
-    argv = bubblewrap_argv(workspace, policy, network=policy.network or allow_network, command_env=command_env)
-    return SandboxLaunch(argv, env, preexec)
+    argv = bubblewrap_argv(workspace, policy, network=network, command_env=command_env)
+    return SandboxLaunch(argv, env, preexec, "bubblewrap")
+
+
+def session_temp_dir(policy: SandboxPolicy) -> str:
+    """The private temp dir of one session (one policy object), removed when the policy is
+    collected or keel exits."""
+    if policy.temp_dir is None or not os.path.isdir(policy.temp_dir):
+        policy.temp_dir = tempfile.mkdtemp(prefix="keel-tmp-")
+        weakref.finalize(policy, shutil.rmtree, policy.temp_dir, True)
+    return policy.temp_dir

@@ -1,7 +1,7 @@
 """run_shell: one bash command in the workspace, through the shell policy and the OS sandbox.
 
 Flow: policy (the approval gate, or the risk classifier when no gate is configured; never
-fail open) -> sandbox (bubblewrap or rlimits, scrubbed environment) -> run with timeout, tree
+fail open) -> sandbox (bubblewrap, landlock or rlimits, scrubbed environment) -> run with timeout, tree
 kill and output cap -> a result whose first line is the exit status, plus a CheckRun so the
 stop decider can count passing tests/builds as evidence.
 """
@@ -126,6 +126,13 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
                      "virtualenv inside the workspace]")
     if kind == "bubblewrap" and not network and any(s in output for s in _NETWORK_SIGNS):
         hints.append("[sandbox: network access is off for this command]")
+    if kind == "landlock" and "Permission denied" in output:
+        # Landlock refuses with EACCES for files and sockets alike, so name both causes.
+        hints.append("[sandbox (landlock): only the workspace and $TMPDIR are writable; outside them only system "
+                     "and toolchain directories are readable (not the rest of $HOME); install packages into the "
+                     "workspace (a venv, or pip install --target)"
+                     + ("; TCP connect and bind are blocked for this command, also to a local server on "
+                        "127.0.0.1 that the command starts itself]" if not network else "]"))
     return hints
 
 

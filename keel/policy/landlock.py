@@ -1,0 +1,290 @@
+"""Landlock: the OS sandbox tier that needs no package (Linux >= 5.13, raw syscalls over ctypes).
+
+A ruleset is an allow-list: once applied (by ``keel.policy.landlock_exec`` in the command's own
+process, right before it execs bash), the process and everything it starts can open only what
+the rules grant, whatever its user — root included:
+
+- read + write + execute in the workspace and in a private per-session temp dir;
+- read + execute on system directories and the interpreter/toolchain prefixes in use;
+- read + write on a few harmless devices (/dev/null, /dev/tty, ...);
+- nothing else: the rest of ``$HOME`` (``~/.ssh``, ``~/.aws``, keel's own data), other users'
+  files, ``/tmp`` and ``/var`` outside the workspace;
+- from ABI 4, no TCP bind or connect unless the network was approved (this also stops a test
+  that starts a local server: unlike bubblewrap there is no private loopback);
+- from ABI 6, no signals to and no abstract unix sockets of processes outside the sandbox.
+
+Each ABI adds rights; an older kernel simply enforces fewer of them, and ``describe`` says so.
+What Landlock does not cover on any ABI up to 7: UDP, connecting to existing unix socket files,
+and seeing other processes (there is no PID namespace).
+
+This module has no side effects at import time: libc is loaded on first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import json
+import os
+import platform
+import stat
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+
+# Syscall numbers: the generic table, shared by x86_64 and aarch64 (and every 64-bit arch but alpha).
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_SUPPORTED_MACHINES = frozenset({"x86_64", "amd64", "aarch64", "arm64"})
+_CREATE_RULESET_VERSION = 1 << 0
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+# Filesystem access rights, by the ABI that introduced them.
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15          # ABI 2, 3, 5
+_FS_V1 = (1 << 13) - 1
+_FS_BY_ABI = {1: _FS_V1, 2: _FS_V1 | REFER, 3: _FS_V1 | REFER | TRUNCATE, 4: _FS_V1 | REFER | TRUNCATE}
+_FS_LATEST = _FS_V1 | REFER | TRUNCATE | IOCTL_DEV
+# Rights that make sense on a file (a rule on a regular file or device with others is EINVAL).
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1                   # ABI 4
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1       # ABI 6
+
+READ_EXEC = EXECUTE | READ_FILE | READ_DIR
+READ_WRITE = _FS_LATEST
+DEVICE_RW = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
+
+# System directories every command may read and execute from (those that exist).
+SYSTEM_READ_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+                    "/sys", "/nix/store", "/snap")
+# Not all of /proc: Landlock still lets a command read /proc/<pid>/environ of keel itself (its
+# parent, holding the API key), so only system-wide facts tools ask for are readable. Without a
+# PID namespace there is no private /proc to offer instead; ps and psutil fail here.
+PROC_READ = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime",
+             "/proc/version", "/proc/filesystems", "/proc/sys")
+# Devices commands write to as a matter of course; never raw disks or memory.
+DEVICE_PATHS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+                "/dev/ptmx", "/dev/pts", "/dev/shm")
+# Git needs the user's identity to commit; these hold settings, not credentials (~/.git-credentials
+# stays unreadable).
+HOME_READ_FILES = (".gitconfig", ".config/git")
+
+
+class LandlockError(OSError):
+    pass
+
+
+@dataclass(frozen=True)
+class LandlockPlan:
+    """What one command may touch: plain data, so it crosses into the exec helper as JSON."""
+
+    read_write: tuple[str, ...]
+    read_exec: tuple[str, ...]
+    devices: tuple[str, ...]
+    network: bool
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> LandlockPlan:
+        data = json.loads(text)
+        return cls(tuple(data["read_write"]), tuple(data["read_exec"]), tuple(data["devices"]),
+                   bool(data["network"]))
+
+
+# ---------------------------------------------------------------- the kernel
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI, 0 where it is missing, disabled, or the machine is not supported."""
+    if sys.platform != "linux" or platform.machine().lower() not in _SUPPORTED_MACHINES:
+        return 0
+    try:
+        version = _libc().syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0),
+                                  ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    except (OSError, AttributeError):
+        return 0
+    return max(int(version), 0)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def fs_rights(abi: int) -> int:
+    return _FS_BY_ABI.get(abi, _FS_LATEST) if abi >= 1 else 0
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        errno = ctypes.get_errno()
+        raise LandlockError(errno, f"landlock {what}: {os.strerror(errno)}")
+    return result
+
+
+def restrict(plan: LandlockPlan, abi: int) -> None:
+    """Confine the calling process (and all it will exec or fork) to ``plan``. Irreversible.
+
+    Missing paths are skipped; a failure to build or apply the ruleset raises, so the caller
+    never runs a command it believed confined without confinement."""
+    if abi < 1:
+        raise LandlockError(0, "landlock is not available on this kernel")
+    handled = fs_rights(abi)
+    attr = _RulesetAttr(handled, 0, 0)
+    size = 8
+    if abi >= 4:
+        size = 16
+        # Handling TCP with no port rule denies every bind and connect.
+        attr.handled_access_net = 0 if plan.network else NET_BIND_TCP | NET_CONNECT_TCP
+    if abi >= 6:
+        size = 24
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+    libc = _libc()
+    ruleset = _check(libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size),
+                                  ctypes.c_uint32(0)), "create_ruleset")
+    try:
+        for paths, rights in ((plan.read_exec, READ_EXEC), (plan.devices, DEVICE_RW), (plan.read_write, READ_WRITE)):
+            for path in paths:
+                _add_path_rule(libc, ruleset, path, rights & handled)
+        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+        _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)), "restrict_self")
+    finally:
+        os.close(ruleset)
+
+
+def _add_path_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return          # gone since the plan was made: nothing to grant
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= _FILE_RIGHTS
+        rule = _PathBeneathAttr(rights, fd)
+        _check(libc.syscall(_SYS_ADD_RULE, ruleset, ctypes.c_uint32(_RULE_PATH_BENEATH), ctypes.byref(rule),
+                            ctypes.c_uint32(0)), f"add_rule({path})")
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- the plan (pure but for stat)
+
+
+def _within(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
+def toolchain_dirs(env: Mapping[str, str]) -> list[str]:
+    """Where the interpreter and the tools on PATH live: prefixes of this Python (and its venv)
+    plus every absolute directory on the command's PATH."""
+    import site
+    import sysconfig
+
+    found = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.realpath(sys.executable))]
+    found += [p for p in sysconfig.get_paths().values() if p]
+    with contextlib.suppress(AttributeError):     # site imported with -S
+        found += site.getsitepackages() + [site.getusersitepackages()]
+    found += [p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
+    return found
+
+
+def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool,
+         extra_read: Iterable[str] = (), protected: Iterable[str] = ()) -> LandlockPlan:
+    """The rules for one command. A read grant that would contain a home directory or a
+    ``protected`` path (keel's data, credential dirs) is dropped: granting ``/home`` to reach a
+    tool would hand out every key beneath it."""
+    homes = [h for h in {env.get("HOME", ""), os.environ.get("HOME", ""), os.path.expanduser("~")}
+             if os.path.isabs(h) and h != "/"]
+    guarded = [os.path.realpath(p) for p in [*homes, *protected] if os.path.isabs(p)]
+    home_files = [os.path.join(h, name) for h in homes for name in HOME_READ_FILES]
+    candidates = [*SYSTEM_READ_DIRS, *PROC_READ, *toolchain_dirs(env), *extra_read, *home_files]
+    resolv = os.path.realpath("/etc/resolv.conf")     # often a link into /run
+    candidates.append(resolv)
+    read: list[str] = []
+    for path in candidates:
+        real = os.path.realpath(path)
+        if real == "/" or not os.path.exists(real) or real in read:
+            continue
+        if any(_within(g, real) for g in guarded):
+            continue
+        read.append(real)
+    rw = [os.path.realpath(workspace), os.path.realpath(temp_dir)]
+    devices = [d for d in DEVICE_PATHS if os.path.exists(d)]
+    return LandlockPlan(tuple(rw), tuple(read), tuple(devices), network)
+
+
+def describe(abi: int) -> str:
+    """What the tier enforces on this kernel, in one sentence, without overstating it."""
+    parts = ["writes only to the workspace and a private temp dir (TMPDIR)",
+             "reads limited to the workspace, system directories and the toolchain (the rest of $HOME, "
+             "with ~/.ssh, ~/.aws and keel's data, is unreadable)"]
+    if abi >= 4:
+        parts.append("no TCP connect or bind unless the network is approved (a local test server cannot listen either)")
+    else:
+        parts.append(f"network NOT confined (Landlock ABI {abi} < 4)")
+    if abi < 2:
+        parts.append("no renames across directories (ABI 1)")
+    if abi >= 6:
+        parts.append("no signals or abstract sockets to outside processes")
+    parts.append("/proc limited to system-wide files (no process can be inspected); no_new_privs; "
+                 "CPU/memory/file-size limits; not confined: UDP, existing unix socket files; .env files "
+                 "in the workspace stay readable")
+    return f"landlock (ABI {abi}: {'fs+net' if abi >= 4 else 'fs'}): " + "; ".join(parts)
+
+
+# ---------------------------------------------------------------- launching
+
+
+def _import_root() -> str:
+    """The directory ``keel`` is imported from, so the helper finds it without site or PYTHONPATH."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def exec_argv(plan: LandlockPlan) -> list[str]:
+    """The argv prefix that runs a program under ``plan`` (the program and its args follow)."""
+    boot = (f"import sys;sys.path.insert(0,{_import_root()!r});"
+            "from keel.policy.landlock_exec import main;sys.exit(main())")
+    return [sys.executable, "-I", "-S", "-c", boot, plan.to_json(), "--"]
+
+
+def probe() -> tuple[int, str | None]:
+    """The kernel's Landlock ABI, and why the exec helper cannot confine a command here (None: it
+    can). Runs ``true`` under a real ruleset once, so a kernel or seccomp filter that refuses the
+    syscalls is found before any command relies on them."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    abi = abi_version()
+    if abi < 1:
+        return 0, "Landlock is not available (Linux >= 5.13 with landlock among the enabled LSMs)"
+    scratch = tempfile.mkdtemp(prefix="keel-probe-")
+    try:
+        argv = exec_argv(plan(scratch, scratch, os.environ, network=False)) + ["true"]
+        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return abi, f"the Landlock helper failed to start: {exc}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if result.returncode != 0:
+        reason = result.stderr.decode(errors="replace").strip().splitlines()
+        return abi, f"Landlock does not work here: {reason[-1] if reason else f'exit {result.returncode}'}"
+    return abi, None
