@@ -77,7 +77,7 @@ ASK = [
     "git -C ../other status", "rg --pre ./conv.sh foo", "awk '{print > \"o.txt\"}' f.py",
     "find . -name '*.pyc' -exec rm {} +", "find . -name '*.pyc' -delete", "grep -r TOKEN ~",
     # not parseable or not understood: never allowed
-    "case x in a) ls;; esac", "[[ -f x ]] && ls", "echo $((1+2))", "echo \"unterminated", "ls |", "",
+    "echo \"unterminated", "if [[ -f x ]]; then ls", "case x in a) ls;; esac)", "ls |", "",
     "   ", "# only a comment", "$CMD args", "\"$(echo rm)\" -rf build", "echo ${X:-$(id)}", "ls\x00",
     "xargs --weird-option rm", "zsh -c 'ls'", "sed -f script.sed f.py", "a" * 30_000,
 ]
@@ -87,6 +87,29 @@ ASK = [
 def test_writes_installs_unknown_and_unparseable_ask(ws: Path, command: str) -> None:
     verdict = classify_command(command, ws)
     assert verdict.decision == "ask", verdict
+
+
+# What agents write constantly: parsed and judged part by part (tree-sitter-bash).
+CONSTRUCTS = [
+    # (command, decision)
+    ("[[ -f x ]] && ls", "allow"), ("[[ -n $X && -d src ]] || echo no", "allow"), ("echo $((1+2))", "allow"),
+    ("case x in a|b) ls;; *) echo other;; esac", "allow"), ("f() { ls; }; f", "allow"),
+    ("for i in 1 2 3; do echo $i; done", "allow"), ("while read -r l; do echo \"$l\"; done < f.py", "allow"),
+    ("grep x <<< 'text'", "allow"), ("(( n = 1 + 2 )); echo $n", "allow"), ("x=$((2*3)); echo $x", "allow"),
+    ("if [[ $(git status --porcelain) ]]; then echo dirty; fi", "allow"),
+    ("for ((i=0; i<3; i++)); do echo $i; done", "allow"), ("until false; do break; done", "allow"),
+    ("[[ -f x ]] && rm -rf /", "deny"), ("case x in a) rm -rf /;; esac", "deny"), ("echo $(( $(rm -rf /) ))", "deny"),
+    ("[[ $(rm -rf ~) ]]", "deny"), ("(( x = $(rm -rf /) ))", "deny"), ("f() { rm -rf /; }", "deny"),
+    ("for ((i=0; i<$(rm -rf /); i++)); do :; done", "deny"), ("case $(rm -rf /) in *) ;; esac", "deny"),
+    ("cat <<EOF | sh\nrm -rf /\nEOF", "ask"), ("bash <<< \"rm -rf /\"", "deny"),
+    ("if [[ -f x ]]; then", "ask"), ("case x in a) ls", "ask"), ("echo $((1+", "ask"), ("echo ${", "ask"),
+]
+
+
+@pytest.mark.parametrize(("command", "expected"), CONSTRUCTS)
+def test_compound_constructs_are_judged_part_by_part(ws: Path, command: str, expected: str) -> None:
+    verdict = classify_command(command, ws)
+    assert verdict.decision == expected, verdict
 
 
 DENY = [

@@ -299,10 +299,10 @@ def _setter(what: str, setting: set[str], operands_set: bool = False) -> Judge:
 
 READ_ONLY = ("ls", "cat", "head", "tail", "wc", "pwd", "echo", "true", "false", "which", "type", "stat", "du",
              "df", "diff", "cmp", "cut", "tr", "nl", "basename", "dirname", "realpath", "readlink", "whoami",
-             "uname", "grep", "egrep", "fgrep", "jq", "env", "test", "[", ":", "seq", "expr", "sleep", "id",
+             "uname", "grep", "egrep", "fgrep", "jq", "env", "test", "[", "[[", ":", "seq", "expr", "sleep", "id",
              "printenv", "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum", "column", "paste",
              "comm", "join", "fold", "rev", "od", "hexdump", "strings", "tac", "cd", "pushd", "popd", "dirs",
-             "set", "unset", "exit", "return", "wait", "jobs", "nproc", "locale", "fmt", "expand", "unexpand",
+             "set", "unset", "exit", "return", "break", "continue", "shift", "wait", "jobs", "nproc", "locale", "fmt", "expand", "unexpand",
              "numfmt", "getconf", "unalias")
 
 JUDGES: dict[str, Judge] = {name: _read_only for name in READ_ONLY}

@@ -1,27 +1,25 @@
-"""Parsing shell commands with bashlex: the records the policy works on, and the parse itself.
+"""Parsing shell commands with tree-sitter-bash: the records the policy works on, and the parse.
 
-``parse_script`` wraps bashlex (working around the gaps it has for common agent commands:
-quoted here-document delimiters and a leading ``time``) and raises ``ShellParseError`` for
-anything it cannot parse — the policy turns that into "ask", never into a pass.
-``keel.policy.shell.walk`` flattens the trees into ``SimpleCommand`` records;
+``parse_tree`` returns the syntax tree and raises ``ShellParseError`` for anything the grammar
+marks as an error or a missing token — the policy turns that into "ask", never into a pass.
+``keel.policy.shell.walk`` flattens the tree into ``SimpleCommand`` records;
 ``keel.policy.shell.unwrap`` peels wrappers (env, sudo, xargs, bash -c) off them.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import bashlex
 
 Cwds = frozenset[Path | None]
 MAX_SOURCE_CHARS = 20_000
 
 
 class ShellParseError(Exception):
-    """bashlex could not parse the command (or a construct it does not support)."""
+    """The command could not be parsed (or uses a construct the walker does not support)."""
 
 
 @dataclass
@@ -34,7 +32,7 @@ class Sub:
 
 @dataclass
 class Word:
-    value: str                     # after quote removal (bashlex's view)
+    value: str                     # after quote removal; expansions kept as written
     raw: str                       # the source text
     params: tuple[str, ...] = ()   # parameter expansions inside: "HOME", "X:-y", "" for $'..'
     subs: tuple[Sub, ...] = ()
@@ -145,11 +143,46 @@ class Variables:
         return value, left
 
 
-_HEREDOC_QUOTED = re.compile(r"<<(-?)([ \t]*)(?:'(\w+)'|\"(\w+)\"|\\(\w+))(?=[\s;&|<>)]|$)")
+@functools.cache
+def _parser() -> Any:
+    """The tree-sitter parser, built on first use (importing this module has no side effects)."""
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+def _first_error(node: Any) -> Any:
+    if node.is_error or node.is_missing:
+        return node
+    for child in node.children:
+        if child.has_error or child.is_missing:
+            found = _first_error(child)
+            if found is not None:
+                return found
+    return None
+
+
+def parse_tree(source: str) -> tuple[Any, bytes]:
+    """Return (the tree-sitter root node, the UTF-8 bytes its positions index into)."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise ShellParseError(f"command is longer than {MAX_SOURCE_CHARS} characters")
+    if not source.strip():
+        raise ShellParseError("empty command")
+    if "\x00" in source:
+        raise ShellParseError("command contains a NUL byte")
+    data = source.encode("utf-8", "surrogateescape")
+    root = _parser().parse(data).root_node
+    if root.has_error:
+        bad = _first_error(root)
+        near = data[bad.start_byte:bad.end_byte].decode("utf-8", "replace")[:40] if bad is not None else ""
+        what = "a missing token" if bad is not None and bad.is_missing else "a syntax error"
+        raise ShellParseError(f"cannot parse: {what} near {near!r}" if near else f"cannot parse: {what}")
+    return root, data
 
 
 def _unquoted_positions(source: str) -> list[bool]:
-    """For each character: is it outside quotes and comments (as far as a small lexer sees)?"""
+    """For each character: is it outside quotes (as far as a small lexer sees)?"""
     flags = [False] * len(source)
     quote: str | None = None
     i = 0
@@ -174,50 +207,6 @@ def _unquoted_positions(source: str) -> list[bool]:
     return flags
 
 
-def _prepare(source: str) -> tuple[str, set[int]]:
-    """Work around bashlex gaps without changing lengths: quoted heredoc delimiters.
-
-    bashlex cannot parse ``<<'EOF'``; the delimiter quotes are replaced by spaces (same
-    length, so positions stay right) and the position of its ``<<`` remembered as non-expanding.
-    Only ``<<`` the small lexer sees as unquoted is touched.
-    """
-    unquoted = _unquoted_positions(source)
-    quoted: set[int] = set()
-    out = list(source)
-    for m in _HEREDOC_QUOTED.finditer(source):
-        if not unquoted[m.start()]:
-            continue
-        quoted.add(m.start())
-        for i in range(m.end(2), m.end()):
-            if source[i] in "'\"\\":
-                out[i] = " "
-    return "".join(out), quoted
-
-
-_LEADING_TIME = re.compile(r"^(\s*)time((\s+-p)?\s+)(?=\S)")
-
-
-def parse_script(source: str) -> tuple[list[Any], set[int]]:
-    """Return (bashlex trees indexing into ``source``, positions of quoted-delimiter ``<<``)."""
-    if len(source) > MAX_SOURCE_CHARS:
-        raise ShellParseError(f"command is longer than {MAX_SOURCE_CHARS} characters")
-    if not source.strip():
-        raise ShellParseError("empty command")
-    if "\x00" in source:
-        raise ShellParseError("command contains a NUL byte")
-    text, quoted = _prepare(source)
-    # bashlex lacks the `time` keyword; at the very start it only times the pipeline after it.
-    text = _LEADING_TIME.sub(lambda m: " " * len(m.group(0)), text, count=1)
-    try:
-        return list(bashlex.parse(text)), quoted
-    except RecursionError as exc:
-        raise ShellParseError("command nests too deeply") from exc
-    except NotImplementedError as exc:
-        raise ShellParseError(f"unsupported shell construct ({exc})") from exc
-    except Exception as exc:  # bashlex raises assorted errors on input it cannot handle
-        raise ShellParseError(f"cannot parse ({exc})") from exc
-
-
 def scan_unquoted(raw: str) -> tuple[bool, bool, bool]:
     """(glob, brace expansion, substitution syntax outside single quotes) in a word's source."""
     unquoted = _unquoted_positions(raw)
@@ -234,74 +223,3 @@ def scan_unquoted(raw: str) -> tuple[bool, bool, bool]:
                               or raw.startswith(">(", i)):
             subst = True
     return glob, brace, subst
-
-
-def _quoted_end(text: str, i: int) -> int | None:
-    """Index just past the double-quoted string opening at ``i`` (substitutions inside skipped)."""
-    i += 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-        elif ch == '"':
-            return i + 1
-        elif ch == "`" or text.startswith("$(", i):
-            end = substitution_end(text, i)
-            if end is None:
-                return None
-            i = end
-        else:
-            i += 1
-    return None
-
-
-def substitution_end(text: str, start: int) -> int | None:
-    """Index just past the ``$(...)``, ``<(...)``, ``>(...)`` or backtick substitution at ``start``.
-
-    Quotes, escapes, comments and nested substitutions are respected; None when no end is found.
-    """
-    if text[start] == "`":
-        i = start + 1
-        while i < len(text):
-            if text[i] == "\\":
-                i += 2
-            elif text[i] == "`":
-                return i + 1
-            else:
-                i += 1
-        return None
-    depth, i, word_start = 1, start + 2, True
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i, word_start = i + 2, False
-            continue
-        if ch == "'" or (ch == "$" and text.startswith("$'", i)):
-            j = i + (2 if ch == "$" else 1)
-            while j < len(text) and text[j] != "'":
-                j += 2 if (ch == "$" and text[j] == "\\") else 1
-            if j >= len(text):
-                return None
-            i, word_start = j + 1, False
-            continue
-        if ch == '"' or ch == "`":
-            end = _quoted_end(text, i) if ch == '"' else substitution_end(text, i)
-            if end is None:
-                return None
-            i, word_start = end, False
-            continue
-        if ch == "#" and word_start:
-            newline = text.find("\n", i)
-            if newline < 0:
-                return None
-            i = newline
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        word_start = ch in " \t\n;|&()<>"
-        i += 1
-    return None

@@ -1,6 +1,6 @@
 """The shell risk classifier: ``classify_command(command, workspace) -> Verdict``.
 
-A command is parsed (bashlex), flattened into every simple command that would run —
+A command is parsed (tree-sitter-bash), flattened into every simple command that would run —
 including those inside ``$(...)``, ``<(...)``, ``bash -c``, ``eval``, wrappers and pipelines —
 and each one is judged. The verdict is the most severe over all of them (deny > ask > allow).
 Anything that cannot be parsed or understood is "ask"; nothing is allowed by default.
@@ -43,7 +43,7 @@ XARGS_SAFE = frozenset({"grep", "egrep", "fgrep", "cat", "head", "tail", "wc", "
                         "basename", "dirname", "echo", "printf", "realpath", "readlink", "md5sum", "sha1sum",
                         "sha256sum"})
 METADATA_ONLY = frozenset({"ls", "cd", "pushd", "du", "df", "stat", "tree", "find", "fd", "echo", "printf",
-                           "realpath", "readlink", "dirname", "basename", "test", "[", "file", "pwd", "which"})
+                           "realpath", "readlink", "dirname", "basename", "test", "[", "[[", "file", "pwd", "which"})
 SYSTEM_BIN = tuple(Path(p) for p in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                                      "/usr/local/sbin"))
 PRIVILEGE = frozenset({"sudo", "doas", "su", "pkexec"})

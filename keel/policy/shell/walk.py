@@ -1,7 +1,8 @@
-"""Flatten bashlex trees into the simple commands that would run.
+"""Flatten a tree-sitter-bash tree into the simple commands that would run.
 
-The walker flattens lists, pipelines, subshells, brace groups, if/for/while bodies, function
-bodies and command/process substitutions into ``SimpleCommand`` records. Each record carries:
+The walker flattens lists, pipelines, subshells, brace groups, ``if``/``case``/loops,
+``[[ ]]``, ``(( ))``, function bodies and command/process substitutions into
+``SimpleCommand`` records. Each record carries:
 
 - the set of working directories it may run in (``cd`` is tracked through ``&&``, ``||``,
   ``;``, ``&`` and subshells; a directory that cannot be known is ``None``),
@@ -26,33 +27,30 @@ from keel.policy.shell.parse import (
     Redirect,
     ShellParseError,
     SimpleCommand,
-    Sub,
     Variables,
     Word,
-    parse_script,
-    scan_unquoted,
-    substitution_end,
+    parse_tree,
 )
 from keel.policy.shell.unwrap import env_name_risk
+from keel.policy.shell.words import REDIRECTS, WORDLIKE, WordReader
 
 MAX_NESTING = 12
 MAX_COMMANDS = 1000
 _CD_NAMES = ("cd", "pushd")
 
 
-class Walker:
-    """Flattens bashlex trees into SimpleCommands, tracking possible working directories."""
+class Walker(WordReader):
+    """Walks one parsed text, tracking possible working directories and known variables."""
 
-    def __init__(self, text: str, home: Path, quoted_heredocs: set[int]) -> None:
-        self.text = text
+    def __init__(self, data: bytes, home: Path) -> None:
+        self.data = data
         self.home = home
-        self.quoted_heredocs = quoted_heredocs
         self.commands: list[SimpleCommand] = []
         self.issues: list[Issue] = []
         self.functions: dict[str, list[SimpleCommand]] = {}
         self.vars = Variables(home)
         self.uncertain = 0          # > 0 while walking code that may not run or runs in a subshell
-        self.depth = 0              # substitutions nested around this text
+        self.depth = 0              # substitutions nested around this point
 
     def _maybe(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
         """Walk code whose variable assignments may not happen or may not persist."""
@@ -62,128 +60,187 @@ class Walker:
         finally:
             self.uncertain -= 1
 
-    def src(self, node: Any) -> str:
-        start, end = node.pos
-        return self.text[start:end].strip()
-
-    def issue(self, decision: str, reason: str, node: Any) -> None:
-        self.issues.append(Issue(decision, reason, self.src(node) if node is not None else self.text))
-
-    # -- structure ---------------------------------------------------------------------------
+    # -- statements ------------------------------------------------------------------------
 
     def walk(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
         """Walk ``node`` starting in ``cwds``; return the directories after success / failure."""
-        kind = node.kind
+        kind = node.type
+        if kind in ("program", "do_group"):
+            return self.sequence(node.children, cwds)
         if kind == "list":
-            return self._list(node.parts, cwds)
+            return self._list(node, cwds)
         if kind == "pipeline":
-            return self._pipeline(node, cwds)
+            return self._pipeline([c for c in node.named_children if c.type != "comment"], cwds, [])
         if kind == "command":
-            return self._command(node, cwds)
-        if kind == "compound":
-            return self._compound(node, cwds)
-        if kind in ("if", "while", "until", "for"):
+            return self._command(node, cwds, [])
+        if kind == "redirected_statement":
+            return self._redirected(node, cwds)
+        if kind == "subshell":
+            self.uncertain += 1
+            try:
+                self.sequence(node.children, cwds)
+            finally:
+                self.uncertain -= 1
+            return cwds, cwds
+        if kind == "compound_statement":
+            if node.children and node.children[0].type == "((":
+                self._arith(node, cwds)
+                return cwds, cwds
+            return self.sequence(node.children, cwds)
+        if kind == "negated_command":
+            ok, fail = self.sequence(node.children, cwds)
+            return ok | fail, ok | fail
+        if kind in ("if_statement", "while_statement", "for_statement", "c_style_for_statement",
+                    "case_statement"):
             return self._control(node, cwds)
-        if kind == "function":
+        if kind == "function_definition":
             return self._function(node, cwds)
+        if kind in ("test_command", "declaration_command", "unset_command"):
+            return self._builtin(node, cwds)
+        if kind in REDIRECTS:                       # `$(< file)`: a redirect with no command
+            red_words: list[Word] = []
+            red = self.redirect(node, cwds, red_words)
+            self._add(SimpleCommand(self.src(node), [], red_words, [red], cwds))
+            return cwds, cwds
+        if kind in ("variable_assignment", "variable_assignments"):
+            parts = [node] if kind == "variable_assignment" else list(node.named_children)
+            return self._simple(node, [self.word(p, cwds) for p in parts], [], [], cwds)
         self.issue("ask", f"unsupported shell construct ({kind})", node)
         return cwds | {None}, cwds | {None}
 
-    def _list(self, parts: list[Any], cwds: Cwds) -> tuple[Cwds, Cwds]:
+    def sequence(self, children: list[Any], cwds: Cwds) -> tuple[Cwds, Cwds]:
+        """Statements separated by ``;``, newlines and ``&`` (which backgrounds the one before)."""
         ok, fail = cwds, cwds
-        group_in = cwds         # input of the current and-or group (what `&` falls back to)
-        pending = ";"
+        group_in = cwds
         started = len(self.commands)
         before = dict(self.vars.values)
-        for part in parts:
-            if part.kind == "operator":
-                if part.op == "&":
-                    for cmd in self.commands[started:]:
-                        cmd.background = True
-                    ok = fail = group_in
-                    # a background job's assignments never reach this shell
-                    self.vars.forget({n for n, v in self.vars.values.items() if before.get(n, "\0") != v})
-                pending = part.op
-                if part.op in (";", "&", "\n"):
-                    started = len(self.commands)
+        for child in children:
+            if child.type == "&":
+                for cmd in self.commands[started:]:
+                    cmd.background = True
+                ok = fail = group_in
+                # a background job's assignments never reach this shell
+                self.vars.forget({n for n, v in self.vars.values.items() if before.get(n, "\0") != v})
                 continue
-            if pending in (";", "&", "\n"):
-                group_in = ok | fail
-                before = dict(self.vars.values)
-                ok, fail = self.walk(part, group_in)
-            elif pending == "&&":
+            if not child.is_named or child.type == "comment":
+                continue
+            group_in, started, before = ok | fail, len(self.commands), dict(self.vars.values)
+            ok, fail = self.walk(child, group_in)
+        return ok, fail
+
+    def _list(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        children = [c for c in node.children if c.type != "comment"]
+        ok, fail = self.walk(children[0], cwds)
+        for op, part in zip(children[1::2], children[2::2], strict=False):
+            if op.type == "&&":
                 part_ok, part_fail = self._maybe(part, ok)
                 ok, fail = part_ok, fail | part_fail
-            elif pending == "||":
+            elif op.type == "||":
                 part_ok, part_fail = self._maybe(part, fail)
                 ok, fail = ok | part_ok, part_fail
             else:
-                self.issue("ask", f"unsupported list operator {pending!r}", part)
+                self.issue("ask", f"unsupported list operator {op.type!r}", node)
                 ok, fail = self.walk(part, ok | fail)
         return ok, fail
 
-    def _pipeline(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
-        upstream: list[SimpleCommand] = []
-        elements = [p for p in node.parts if p.kind not in ("pipe", "reservedword")]
+    def _pipeline(self, elements: list[Any], cwds: Cwds, upstream: list[SimpleCommand]) -> tuple[Cwds, Cwds]:
+        piped = len(elements) + len(upstream) > 1
         for element in elements:
             start = len(self.commands)
-            # each element runs in a subshell: cd and assignments do not leak
-            if len(elements) > 1:
+            # each element of a real pipeline runs in a subshell: cd and assignments do not leak
+            if piped:
                 self._maybe(element, cwds)
             else:
                 self.walk(element, cwds)
             produced = self.commands[start:]
             for cmd in produced:
                 cmd.upstream = list(upstream)
-                cmd.piped = len(elements) > 1
-            upstream.extend(produced)
+                cmd.piped = piped
+            upstream = upstream + produced
         return cwds, cwds
 
-    def _compound(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
-        subshell = bool(node.list) and node.list[0].kind == "reservedword" and node.list[0].word == "("
-        ok, fail = cwds, cwds
-        current = cwds
-        for part in node.list:
-            if part.kind != "reservedword":
-                ok, fail = self._maybe(part, current) if subshell else self.walk(part, current)
-                current = ok | fail
-        for redirect in getattr(node, "redirects", []) or []:
-            self._redirect_only(redirect, cwds)
-        return (cwds, cwds) if subshell else (ok, fail)
+    def _redirected(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        body = node.child_by_field_name("body")
+        redirects = [c for c in node.named_children if c.type in REDIRECTS]
+        if body is not None and body.type == "command":
+            ok, fail = self._command(body, cwds, redirects)
+            cmd = self.commands[self._last_own]
+            # the part names the command with its redirects, up to a here-document's body
+            ends = [r.end_byte for r in redirects if r.type != "heredoc_redirect"]
+            ends += [c.end_byte for r in redirects if r.type == "heredoc_redirect"
+                     for c in r.children if c.type == "heredoc_start"]
+            cmd.text = self.data[node.start_byte:max(ends + [body.end_byte])].decode("utf-8", "replace").strip()
+        else:
+            ok, fail = self.walk(body, cwds) if body is not None else (cwds, cwds)
+            # a redirect after a list or group may apply where a `cd` inside it led
+            where = cwds | ok | fail
+            red_words: list[Word] = []
+            reds = [self.redirect(r, where, red_words) for r in redirects]
+            cmd = SimpleCommand(self.src(node), [], red_words, reds, where)
+            self._add(cmd)
+        for red in (r for r in redirects if r.type == "heredoc_redirect"):
+            self._heredoc_tail(red, cmd, cwds)
+        return ok, fail
+
+    def _heredoc_tail(self, node: Any, cmd: SimpleCommand, cwds: Cwds) -> None:
+        """tree-sitter puts what follows ``<<EOF`` on its line (``| sh``, ``&& ls``) inside the redirect."""
+        for child in node.children:
+            if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end", "file_redirect",
+                              "herestring_redirect", "comment", "&&", "||", ";"):
+                continue
+            if child.type == "pipeline":
+                self._pipeline([c for c in child.named_children if c.type != "comment"], cwds, [cmd])
+            elif child.is_named:
+                self._maybe(child, cwds)
+            else:
+                self.issue("ask", f"unsupported text after a here-document ({child.type!r})", node)
 
     def _control(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
         seen: set[Path | None] = set(cwds)
-        parts = node.parts
-        loop = node.kind in ("while", "until", "for")
-        if node.kind == "for":
-            self._check_assigned_name(parts[1].word if len(parts) > 1 else "", node)
-            if len(parts) > 1:
-                self.vars.forget({parts[1].word})
+        kind = node.type
+        if kind == "for_statement":
+            var = node.child_by_field_name("variable")
+            name = self.raw(var) if var is not None else ""
+            risk = env_name_risk(name)
+            if risk is not None:
+                self.issue(risk[0], risk[1], node)
+            self.vars.forget({name})        # a loop variable's value is only known at run time
         current = cwds
-        for part in parts:
-            if part.kind == "reservedword":
-                continue
-            if part.kind == "word":
-                if part is not parts[1] or node.kind != "for":
+        for part in self._control_parts(node):
+            if part.type in WORDLIKE:
+                if kind != "for_statement" or not _same(part, node.child_by_field_name("variable")):
                     self.word(part, current)
+                continue
+            if part.type in ("binary_expression", "unary_expression", "postfix_expression",
+                             "parenthesized_expression", "variable_assignment", "ternary_expression"):
+                self._arith(part, current)
                 continue
             ok, fail = self._maybe(part, current)
             seen |= ok | fail
             current = frozenset(seen)
         after = frozenset(seen)
-        if loop and after != cwds:
+        if kind != "if_statement" and kind != "case_statement" and after != cwds:
             after = after | {None}      # a loop body that moves may move again on each pass
-        for redirect in getattr(node, "redirects", []) or []:
-            self._redirect_only(redirect, cwds)
         return after, after
 
+    def _control_parts(self, node: Any) -> list[Any]:
+        parts: list[Any] = []
+        for child in node.named_children:
+            if child.type in ("elif_clause", "else_clause", "do_group", "case_item"):
+                parts += self._control_parts(child)
+            elif child.type != "comment":
+                parts.append(child)
+        return parts
+
     def _function(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
-        names = [p.word for p in node.parts if p.kind == "word"]
-        name = names[0] if names else ""
+        name_node = node.child_by_field_name("name") or next(
+            (c for c in node.named_children if c.type == "word"), None)
+        name = self.raw(name_node) if name_node is not None else ""
         start = len(self.commands)
-        body = [p for p in node.parts if p.kind not in ("word", "reservedword")]
         moved: set[Path | None] = set(cwds)
-        for part in body:
+        for part in node.named_children:
+            if _same(part, name_node) or part.type == "comment":
+                continue
             ok, fail = self._maybe(part, cwds)
             moved |= ok | fail
         calls = [c for c in self.commands[start:] if c.words and c.words[0].value == name]
@@ -195,31 +252,77 @@ class Walker:
         after = frozenset(moved) | ({None} if frozenset(moved) != cwds else frozenset())
         return after, after
 
+    def _builtin(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        """``[[ ]]``, ``declare``/``export``/``local``, ``unset``: judged as the builtin with its words."""
+        if node.type == "test_command" and node.children and node.children[0].type == "((":
+            self._arith(node, cwds)
+            return cwds, cwds
+        first = node.children[0].type if node.children else ""
+        words = [Word(first, first)]
+        words += self._leaves(node, cwds)
+        if node.type == "test_command":
+            words.append(Word("]]", "]]"))
+        return self._simple(node, [], words, [], cwds)
+
+    def _leaves(self, node: Any, cwds: Cwds) -> list[Word]:
+        out: list[Word] = []
+        for child in node.children[1:] if node.type in ("test_command", "declaration_command",
+                                                        "unset_command") else node.children:
+            if child.type in WORDLIKE or child.type == "variable_assignment":
+                out.append(self.word(child, cwds))
+            elif child.is_named and child.type != "comment":
+                out += self._leaves(child, cwds)
+            elif child.type not in ("]]", "(", ")"):
+                out.append(Word(child.type, child.type))
+        return out
+
+    def _arith(self, node: Any, cwds: Cwds) -> None:
+        """``(( ))`` and arithmetic parts: only their substitutions run."""
+        for child in node.named_children:
+            if child.type in ("command_substitution", "process_substitution"):
+                self._substitution(child, cwds)
+            else:
+                self._arith(child, cwds)
+
     # -- simple commands -------------------------------------------------------------------
 
-    def _command(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
+    def _command(self, node: Any, cwds: Cwds, outer_redirects: list[Any]) -> tuple[Cwds, Cwds]:
         assignments: list[Word] = []
         words: list[Word] = []
-        redirects: list[Redirect] = []
-        for part in node.parts:
-            if part.kind == "assignment":
-                (words if words else assignments).append(self.word(part, cwds))
-            elif part.kind == "word":
-                words.append(self.word(part, cwds))
-            elif part.kind == "redirect":
-                redirects.append(self.redirect(part, cwds))
-            else:
-                self.issue("ask", f"unsupported part of a command ({part.kind})", part)
+        redirect_nodes: list[Any] = []
+        for child in node.children:
+            if child.type == "variable_assignment" and not words:
+                assignments.append(self.word(child, cwds))
+            elif child.type == "command_name":
+                words.append(self._joined(child, cwds))
+            elif child.type in WORDLIKE or child.type == "variable_assignment":
+                words.append(self.word(child, cwds))
+            elif child.type in REDIRECTS:
+                redirect_nodes.append(child)
+            elif child.type != "comment":
+                self.issue("ask", f"unsupported part of a command ({child.type})", child)
+        extra: list[Word] = []
+        redirects = [self.redirect(r, cwds, extra) for r in redirect_nodes + outer_redirects]
+        return self._simple(node, assignments, words + extra, redirects, cwds)
+
+    def _simple(self, node: Any, assignments: list[Word], words: list[Word], redirects: list[Redirect],
+                cwds: Cwds) -> tuple[Cwds, Cwds]:
+        if words and "=" in words[0].value and node.type.startswith("variable_assignment"):
+            assignments, words = words, []
         cmd = SimpleCommand(self.src(node), assignments, words, redirects, cwds)
-        self.commands.append(cmd)
-        if len(self.commands) > MAX_COMMANDS:
-            raise ShellParseError(f"more than {MAX_COMMANDS} commands")
+        self._add(cmd)
         if words and words[0].literal and words[0].value in self.functions:
             cmd.calls_function = True
             if len(words) > 1:
                 self._inline_call(cmd)
         self.vars.track(assignments, words, certain=not self.uncertain, functions=set(self.functions))
         return self._after_cd(words, cwds), cwds
+
+    def _add(self, cmd: SimpleCommand) -> None:
+        self._last_own = len(self.commands)
+        self.commands.append(cmd)
+        if len(self.commands) > MAX_COMMANDS:
+            raise ShellParseError(f"more than {MAX_COMMANDS} commands")
 
     def _inline_call(self, call: SimpleCommand) -> None:
         """``f() { command rm "$@"; }; f -rf /``: judge the body with the call's arguments in it."""
@@ -251,7 +354,8 @@ class Walker:
         if not operands:
             return frozenset({self.home})
         target = operands[0]
-        if not target.literal or target.value == "-" or target.glob or target.brace:
+        if not target.literal or target.value == "-" or target.glob or target.brace \
+                or target.value.startswith(("~+", "~-")):
             return frozenset({None})
         value = os.path.expanduser(target.value) if target.value.startswith("~") else target.value
         result: set[Path | None] = set()
@@ -264,109 +368,35 @@ class Walker:
                 result.add(Path(os.path.realpath(cwd / value)))
         return frozenset(result)
 
-    def _check_assigned_name(self, name: str, node: Any) -> None:
-        risk = env_name_risk(name)
-        if risk is not None:
-            self.issue(risk[0], risk[1], node)
-
-    def word(self, node: Any, cwds: Cwds) -> Word:
-        raw = self.text[node.pos[0]:node.pos[1]]
-        value = node.word
-        params: list[str] = []
-        subs: list[Sub] = []
-        self._scan_parts(node, cwds, params, subs)
-        value, params = self.vars.substitute(value, params)
-        glob, brace, subst_syntax = scan_unquoted(raw)
-        if subst_syntax and not subs:
-            self.issue("ask", "a substitution the parser could not follow", node)
-            params.append("$(?)")
-        for param in params:
-            if "$(" in param or "`" in param or "@P" in param:
-                self.issue("ask", "a command hidden inside a parameter expansion", node)
-        return Word(value, raw, tuple(params), tuple(subs), glob, brace)
-
-    def _scan_parts(self, node: Any, cwds: Cwds, params: list[str], subs: list[Sub]) -> None:
-        for part in getattr(node, "parts", []) or []:
-            if part.kind == "parameter":
-                params.append(getattr(part, "value", "") or "")
-            elif part.kind in ("commandsubstitution", "processsubstitution"):
-                kind = "command" if part.kind == "commandsubstitution" else "process"
-                subs.append(Sub(kind, self._substitution(part, cwds)))
-            elif part.kind == "tilde":
-                continue
-            else:
-                self._scan_parts(part, cwds, params, subs)
-
-    def redirect(self, node: Any, cwds: Cwds) -> Redirect:
-        op = node.type
-        fd = node.input if isinstance(getattr(node, "input", None), int) else None
-        output = node.output
-        target = self.word(output, cwds) if hasattr(output, "kind") and output.kind == "word" else None
-        heredoc = getattr(node, "heredoc", None)
-        body = heredoc.value if heredoc is not None else None
-        expands = False
-        if body is not None and target is not None:
-            expands = self.text.find("<<", node.pos[0]) not in self.quoted_heredocs
-            if expands and ("$(" in body or "`" in body):
-                self.issue("ask", "a here-document whose body runs command substitutions", node)
-                self._heredoc_substitutions(body, cwds)
-        return Redirect(op, fd, target, body, expands)
-
     def _substitution(self, node: Any, cwds: Cwds) -> list[SimpleCommand]:
-        """The commands inside ``$(...)``, backticks or ``<(...)``.
-
-        bashlex's own parse of a substitution stops at the first newline (``$(ls\nrm -rf /)``
-        would lose the ``rm``), so the inner text is cut out here and parsed again in full.
-        """
-        start = node.pos[0]
-        end = substitution_end(self.text, start)
-        if end is None:
-            self.issues.append(Issue("ask", "a substitution whose end cannot be found", self.text[start:]))
+        """The commands inside ``$(...)``, backticks or ``<(...)``: a subshell."""
+        if self.depth >= MAX_NESTING:
+            self.issue("ask", "substitutions nest too deeply", node)
             return []
-        if self.text[start] == "`":
-            inner = re.sub(r"\\([\\`$])", r"\1", self.text[start + 1:end - 1])
-        else:
-            inner = self.text[start + 2:end - 1]
-        if not inner.strip():
-            return []
-        return self._walk_text(inner, cwds, "substitution")
-
-    def _heredoc_substitutions(self, body: str, cwds: Cwds) -> None:
-        """The $(...) in an unquoted here-document run: judge them as a double-quoted string."""
-        self._walk_text('echo "' + body.replace('"', "'") + '"', cwds, "here-document body")
-
-    def _walk_text(self, text: str, cwds: Cwds, what: str) -> list[SimpleCommand]:
-        """Walk code cut out of this text (a subshell: its assignments and cd do not persist)."""
+        start = len(self.commands)
+        saved = self.vars.copy()
+        self.depth += 1
+        self.uncertain += 1
         try:
-            trees, quoted = parse_script(text)
-        except ShellParseError as exc:
-            self.issues.append(Issue("ask", f"{what} cannot be checked ({exc})", text))
-            return []
-        inner = Walker(text, self.home, quoted)
-        inner.vars, inner.uncertain, inner.depth = self.vars.copy(), 1, self.depth + 1
-        if inner.depth > MAX_NESTING:
-            self.issues.append(Issue("ask", f"{what} nests too deeply", text))
-            return []
-        for tree in trees:
-            inner.walk(tree, cwds)
-        self.commands.extend(inner.commands)
-        self.issues.extend(inner.issues)
-        return inner.commands
+            self.sequence(node.children, cwds)
+        finally:
+            self.depth -= 1
+            self.uncertain -= 1
+            self.vars = saved
+        return self.commands[start:]
 
-    def _redirect_only(self, node: Any, cwds: Cwds) -> None:
-        """Redirects on a compound command: judged like those of a command with no words."""
-        self.commands.append(SimpleCommand(self.src(node), [], [], [self.redirect(node, cwds)], cwds))
+
+def _same(a: Any, b: Any) -> bool:
+    """tree-sitter hands out a new Node object on every access: compare positions."""
+    return b is not None and (a.start_byte, a.end_byte, a.type) == (b.start_byte, b.end_byte, b.type)
 
 
 def walk_script(source: str, home: Path, cwds: Cwds) -> tuple[list[SimpleCommand], list[Issue]]:
     """Parse and flatten ``source``; raise ShellParseError when it cannot be parsed."""
-    trees, quoted = parse_script(source)
-    walker = Walker(source, home, quoted)
-    current = cwds
+    root, data = parse_tree(source)
+    walker = Walker(data, home)
     try:
-        for tree in trees:
-            ok, fail = walker.walk(tree, current)
-            current = ok | fail
+        walker.walk(root, cwds)
     except RecursionError as exc:
         raise ShellParseError("command nests too deeply") from exc
     return walker.commands, walker.issues
