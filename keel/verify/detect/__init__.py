@@ -82,9 +82,9 @@ def _settle(found: Findings) -> CheckPlan:
         kept.append(check)
     kept.sort(key=lambda c: (CATEGORY_ORDER.index(c.category), _SOURCE_RANK.get(c.source, 2)))
     skipped: list[SkippedCheck] = []
-    for skip in found.skipped:
+    for source, skip in found.skipped:
         key = _normalized(skip.command)
-        covered = skip.category in best and best[skip.category] < 2   # a project-declared check covers it
+        covered = _SOURCE_RANK.get(source, 2) > best.get(skip.category, 2)   # a higher source covers it
         if key in seen or covered:
             continue
         seen.add(key)
@@ -93,8 +93,12 @@ def _settle(found: Findings) -> CheckPlan:
     return CheckPlan(checks=tuple(kept), skipped=tuple(skipped), hints=tuple(hints + found.hints))
 
 
-def pinned_plan(entries: Iterable[Mapping[str, Any] | PlannedCheck]) -> list[PlannedCheck]:
-    """Checks pinned in config: ``[{category = "test", command = "make test"}, …]``, taken as written.
+PinnedEntry = Mapping[str, Any] | tuple[str, str] | PlannedCheck
+
+
+def pinned_plan(entries: Iterable[PinnedEntry]) -> list[PlannedCheck]:
+    """Checks pinned in config, taken as written: ``{category = "test", command = "make test"}``
+    tables (``reason`` and ``timeout_s`` optional), ``(category, command)`` pairs, or PlannedChecks.
 
     Raises ValueError naming the bad entry, so a typo in config is reported instead of ignored."""
     checks: list[PlannedCheck] = []
@@ -102,15 +106,17 @@ def pinned_plan(entries: Iterable[Mapping[str, Any] | PlannedCheck]) -> list[Pla
         if isinstance(entry, PlannedCheck):
             checks.append(entry)
             continue
-        category, command = entry.get("category"), entry.get("command")
+        fields: Mapping[str, Any] = (entry if isinstance(entry, Mapping)
+                                     else dict(zip(("category", "command"), entry, strict=False)))
+        category, command = fields.get("category"), fields.get("command")
         if category not in CATEGORY_ORDER:
             raise ValueError(f"pinned check {number}: category must be one of {', '.join(CATEGORY_ORDER)}, "
                              f"not {category!r}")
         if not isinstance(command, str) or not command.strip():
             raise ValueError(f"pinned check {number}: command must be a non-empty string")
-        timeout = entry.get("timeout_s")
+        timeout = fields.get("timeout_s")
         checks.append(PlannedCheck(category=category, command=command.strip(),
-                                   reason=str(entry.get("reason") or "pinned in the project's config"),
+                                   reason=str(fields.get("reason") or "pinned in the project's config"),
                                    source="config", timeout_s=float(timeout) if timeout is not None else None))
     return checks
 
@@ -137,11 +143,11 @@ def _runnable_python(check: PlannedCheck, which: Which) -> PlannedCheck:
 
 
 def build_plan(workspace: Path, task: str = "", accept: Iterable[str] = (),
-               pinned: Iterable[Mapping[str, Any] | PlannedCheck] | None = None,
+               pinned: Iterable[PinnedEntry] | None = None,
                enabled: Mapping[str, bool] | None = None, which: Which | None = None,
                has_module: ModuleProbe | None = None) -> CheckPlan:
-    """The full plan: a pinned plan (when non-empty, it replaces inference) or the detected one,
-    plus acceptance checks from the task and ``--accept``.
+    """The full plan: a pinned plan (when given — even empty — it replaces inference) or the
+    detected one, plus acceptance checks from the task and ``--accept``.
 
     ``enabled`` maps categories to on/off (from config); a disabled category's checks move to
     ``skipped`` with a note. Acceptance checks are never dropped here: turning verification off
@@ -152,9 +158,10 @@ def build_plan(workspace: Path, task: str = "", accept: Iterable[str] = (),
 
     workspace = Path(workspace)
     which = which or workspace_which(workspace)
-    pinned_checks = pinned_plan(pinned) if pinned else []
-    base = CheckPlan(checks=tuple(pinned_checks)) if pinned_checks else detect_checks(
-        workspace, which=which, has_module=has_module)
+    if pinned is not None:
+        base = CheckPlan(checks=tuple(pinned_plan(pinned)))
+    else:
+        base = detect_checks(workspace, which=which, has_module=has_module)
     acceptance: list[PlannedCheck] = []
     for check in acceptance_from_task(task, workspace=workspace) + accept_checks(accept, workspace=workspace):
         check = _runnable_python(check, which)

@@ -81,10 +81,10 @@ def detect_agents_md(workspace: Path, found: Findings) -> None:
             if (workspace / program).is_file():
                 found.plan(entry.category, entry.command, f"{why}; {program} exists", source="agents_md")
             else:
-                found.skip(entry.category, entry.command, f"{why}, but {program} does not exist")
+                found.skip(entry.category, entry.command, f"{why}, but {program} does not exist", "agents_md")
             continue
         at = found.which(program)
         if at:
             found.plan(entry.category, entry.command, f"{why}; {program} found at {at}", source="agents_md")
         else:
-            found.skip(entry.category, entry.command, f"{why}, but {program} is not installed")
+            found.skip(entry.category, entry.command, f"{why}, but {program} is not installed", "agents_md")

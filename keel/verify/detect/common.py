@@ -61,7 +61,8 @@ class Findings:
     workspace: Path
     which: Which
     checks: list[PlannedCheck] = field(default_factory=list)
-    skipped: list[SkippedCheck] = field(default_factory=list)
+    # Each skip with the source that asked for it, so precedence can treat it like a planned check.
+    skipped: list[tuple[Source, SkippedCheck]] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
 
     def plan(self, category: Category, command: str, reason: str, source: Source = "inferred",
@@ -69,8 +70,8 @@ class Findings:
         self.checks.append(PlannedCheck(category=category, command=command, reason=reason, source=source,
                                         protects=protects))
 
-    def skip(self, category: Category, command: str, note: str) -> None:
-        self.skipped.append(SkippedCheck(category=category, command=command, note=note))
+    def skip(self, category: Category, command: str, note: str, source: Source = "inferred") -> None:
+        self.skipped.append((source, SkippedCheck(category=category, command=command, note=note)))
 
     def hint(self, text: str) -> None:
         if text not in self.hints:
@@ -84,7 +85,7 @@ class Findings:
         found_at = self.which(tool)
         command = f"{tool} {args}".strip()
         if not found_at:
-            self.skip(category, command, f"{why}, but {tool} is not installed")
+            self.skip(category, command, f"{why}, but {tool} is not installed", source)
             return False
         spelled = f"{command_path(found_at, tool)} {args}".strip()
         self.plan(category, spelled, f"{why}; {tool} found at {found_at}", source)

@@ -50,4 +50,4 @@ def detect_makefile(workspace: Path, found: Findings) -> None:
         if make_at:
             found.plan(category, f"make {target}", f"{why}; make found at {make_at}", source="makefile")
         else:
-            found.skip(category, f"make {target}", f"{why}, but make is not installed")
+            found.skip(category, f"make {target}", f"{why}, but make is not installed", "makefile")

@@ -246,7 +246,8 @@ def _detect_tests(workspace: Path, found: Findings, config: _Config, probe: Modu
                    protects=(path.name,))
     if not (pytest_why or framework_files):
         return
-    where = f"{test_dir}/ holds test files" if test_dir else f"{framework_files[0].name} holds tests"
+    where = (f"{test_dir}/ holds test files" if test_dir
+             else f"{framework_files[0].name} holds tests" if framework_files else "")
     importable = probe(probe_path, "pytest")
     if importable:
         why = "; ".join(pytest_why[:2]) if pytest_why else where
