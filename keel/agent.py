@@ -78,11 +78,19 @@ def limits_from(config: Config, overrides: dict[str, Any] | None = None) -> Limi
 
 
 def protection_summary(config: Config) -> str:
-    if config.shell.sandbox == "off":
-        return "none (sandbox disabled in config): rlimits and process-group kill only"
-    from keel.policy.sandbox import detect_sandbox
+    """What confines commands, starting with the tier: ``bubblewrap``, ``landlock (ABI n: fs+net)``
+    or ``none (...)``, then what it does and does not stop."""
+    from keel.policy.sandbox import SandboxPolicy, active_sandbox
 
-    return detect_sandbox().detail
+    return active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off")).detail
+
+
+def sandbox_tier(config: Config) -> tuple[str, bool]:
+    """The tier's short name and whether it confines the filesystem (for session_start)."""
+    from keel.policy.sandbox import SandboxPolicy, active_sandbox
+
+    info = active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off"))
+    return info.tier, info.confining
 
 
 class Agent:
@@ -137,6 +145,7 @@ class Agent:
         """Drive an existing message history (owned by the caller, appended in place)."""
         self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
                       task=task, attended=self.attended, protection=self.protection,
+                      sandbox=sandbox_tier(self.config)[0], confining=sandbox_tier(self.config)[1],
                       tools=self.registry.names)
         p = self.config.prices
         runner = Runner(self.engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
