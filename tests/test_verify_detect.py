@@ -105,7 +105,8 @@ def test_mypy_uses_the_configured_files_instead_of_dot(tmp_path: Path) -> None:
 
 def test_setup_cfg_and_tox_ini_sections(tmp_path: Path) -> None:
     write(tmp_path, {"setup.cfg": "[flake8]\nmax-line-length = 100\n[tool:pytest]\naddopts = -q\n",
-                     "tox.ini": "[testenv]\ncommands = pyright\n", "pkg.py": ""})
+                     "tox.ini": "[testenv]\ncommands = pyright\n", "pkg.py": "",
+                     "tests/test_pkg.py": "def test_pkg():\n    pass\n"})
     plan = detect_checks(tmp_path, which=fake_which("flake8", "pyright", "python3"), has_module=yes)
     assert commands(plan) == [("static", "flake8"), ("types", "pyright"), ("test", "python3 -m pytest -q")]
     reasons = {c.command: c.reason for c in plan.checks}
@@ -145,6 +146,21 @@ def test_lone_test_script_runs_with_the_interpreter(tmp_path: Path) -> None:
     assert commands(plan) == [("test", "python3 test_app.py")]
     assert plan.checks[0].protects == ("test_app.py",)
     assert "no test framework" in plan.checks[0].reason
+
+
+def test_pytest_is_not_planned_when_there_is_nothing_to_collect(tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["pytest"]\n'})
+    plan = detect_checks(tmp_path, which=fake_which("python3"), has_module=yes)
+    assert commands(plan) == []
+    assert plan.hints == ("pytest is a declared dependency, but no test files were found: pytest is not planned",)
+
+
+def test_nested_tests_count_when_pytest_is_configured(tmp_path: Path) -> None:
+    write(tmp_path, {"pytest.ini": "[pytest]\n", "src/pkg/tests/test_x.py": "def test_x():\n    pass\n",
+                     "node_modules/y/test_y.py": ""})
+    plan = detect_checks(tmp_path, which=fake_which("python3"), has_module=yes)
+    assert commands(plan) == [("test", "python3 -m pytest -q")]
+    assert plan.checks[0].reason.startswith("pytest.ini exists; pytest is importable")
 
 
 def test_top_level_test_file_with_test_functions_goes_to_pytest(tmp_path: Path) -> None:
@@ -363,10 +379,14 @@ def test_ci_run_step_parsing() -> None:
 @pytest.mark.parametrize(("command", "category"), [
     ("pytest -q", "test"), ("make lint", "static"), ("npm run typecheck", "types"), ("cargo check", "build"),
     ("black --check .", "static"), ("black .", None), ("ruff check --fix .", None), ("pip install -e .", None),
-    ("npm run dev", None), ("settings.json", None), ("git push", None),
+    ("npm run dev", None), ("settings.json", None), ("git push", None), ("conftest.py", None),
+    ("tests/test_api.py", None), ("test.sh", None), ("scripts/test.sh", "test"), ("./check", "test"),
+    (".venv/bin/pytest -q", "test"), ("python -m venv .venv", None), ("node scripts/deploy.js", None),
+    ("python scripts/run_checks.py", "test"),
 ])
 def test_categorize_commands_found_in_documents(command: str, category: str | None) -> None:
-    assert categorize(command) == category
+    # Under a "Testing" heading, so commands that only run something take "test" from it.
+    assert categorize(command, "## Testing") == category
 
 
 # -- Settling and building the plan -----------------------------------------------------------

@@ -32,7 +32,9 @@ _MUTATES = re.compile(
     r"autopep8|yapf|clang-format)\b"
     r"|\b(?:pip3?|npm|yarn|pnpm|uv|poetry|pipx|cargo|go|gem|bundle|apt|apt-get|brew)\s+"
     r"(?:install|ci|add|sync|get|update|upgrade|lock|remove|uninstall)\b"
-    r"|-m\s+pip\b|\bgit\s+(?:commit|push|add|checkout|reset)\b|\brm\s",
+    r"|-m\s+(?:pip|venv)\b|\bvirtualenv\b|\bsetup\.py\s+(?:install|develop)\b"
+    r"|\b(?:deploy|publish|release|upload|migrate)\b"
+    r"|\bgit\s+(?:commit|push|add|checkout|reset)\b|\brm\s",
     re.IGNORECASE)
 _READ_ONLY_FLAGS = re.compile(r"--check\b|--diff\b|--list-different\b|(?:^|\s)-l\b")
 _WRAPPERS = {"env", "timeout", "nice", "time", "command"}
@@ -74,6 +76,15 @@ def program_of(command: str) -> str | None:
     return words[0] if words else None
 
 
+def _mentions_a_file_not_a_command(head: str) -> bool:
+    """`conftest.py` or `tests/test_api.py` in prose names a file; only `./x` or `dir/x.sh` run one."""
+    if head.startswith(("./", "/")):
+        return False
+    if "/" not in head:              # bash looks bare names up on PATH, never in the project
+        return head.endswith((".py", ".sh", ".js", ".ts"))
+    return head.endswith((".py", ".js", ".ts"))   # `tests/test_api.py` is a file; `.venv/bin/pytest` runs
+
+
 def categorize(command: str, context: str = "") -> Category | None:
     """The category of ``command`` as a check, or None when it is not a check keel should run.
 
@@ -96,7 +107,11 @@ def categorize(command: str, context: str = "") -> Category | None:
             return _SCRIPT_CATEGORIES[script]
         if script in _LONG_RUNNING_SCRIPTS:
             return None
+    if _mentions_a_file_not_a_command(words[0]):
+        return None
     kind = classify_check(command)
+    if kind is None and words[0].startswith("./") and len(words[0]) > 2:
+        kind = "run"                 # `./check`: a project script without a suffix
     if kind is None:
         return None
     if kind in _KIND_TO_CATEGORY:

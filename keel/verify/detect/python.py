@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import os
 import re
 import subprocess
 import tomllib
@@ -180,8 +181,26 @@ def _test_dir_files(workspace: Path) -> tuple[str | None, list[Path]]:
     return None, []
 
 
+_NOT_PROJECT_DIRS = {"node_modules", "venv", "__pycache__", "build", "dist", "site-packages"}
+
+
+def _nested_test_file(workspace: Path, max_depth: int = 4) -> Path | None:
+    """A test file below the top level (src/pkg/tests/test_x.py), or None; vendored trees skipped."""
+    for root, dirs, files in os.walk(workspace):
+        depth = len(Path(root).relative_to(workspace).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _NOT_PROJECT_DIRS
+                         and depth < max_depth)
+        if depth > 0:
+            match = next((f for f in sorted(files) if _TEST_FILE.match(f)), None)
+            if match:
+                return Path(root) / match
+    return None
+
+
 def is_python_project(workspace: Path) -> bool:
-    markers = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", "requirements.txt")
+    markers = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", "requirements.txt", "Pipfile",
+               "pytest.ini", "conftest.py", "mypy.ini", ".mypy.ini", "ruff.toml", ".ruff.toml", ".flake8",
+               "pyrightconfig.json")
     if any((workspace / m).is_file() for m in markers):
         return True
     try:
@@ -246,8 +265,15 @@ def _detect_tests(workspace: Path, found: Findings, config: _Config, probe: Modu
                    protects=(path.name,))
     if not (pytest_why or framework_files):
         return
-    where = (f"{test_dir}/ holds test files" if test_dir
-             else f"{framework_files[0].name} holds tests" if framework_files else "")
+    if not framework_files:
+        nested = _nested_test_file(workspace)
+        if nested is None:
+            # pytest with nothing to collect exits 5: a check that could never pass.
+            found.hint(f"{pytest_why[0]}, but no test files were found: pytest is not planned")
+            return
+        framework_files.append(nested)
+    where = (f"{test_dir}/ holds test files" if test_dir else
+             f"{framework_files[0].relative_to(workspace).as_posix()} holds tests")
     importable = probe(probe_path, "pytest")
     if importable:
         why = "; ".join(pytest_why[:2]) if pytest_why else where
