@@ -1,18 +1,25 @@
-"""``keel policy "COMMAND" [--json] [--cwd DIR]``: show how the shell policy judges a command.
+"""``keel policy "COMMAND" [--json] [--cwd DIR]``: show how keel judges a shell command.
 
-Prints ``deny: recursive delete of '/' (part: rm -rf /)`` or, with ``--json``,
-``{"decision": ..., "reason": ..., "part": ...}``. Exit status: 0 whenever a verdict was printed
-(whatever it is — read the decision from the output), 2 for usage errors.
+The verdict is the one ``run_shell`` gets: the shell policy with the configured permission rules
+applied (config loaded for the workspace, as ``keel tool`` does), followed by the OS sandbox tier
+that would confine the command::
+
+    allow: git status only reads (part: git status)
+    sandbox: landlock (ABI 7: fs+net)
+
+``--json`` prints ``{"decision", "reason", "part", "network", "sandbox", "confining"}``. Exit
+status: 0 whenever a verdict was printed (read the decision from the output), 2 for usage and
+configuration errors.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
-
-from keel.policy.shell.risk import classify_command
+from typing import Any
 
 
 class _UsageError(Exception):
@@ -28,11 +35,46 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="keel policy", description="Show how keel's shell policy judges a command.")
     parser.add_argument("command", help="the shell command to judge (quote it)")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    parser.add_argument("--cwd", default=None, help="the workspace to judge paths against (default: .)")
+    parser.add_argument("--cwd", default=None, help="the workspace to judge paths against and load "
+                                                    ".keel/config.toml from (default: .)")
     return parser
 
 
+_SANDBOX_CLAIM = re.compile(r"(?:the )?OS sandbox")
+
+
+def honest_reason(reason: str, tier: str, confining: bool) -> str:
+    """``reason`` with any mention of "the OS sandbox" made true for this machine: it names the
+    active tier, and says plainly when nothing confines the command."""
+    if "OS sandbox" not in reason:
+        return reason
+    if confining:
+        return _SANDBOX_CLAIM.sub(tier, reason)
+    return reason.replace("contained by the OS sandbox", f"NOT contained: no OS sandbox here, {tier}").replace(
+        "OS sandbox", f"OS sandbox (none active: {tier})")
+
+
+def judge(command: str, workspace: Path) -> dict[str, Any]:
+    """The verdict for ``command`` in ``workspace`` under its configuration. Raises ConfigError or
+    RuleError for a configuration that cannot be used."""
+    from keel.config import load_config
+    from keel.policy.rules import RuleSet
+    from keel.policy.sandbox import SandboxPolicy, active_sandbox
+
+    config, _warnings = load_config(workspace)
+    perms = config.permissions
+    evaluation = RuleSet.from_config(perms.allow, perms.ask, perms.deny).evaluate_shell(command, workspace)
+    verdict = evaluation.verdict
+    info = active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off"))
+    return {"decision": verdict.decision, "reason": honest_reason(verdict.reason, info.tier, info.confining),
+            "part": verdict.part, "network": evaluation.network, "sandbox": info.tier,
+            "confining": info.confining}
+
+
 def policy_main(argv: list[str] | None = None) -> int:
+    from keel.config import ConfigError
+    from keel.policy.rules import RuleError
+
     parser = _parser()
     try:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -45,11 +87,17 @@ def policy_main(argv: list[str] | None = None) -> int:
     if not workspace.is_dir():
         print(f"keel policy: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
         return 2
-    verdict = classify_command(args.command, workspace)
+    try:
+        result = judge(args.command, workspace.resolve())
+    except (ConfigError, RuleError) as exc:
+        print(f"keel policy: configuration error: {exc}", file=sys.stderr)
+        return 2
     if args.json:
-        print(json.dumps({"decision": verdict.decision, "reason": verdict.reason, "part": verdict.part}))
-    else:
-        print(f"{verdict.decision}: {verdict.reason} (part: {verdict.part})")
+        print(json.dumps(result))
+        return 0
+    print(f"{result['decision']}: {result['reason']} (part: {result['part']})")
+    confines = "" if result["confining"] else " — nothing confines what commands run beyond rlimits"
+    print(f"sandbox: {result['sandbox']}{confines}")
     return 0
 
 
