@@ -93,6 +93,16 @@ def sandbox_tier(config: Config) -> tuple[str, bool]:
     return info.tier, info.confining
 
 
+def unconfined_warning(config: Config) -> str | None:
+    """The warning for runs nobody watches start, when no OS tier confines what commands run."""
+    tier, confining = sandbox_tier(config)
+    if confining:
+        return None
+    return (f"no OS sandbox confines shell commands here ({tier}): code they run can write anywhere this "
+            "user can, read its keys and reach the network (install bubblewrap, or use a Linux kernel "
+            "with Landlock)")
+
+
 class Agent:
     """A configured keel agent. ``run(task)`` carries one task to a stop and returns the result."""
 
