@@ -69,6 +69,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"keel: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if args.output_format != "text":  # no start line is shown: say once if nothing confines commands
+        from keel.agent import unconfined_warning
+        if tier_warning := unconfined_warning(config):
+            warnings.append(tier_warning)
     for w in warnings:
         print(f"keel: warning: {w}", file=sys.stderr)
     sinks: list[EventSink] = []
