@@ -1,0 +1,278 @@
+"""The closing self-check on a change, and tamper detection for tests. Pure: snapshots and their
+diff (keel.verify.snapshot) come in, lists of findings go out.
+
+- ``tampered_tests`` blocks: tests are evidence, not clay.
+- ``debug_leftovers``, ``stray_files`` and ``unrelated_changes`` are reported, never blocking.
+- ``change_summary`` / ``render_changes`` describe the change for the result JSON and event log.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import PurePosixPath
+from typing import Any
+
+from keel.verify.snapshot import FileChange, Snapshot
+
+# -- which files are tests, scripts, or tooling ----------------------------------------------------
+_TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py", "*_test.go", "*.test.*", "*.spec.*", "*_spec.rb")
+_TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec"})
+# Files whose job is to print: a print() added there is output, not a leftover.
+_SCRIPT_DIRS = frozenset({"scripts", "script", "bin", "tools", "examples", "example", "bench", "benchmarks",
+                          "docs", "cli", "cmd"})
+_SCRIPT_NAMES = ("__main__.py", "setup.py", "manage.py", "cli.py", "main.py", "noxfile.py", "tasks.py",
+                 "cli.*", "main.*")
+
+
+def is_test_file(path: str) -> bool:
+    p = PurePosixPath(path)
+    return any(fnmatch.fnmatch(p.name, pat) for pat in _TEST_NAMES) or any(d in _TEST_DIRS for d in p.parts[:-1])
+
+
+def _is_script_or_test(path: str) -> bool:
+    p = PurePosixPath(path)
+    return (is_test_file(path) or any(fnmatch.fnmatch(p.name, pat) for pat in _SCRIPT_NAMES)
+            or any(d in _SCRIPT_DIRS for d in p.parts[:-1]))
+
+
+# -- debug leftovers ---------------------------------------------------------------------------------
+# Always a leftover, wherever added: nobody ships a breakpoint.
+_PY_DEBUGGER = re.compile(r"\bbreakpoint\(\)|^\s*import (?:pdb|ipdb|pudb)\b|^\s*from (?:pdb|ipdb|pudb) import|"
+                          r"\b(?:pdb|ipdb|pudb)\.set_trace\(")
+_JS_DEBUGGER = re.compile(r"^\s*debugger\s*;?\s*$")
+_RUST_DBG = re.compile(r"\bdbg!\(")
+# Leftovers only in library code (see debug_leftovers for the rule).
+_PY_PRINT = re.compile(r"(?<![\w.])print\(")
+_JS_CONSOLE = re.compile(r"\bconsole\.(?:log|debug)\(")
+_GO_PRINTLN = re.compile(r"\bfmt\.Println\(")
+_MAIN_GUARD = re.compile(r"""^if __name__ == ['"]__main__['"]\s*:""", re.MULTILINE)
+_GO_MAIN = re.compile(r"^package main\b", re.MULTILINE)
+_JS_EXTENSIONS = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts", ".vue", ".svelte")
+
+
+def _prints_by_design(change: FileChange, after: Snapshot | None) -> bool:
+    """A Python module that already printed before the change, or runs as a script, prints on purpose."""
+    text = after.text(change.path) if after is not None else None
+    whole = text if text is not None else "\n".join(change.added_text)
+    if _MAIN_GUARD.search(whole):
+        return True
+    if text is None:
+        return False
+    already = sum(1 for line in text.splitlines() if _PY_PRINT.search(line) and not line.lstrip().startswith("#"))
+    return already > sum(1 for line in change.added_text if _PY_PRINT.search(line))
+
+
+def _go_main(change: FileChange, after: Snapshot | None) -> bool:
+    text = after.text(change.path) if after is not None else None
+    return bool(_GO_MAIN.search(text if text is not None else "\n".join(change.added_text)))
+
+
+def debug_leftovers(changes: list[FileChange], after: Snapshot | None = None) -> list[str]:
+    """Debugging aids the change added, as "file:line: text".
+
+    Always flagged: ``breakpoint()``, ``import pdb``/``ipdb``/``pudb``, ``pdb.set_trace()``, a JS/TS
+    ``debugger;`` statement, Rust ``dbg!(``. Flagged only in library code: Python ``print(``, JS/TS
+    ``console.log(``/``console.debug(``, Go ``fmt.Println(`` — library code meaning not a test, not a
+    script or tool (``scripts/``, ``bin/``, ``cli.py``, ``__main__.py``, ``setup.py`` …), not a module
+    with an ``if __name__ == "__main__":`` guard, not one that printed before the change (``after``,
+    when given, supplies the whole file), and for Go not ``package main``. Comment lines are skipped.
+    """
+    found: list[str] = []
+    for change in changes:
+        if not change.added_text:
+            continue
+        path = change.path
+        is_py, is_js = path.endswith((".py", ".pyi")), path.endswith(_JS_EXTENSIONS)
+        is_rs, is_go = path.endswith(".rs"), path.endswith(".go")
+        library = not _is_script_or_test(path)
+        print_ok: bool | None = None      # decided on the first print seen, at most once per file
+        for number, line in zip(change.added_line_numbers, change.added_text, strict=False):
+            code = line.strip()
+            if not code or code.startswith(("#", "//", "/*", "*")):
+                continue
+            hit = bool((is_py and _PY_DEBUGGER.search(line)) or (is_js and _JS_DEBUGGER.match(line))
+                       or (is_rs and _RUST_DBG.search(line)))
+            if not hit and library and is_py and _PY_PRINT.search(line):
+                if print_ok is None:
+                    print_ok = _prints_by_design(change, after)
+                hit = not print_ok
+            elif not hit and library and ((is_js and _JS_CONSOLE.search(line))
+                                          or (is_go and _GO_PRINTLN.search(line) and not _go_main(change, after))):
+                hit = True
+            if hit:
+                found.append(f"{path}:{number}: {code[:160]}")
+    return found
+
+
+# -- stray files -------------------------------------------------------------------------------------
+_STRAY_PATTERNS = ("*.pyc", "*.pyo", "*.orig", "*.rej", "*.bak", "*.swp", "*.swo", "*~", "nohup.out", "core",
+                   "core.[0-9]*", "*.log", ".DS_Store", "Thumbs.db", "a.out", "*.tmp")
+# Names a shell typo leaves behind: `x = 1` run as a command makes "=", `cmd 2 > err` makes "2".
+_SHELL_MISTAKE = re.compile(r"^(?:[-=+&|<>;:,.'\"`]+|\d|-.*|.*[<>|&;`$].*|\s.*|.*\s)$")
+
+
+def stray_files(changes: list[FileChange]) -> list[str]:
+    """Added files that look generated or accidental: bytecode, editor and patch leftovers, logs,
+    core dumps, ``a.out``, and names a shell mistake makes (``=``, ``2``, ``-x``). The snapshot already
+    leaves out what .gitignore ignores, so a stray the project ignores anyway is never reported."""
+    strays = []
+    for change in changes:
+        if change.status != "added":
+            continue
+        name = PurePosixPath(change.path).name
+        if any(fnmatch.fnmatch(name, pat) for pat in _STRAY_PATTERNS) or _SHELL_MISTAKE.match(name):
+            strays.append(change.path)
+    return strays
+
+
+# -- unrelated changes -------------------------------------------------------------------------------
+_EXTENSIONS = ("py|pyi|js|jsx|ts|tsx|mjs|cjs|json|toml|yaml|yml|md|rst|txt|cfg|ini|rs|go|c|h|cc|cpp|hpp|java|kt|"
+               "rb|php|sh|html|css|scss|sql|xml|vue|svelte|lock|env|csv")
+_FILE_TOKEN = re.compile(rf"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS}))(?![\w/])")
+_DIR_TOKEN = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+)(?=[\s`'\",)]|$)")
+_BACKTICKED = re.compile(r"`([^`]+)`")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
+_CODE_WORD = re.compile(r"\b([A-Za-z_]*[a-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
+_DOTTED = re.compile(r"(?<![\w.])([a-z_]\w+(?:\.[a-z_]\w*)+)(?![\w.(])")   # keel.verify.gate
+_WORD = re.compile(r"[A-Za-z_]\w+")
+
+
+def _task_names(task: str) -> tuple[list[str], list[str], set[str]]:
+    """(files, directories, identifiers) the task names."""
+    files = [m.removeprefix("./") for m in _FILE_TOKEN.findall(task)]
+    dirs = [d.removeprefix("./").rstrip("/") for d in _DIR_TOKEN.findall(task)]
+    identifiers = set(_CALL.findall(task)) | set(_CODE_WORD.findall(task))
+    identifiers |= {d for d in _DOTTED.findall(task) if d not in files}
+    for span in _BACKTICKED.findall(task):
+        identifiers |= {w for w in _WORD.findall(span) if len(w) >= 3}
+    identifiers |= {PurePosixPath(f).stem for f in files}
+    return files, dirs, {i for i in identifiers if len(i) >= 3}
+
+
+def _stem(path: PurePosixPath) -> str:
+    stem = path.name.split(".", 1)[0]
+    return path.parent.name if stem == "__init__" else stem
+
+
+def _test_subject(path: PurePosixPath) -> str | None:
+    """The name of what a test file tests: test_util.py, util_test.go, util.test.ts, util.spec.js -> util."""
+    name = path.name
+    for pattern in (r"^test_(.+?)\.\w+$", r"^(.+?)_test\.\w+$", r"^(.+?)\.(?:test|spec)\.\w+$"):
+        if m := re.match(pattern, name):
+            return m[1]
+    return None
+
+
+def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
+    """Changed paths the task does not seem to concern. Reported, never blocking.
+
+    Only when the task names files (``settings.json``, ``src/app.ts``) or identifiers (``slugify()``,
+    ``load_settings``, ``KeyError``, ``keel.verify.gate``, words in backticks); when it names nothing,
+    nothing is flagged.
+    A changed file is related when any of these holds: it is a named file (``app.py`` names
+    ``src/app.py`` too) or lies under a named directory; its stem or dotted module path is a word of
+    the task (``textutil.py`` for "fix textutil"); it is a test of a named file or identifier
+    (``test_textutil.py``); it sits in the same directory as a named file; or its added lines mention
+    a named identifier (the new ``def slugify`` for "implement slugify()").
+    """
+    files, dirs, identifiers = _task_names(task)
+    if not files and not dirs and not identifiers:
+        return []
+    words = {w.lower() for w in _WORD.findall(task)}
+    lowered_ids = {i.lower() for i in identifiers}
+    changed = [c.path for c in changes]
+    # Where each named file lives: the changed path that matches it, else the directory it was named with.
+    named_dirs = set()
+    for f in files:
+        matches = [p for p in changed if p == f or p.endswith("/" + f)]
+        named_dirs |= {str(PurePosixPath(p).parent) for p in matches} or {str(PurePosixPath(f).parent)}
+    id_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(identifiers))) + r")\b") if identifiers else None
+
+    def related(change: FileChange) -> bool:
+        path = PurePosixPath(change.path)
+        if any(change.path == f or change.path.endswith("/" + f) or f.endswith("/" + change.path) for f in files):
+            return True
+        if any(change.path.startswith(d + "/") for d in dirs if d):
+            return True
+        module = ".".join((*path.parent.parts, _stem(path))).lower()
+        if _stem(path).lower() in words or re.search(rf"\b{re.escape(module)}\b", task.lower()):
+            return True
+        subject = _test_subject(path)
+        if subject and (subject.lower() in lowered_ids or subject.lower() in words):
+            return True
+        if str(path.parent) in named_dirs:
+            return True
+        return bool(id_pattern and any(id_pattern.search(line) for line in change.added_text))
+
+    return [c.path for c in changes if not related(c)]
+
+
+# -- tampering with tests ------------------------------------------------------------------------------
+_EDIT_VERB = (r"(?:add|adding|write|writing|create|creating|update|updating|fix|fixing|change|changing|modify|"
+              r"modifying|edit|editing|extend|adjust|rewrite|correct|repair|amend|improve|refactor|expand|remove|"
+              r"delete|rename|replace)")
+_TEST_NOUN = r"(?:unit[- ])?(?:tests?|test[- ]?cases?|test[- ]suites?|specs?|test[- ]files?|assertions?)\b"
+# Words that, between the verb and "test", say the test is the symptom, not the thing to edit ("fix the
+# failing test" means fix the code), or end the clause ("add X and test it").
+_NOT_BETWEEN = r"(?:failing|failed|broken|erroring|red|and|then|so|to|that|which|but|until|when|while)\b"
+_ALLOWS = re.compile(
+    rf"\b{_EDIT_VERB}\s+(?:(?!{_NOT_BETWEEN})[\w'-]+\s+){{0,3}}{_TEST_NOUN}"
+    rf"|\b{_EDIT_VERB}\s+(?:the\s+)?(?:file\s+)?`?(?:[\w.-]+/)*(?:test_\w+\.py|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"
+    r"|\btests?\b[^.]{0,40}?\b(?:is|are)\s+(?:wrong|incorrect|outdated|out of date|stale|buggy|obsolete)",
+    re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:don'?t|do not|never|without|not|no need to|must not|mustn'?t)\s+(?:\w+\s+){0,2}$",
+                       re.IGNORECASE)
+
+
+def task_allows_test_changes(task: str) -> bool:
+    """True when the task asks for test changes: an editing verb (add, write, update, fix, change …)
+    followed within three words by "test(s)", "spec", "test case" … — unless a word in between says
+    the test is only the symptom ("fix the failing test", "make the failing test pass" do not count) or
+    ends the clause; or an editing verb directly naming a test file ("update test_app.py"); or the task
+    says the tests are wrong/outdated. A negated request ("don't change the tests") does not count."""
+    return any(not _NEGATION.search(task[max(0, m.start() - 30): m.start()]) for m in _ALLOWS.finditer(task))
+
+
+def tampered_tests(before: Snapshot, after: Snapshot, protected: set[str], task: str) -> list[str]:
+    """Existing tests (and ``protected`` files, such as the acceptance command's own script) that the
+    change modified or deleted, sorted; [] when the task asks for test changes. A new test file is
+    never tampering, and a file rewritten with identical bytes is not a change."""
+    if task_allows_test_changes(task):
+        return []
+    return sorted(path for path, digest in before.files.items()
+                  if (is_test_file(path) or path in protected) and after.files.get(path) != digest)
+
+
+# -- change summary ------------------------------------------------------------------------------------
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def change_summary(changes: list[FileChange]) -> dict[str, Any]:
+    """For the result JSON: one entry per file and a git-style diffstat. Unknown line counts
+    (binary or very large files) are null per file and count as 0 in the totals."""
+    insertions = sum(c.added_lines or 0 for c in changes)
+    deletions = sum(c.removed_lines or 0 for c in changes)
+    parts = [_plural(len(changes), "file") + " changed"]
+    if insertions:
+        parts.append(f"{insertions} insertion{'' if insertions == 1 else 's'}(+)")
+    if deletions:
+        parts.append(f"{deletions} deletion{'' if deletions == 1 else 's'}(-)")
+    return {"files": [{"path": c.path, "status": c.status, "added": c.added_lines, "removed": c.removed_lines}
+                      for c in changes],
+            "diffstat": ", ".join(parts)}
+
+
+def render_changes(changes: list[FileChange]) -> str:
+    """One line per file, e.g. "M app.py (+2 -1)", "A new.py (+12)", "D old.py (-30)", "M logo.png (binary)"."""
+    lines = []
+    for c in changes:
+        letter = {"added": "A", "modified": "M", "deleted": "D"}[c.status]
+        if c.added_lines is None or c.removed_lines is None:
+            counts = "binary or large"
+        else:
+            counts = " ".join(s for s in (f"+{c.added_lines}" if c.added_lines else "",
+                                          f"-{c.removed_lines}" if c.removed_lines else "") if s) or "no line changes"
+        lines.append(f"{letter} {c.path} ({counts})")
+    return "\n".join(lines)
