@@ -231,3 +231,25 @@ def test_cpu_limit_death_is_named(tmp_path: Path) -> None:
         ctx = ctx_for(tmp_path, sandbox=SandboxPolicy(enabled=enabled, cpu_seconds=1))
         result = run_shell(RunShellArgs(command="python3 -c 'while True: pass'"), ctx)
         assert not result.ok and "SIGXCPU (the CPU time limit was reached)" in result.output.splitlines()[0]
+
+
+def test_timeout_never_exceeds_the_runs_remaining_wall_clock(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run_shell(RunShellArgs(command="sleep 30", timeout=600), ctx_for(tmp_path, deadline=started + 2))
+    assert result.meta["timed_out"] and time.monotonic() - started < 8
+    assert "cut to the run's remaining wall-clock time" in result.output.splitlines()[0]
+    late = run_shell(RunShellArgs(command="touch m"), ctx_for(tmp_path, deadline=time.monotonic() + 0.5))
+    assert not late.ok and "wall-clock limit" in late.output and not (tmp_path / "m").exists()
+
+
+def test_the_runner_hands_its_deadline_to_the_shell(tmp_path: Path) -> None:
+    from conftest import call
+
+    from keel.agent import Agent
+    from keel.loop.limits import Limits
+    from keel.testing import ScriptedModel
+
+    script = [{"tool_calls": [call("run_shell", command="sleep 60", timeout=600)]}, {"content": "done"}]
+    started = time.monotonic()
+    Agent(ScriptedModel(script), workspace=tmp_path, log_path=False).run("wait", limits=Limits(max_seconds=3))
+    assert time.monotonic() - started < 20

@@ -86,6 +86,9 @@ class ToolContext:
     approval: Any = None
     sandbox: Any = None
     shell_timeout_s: float = 120.0
+    # When the run must end (time.monotonic() seconds), set by the runner from its wall-clock limit;
+    # a command's timeout never reaches past it. None: no limit.
+    deadline: float | None = None
     output_cap_bytes: int = 30_000
     ask_user: Callable[[str], str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)

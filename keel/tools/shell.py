@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal as signals
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,8 @@ from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolConte
 from keel.tools.process import CommandResult, run_command
 
 MAX_TIMEOUT_S = 600
+# Below this much of the run's wall clock left, a command is not started at all.
+MIN_USEFUL_S = 1.0
 
 
 class RunShellArgs(ToolArgs):
@@ -159,13 +162,24 @@ def run_shell(args: RunShellArgs, ctx: ToolContext) -> ToolResult:
     launch = build_sandboxed(os.environ, ctx.workspace, policy, allow_network=auth.network)
     network = bool(policy.network or auth.network)
     timeout_s = min(float(args.timeout) if args.timeout is not None else ctx.shell_timeout_s, MAX_TIMEOUT_S)
+    run_capped = False
+    if ctx.deadline is not None:
+        remaining = ctx.deadline - time.monotonic()
+        if remaining < MIN_USEFUL_S:
+            return ToolResult.error("Not run: the run's wall-clock limit is reached; finish with what you have.",
+                                    decision=auth.decision)
+        run_capped = remaining < timeout_s
+        timeout_s = min(timeout_s, remaining)
     try:
         result = run_command(command, ctx.workspace, timeout_s=timeout_s, output_cap_bytes=ctx.output_cap_bytes,
                              env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn)
     except OSError as exc:
         return ToolResult.error(f"Could not start the command: {exc}", sandbox=launch.kind)
 
-    lines = [_status_line(result, timeout_s), result.output if result.output else "(no output)"]
+    status = _status_line(result, timeout_s)
+    if result.timed_out and run_capped:
+        status += " (the timeout was cut to the run's remaining wall-clock time)"
+    lines = [status, result.output if result.output else "(no output)"]
     lines += _sandbox_hints(result.output, launch.kind, network)
     meta: dict[str, Any] = {
         "elapsed_s": round(result.elapsed_s, 3), "sandbox": launch.kind, "truncated": result.truncated,
