@@ -45,6 +45,8 @@ class Runner:
     def run(self, messages: list[dict[str, Any]]) -> RunResult:
         """Drive ``messages`` (appended to in place) until the decider says stop."""
         started, pushback, summary = self.clock(), None, ""
+        if self.limits.max_seconds is not None:  # a tool's own timeout (run_shell) never outlasts the run
+            self.ctx.deadline = time.monotonic() + self.limits.max_seconds
         decision: Decision | None = None
         engine_error: str | None = None
         try:
