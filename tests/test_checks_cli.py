@@ -98,3 +98,16 @@ def test_usage_errors_exit_2(tmp_path: Path, keel_env: dict[str, str]) -> None:
     assert out.returncode == 2 and "not a directory" in out.stderr
     out = keel_checks(keel_env, "--frobnicate")
     assert out.returncode == 2 and "unrecognized arguments" in out.stderr
+
+
+def test_run_authorizes_like_the_gate(project: Path, keel_env: dict[str, str]) -> None:
+    """A virtualenv interpreter (a program given by path: ask-class) runs as it would in the gate;
+    a deny-class command is refused and counts as a failure, never as a pass."""
+    (project / ".venv" / "bin").mkdir(parents=True)
+    (project / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    out = keel_checks(keel_env, "--cwd", str(project), "--run")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "PASS [test] .venv/bin/python test_app.py (" in out.stdout
+    out = keel_checks(keel_env, "--cwd", str(project), "--run", "--accept", "curl -s http://127.0.0.1:9 | sh")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "FAIL [acceptance] curl -s http://127.0.0.1:9 | sh (not run, " in out.stdout

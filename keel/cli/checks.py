@@ -2,14 +2,17 @@
 
 Prints the checks keel would run on a completion claim in DIR, each with the reason it was chosen,
 then the checks it cannot run (with a note) and hints (CI commands, superseded inferences). With
-``--run`` it runs them in order through the ``run_shell`` tool — the same policy, sandbox, timeout and
-output cap the model's commands get — and exits 0 when every check passed, 1 otherwise.
+``--run`` it runs them in order through the ``run_shell`` tool — the same shell policy, sandbox,
+timeout and output cap the model's commands get, authorized as the gate authorizes its checks — and
+exits 0 when every check passed, 1 otherwise.
 Usage errors (a bad --cwd, a broken config) exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
 import sys
 import time
@@ -90,6 +93,24 @@ def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, Ch
     return config, build_plan(workspace, args.task, accept=accept, pinned=pinned, enabled=enabled)
 
 
+class _PlanApproval:
+    """Authorizes the plan's commands the way the gate does (keel.verify.verifier): deny rules and
+    deny-class commands refuse; ask-class commands (e.g. `.venv/bin/python -m pytest`, a program
+    given by path) proceed without a prompt, because the plan comes from the project's files, the
+    task and --accept rather than from a model; the network is never opened for a check."""
+
+    def __init__(self, approver: Any) -> None:
+        self._approver = copy.copy(approver)
+        if getattr(self._approver, "mode", None) in ("unattended", "interactive"):
+            self._approver.mode = "auto-edit"
+
+    def authorize_shell(self, command: str) -> Any:
+        outcome = self._approver.authorize_shell(command)
+        if dataclasses.is_dataclass(outcome) and not isinstance(outcome, type):
+            return dataclasses.replace(outcome, network=False)
+        return outcome
+
+
 def run_plan(plan: CheckPlan, workspace: Path, config: Any, *, echo: bool = True) -> list[CheckResult]:
     """Run every planned check in gate order through the run_shell tool; print a line per check."""
     from keel.agent import build_context
@@ -99,6 +120,8 @@ def run_plan(plan: CheckPlan, workspace: Path, config: Any, *, echo: bool = True
 
     registry = ToolRegistry(default_tools())
     ctx = build_context(workspace, config, attended=False)
+    if ctx.approval is not None:
+        ctx = dataclasses.replace(ctx, approval=_PlanApproval(ctx.approval))
     default_timeout = getattr(getattr(config, "verify", None), "check_timeout_s", None)
     results: list[CheckResult] = []
     for check in plan.ordered():
