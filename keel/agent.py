@@ -37,6 +37,17 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
                               extra_body=e.extra_body or None, stream=e.stream)
 
 
+def _confining(config: Config) -> bool:
+    """Does an OS tier confine the filesystem for commands? The shell policy allows running code and
+    workspace writes unasked only then (docs/policy.md, "Tiers")."""
+    if config.shell.sandbox == "off":
+        return False
+    from keel.policy.sandbox import detect_sandbox
+
+    info = detect_sandbox()
+    return bool(getattr(info, "confining", getattr(info, "kind", "none") in ("bubblewrap", "landlock")))
+
+
 def build_context(workspace: Path, config: Config, *, attended: bool,
                   prompt: Callable[[str], str] | None = None,
                   ask_user: Callable[[str], str] | None = None) -> ToolContext:
@@ -49,7 +60,8 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     rules = RuleSet.from_config(perms.allow, perms.ask, perms.deny)
     return ToolContext(
         workspace=workspace, attended=attended, session=FileSession(),
-        approval=Approver(mode, rules=rules, workspace=workspace, prompt=prompt),
+        approval=Approver(mode, rules=rules, workspace=workspace, prompt=prompt,
+                          confined=_confining(config)),
         sandbox=SandboxPolicy(enabled=config.shell.sandbox != "off", network=config.shell.network),
         shell_timeout_s=config.shell.timeout_s, output_cap_bytes=config.shell.output_cap_bytes,
         ask_user=ask_user,

@@ -49,11 +49,11 @@ BENIGN = [
     "pytest -q tests/test_a.py", "cat README.md", "find . -name '*.py'", "sed -n '1,20p' f.py",
     "head -50 x | grep y", "wc -l *.py", "ruff check .", "git show HEAD~1 --stat", "git branch -a",
     "git rev-parse --abbrev-ref HEAD", "git blame f.py", "rg -n 'def ' src", "mypy src", "pyright",
-    "python -c 'print(1)'", "python script.py --flag", "node app.js", "npm test", "npm run lint",
+    "npm test", "npm run lint",
     "cargo test", "go vet ./...", "make test", "make", "ls 2>/dev/null", "ls -la | sort | uniq -c",
     "cd src && ls", "echo done", "time pytest -q", "PYTHONPATH=src python -m pytest", "GIT_PAGER=cat git log",
     "find . -name '*.py' | xargs grep -l foo", "awk -F, '{print $1}' f.py", "sed -n '/def/,/return/p' f.py",
-    "python - <<'EOF'\nprint('hi')\nEOF\n", "git config --get user.name", "tree src", "jq . package.json",
+    "git config --get user.name", "tree src", "jq . package.json",
     "diff <(ls src) <(ls build)", "env", "command -v git", "ruff format --check .", "du -sh .",
 ]
 

@@ -23,6 +23,7 @@ from typing import Literal
 
 from keel.policy.paths import PathJailError, display_path, is_secret_path, resolve_in_workspace
 from keel.policy.rules import Rule, RuleSet, ShellEvaluation
+from keel.policy.shell.paths import runs_later
 from keel.policy.shell.risk import PartReport
 
 Mode = Literal["interactive", "auto-edit", "unattended"]
@@ -52,13 +53,14 @@ def remembered_prefix(part: PartReport) -> list[str]:
 
 class Approver:
     def __init__(self, mode: Mode, rules: RuleSet | None = None, *, workspace: Path,
-                 prompt: Callable[[str], str] | None = None) -> None:
+                 prompt: Callable[[str], str] | None = None, confined: bool = False) -> None:
         if mode not in MODES:
             raise ValueError(f"approval mode {mode!r} is not one of {', '.join(MODES)}")
         self.mode = mode
         self.rules = rules if rules is not None else RuleSet()
         self.workspace = Path(os.path.realpath(workspace))
         self.prompt = prompt
+        self.confined = confined          # an OS tier confines the filesystem: workspace-write applies
         # What "always" answers unlock for the rest of this session.
         self._session = RuleSet(allow=list(self.rules.allow), ask=list(self.rules.ask), deny=list(self.rules.deny))
         self._always_commands: set[str] = set()
@@ -69,7 +71,7 @@ class Approver:
 
     def authorize_shell(self, command: str) -> ApprovalOutcome:
         try:
-            evaluation = self._session.evaluate_shell(command, self.workspace)
+            evaluation = self._session.evaluate_shell(command, self.workspace, confined=self.confined)
         except Exception as exc:  # never fail open: a gate that breaks refuses
             return ApprovalOutcome(False, f"refused: the command could not be checked ({exc!r})", "ask")
         verdict = evaluation.verdict
@@ -116,11 +118,16 @@ class Approver:
         decision, rule = self._session.path_decision("edit", real, self.workspace)
         if decision == "deny":
             return ApprovalOutcome(False, f"refused: editing {shown} is denied by rule {rule}", "deny")
-        if decision == "allow" or (decision is None and (self.mode != "interactive" or self._always_edit)):
+        # Files that make other programs run commands later (.envrc, .claude/, .git/hooks ...): a
+        # person or an edit(...) allow rule decides, in every mode, like a secret read.
+        later = decision is None and runs_later(real, self.workspace)
+        if decision == "allow" or (decision is None and not later
+                                   and (self.mode != "interactive" or self._always_edit)):
             return ApprovalOutcome(True, "allowed", "allow")
-        why = f"rule {rule} asks before editing it" if decision == "ask" else "file edits need approval"
+        why = f"rule {rule} asks before editing it" if decision == "ask" else \
+            "other programs run commands from this file" if later else "file edits need approval"
         outcome, always = self._ask_path("edit", shown, why, "edits", "Leave this file unchanged.")
-        if always and decision is None:
+        if always and decision is None and not later:
             self._always_edit = True
         return outcome
 

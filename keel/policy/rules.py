@@ -123,8 +123,8 @@ class RuleSet:
 
     # -- shell ---------------------------------------------------------------------------------
 
-    def evaluate_shell(self, command: str, workspace: Path) -> ShellEvaluation:
-        parts = [self._apply(part, workspace) for part in analyze_command(command, workspace)]
+    def evaluate_shell(self, command: str, workspace: Path, *, confined: bool = False) -> ShellEvaluation:
+        parts = [self._apply(part, workspace) for part in analyze_command(command, workspace, confined=confined)]
         return ShellEvaluation(verdict_of(parts), parts)
 
     def _apply(self, part: PartReport, workspace: Path) -> PartReport:

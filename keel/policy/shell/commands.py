@@ -25,10 +25,24 @@ class Finding:
     path: Path | None = None       # for lift == "read": the file a read(...) rule must cover
     destructive: bool = False      # deletes or overwrites: never under sudo
     network: bool = False
+    # What the OS tier changes: "write" — an ask whose every effect stays in the workspace, which
+    # a confining tier allows (workspace-write); "code" — an allow that rests on the tier to
+    # confine the code it runs, which asks when no tier confines the filesystem.
+    tier: str | None = None
 
 
 def allow(reason: str) -> Finding:
     return Finding("allow", reason)
+
+
+def ws_write(reason: str, **kw: object) -> Finding:
+    """An ask that a confining tier turns into allow: the write stays inside the workspace."""
+    return Finding("ask", reason, tier="write", **kw)  # type: ignore[arg-type]
+
+
+def runs_code(reason: str) -> Finding:
+    """An allow that holds only when an OS tier confines the code that runs."""
+    return Finding("allow", reason, tier="code")
 
 
 def ask(reason: str, **kw: object) -> Finding:
@@ -135,6 +149,10 @@ def judge_write(env: JudgeEnv, word: Word, cwds: Cwds, verb: str = "writes") -> 
             out.append(deny(f"{verb} {word.value!r}, outside the workspace", destructive=True))
         elif place.where == "unknown":
             out.append(ask(f"{verb} {word.value!r}, a path only known when it runs", destructive=True))
+        elif (later := env.paths.runs_later_reason(place)) is not None:
+            out.append(ask(f"{verb} {word.value!r}: {later}", destructive=True))
+        elif place.where == "inside":
+            out.append(ws_write(f"{verb} {word.value!r}", destructive=True))
         else:
             out.append(ask(f"{verb} {word.value!r}", destructive=True))
     return out
@@ -161,6 +179,12 @@ def judge_delete(env: JudgeEnv, word: Word, cwds: Cwds, recursive: bool, verb: s
                             destructive=True))
         elif place.where == "unknown":
             out.append(ask(f"{what} of {word.value!r}, a path only known when it runs", destructive=True))
+        elif (later := env.paths.runs_later_reason(place)) is not None:
+            out.append(ask(f"{what} of {word.value!r}: {later}", destructive=True))
+        elif recursive and place.glob_tail and Path(place.text.rstrip("/")).name.startswith("."):
+            out.append(ask(f"{what} of {word.value!r}, which can match .git", destructive=True))
+        elif place.where == "inside" or (place.where == "root" and place.glob_tail):
+            out.append(ws_write(f"{what} of {word.value!r}", destructive=True))
         else:
             out.append(ask(f"{what} of {word.value!r}", destructive=True))
     return out
@@ -171,7 +195,7 @@ def _rm(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if has(options, "--no-preserve-root"):
         return [deny("rm --no-preserve-root", destructive=True)]
     recursive = inv.name == "rm" and has(options, "-r", "-R", "--recursive")
-    out = [ask(f"{inv.name} deletes files", destructive=True)]
+    out = [ws_write(f"{inv.name} deletes files", destructive=True)]
     if inv.extra_args:
         out.append(ask(f"{inv.name} of paths only known when it runs", destructive=True))
     for word in operands:
@@ -195,7 +219,11 @@ def _move_or_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         targets = [Word(".", ".")]
     elif not targets and operands:
         targets, operands = operands[-1:], operands[:-1]
-    out = [ask(f"{inv.name} changes files", destructive=True)]
+    generic = ws_write if inv.name in ("mv", "cp") else ask
+    out = [generic(f"{inv.name} changes files", destructive=True)]
+    for word in operands:
+        if inv.name in ("mv", "cp") and any(p.where == "unknown" for p in env.paths.places(word, inv.cwds)):
+            out.append(ask(f"{inv.name} of {word.value!r}, a path only known when it runs"))
     if inv.name == "mv":
         for word in operands:
             for place in env.paths.places(word, inv.cwds):
@@ -230,7 +258,8 @@ def _make_targets(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     with_value = {"mkdir": {"-m", "--mode"}, "touch": {"-r", "--reference", "-d", "--date", "-t"},
                   "truncate": {"-s", "--size", "-r", "--reference"}, "tee": set()}[inv.name]
     _, operands = parse_options(inv.args, with_value)
-    out = [ask(f"{inv.name} writes files", destructive=inv.name != "mkdir")] if operands else [allow("tee to stdout")]
+    out = [ws_write(f"{inv.name} writes files", destructive=inv.name != "mkdir")] if operands \
+        else [allow("tee to stdout")]
     for word in operands:
         out += judge_write(env, word, inv.cwds)
     return out

@@ -16,6 +16,7 @@ from keel.policy.shell.commands import (
     ask,
     deny,
     judge_write,
+    ws_write,
 )
 from keel.policy.shell.parse import Word
 
@@ -40,6 +41,82 @@ _NETWORK = frozenset({"push", "pull", "fetch", "clone", "ls-remote", "submodule"
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--bare", "--no-replace-objects", "--literal-pathspecs",
                            "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks",
                            "--no-advice", "--version", "--help", "-h", "--no-lazy-fetch"})
+
+
+# Local repository changes a confining tier allows unasked (workspace-write), with the options
+# known to be safe for each, spelled exactly; "=" marks an option that takes a value. Anything
+# else (an editor, -i, --exec, gpg signing, an abbreviation) keeps asking.
+_MERGE_STRATEGIES = frozenset({"ort", "recursive", "resolve", "octopus", "ours", "subtree"})
+_LOCAL = {
+    "add": "-A --all -u --update -v --verbose -f --force -n --dry-run -N --intent-to-add --ignore-errors "
+           "--no-all --ignore-removal --chmod=",
+    "commit": "-m= --message= -a --all -q --quiet -v --verbose --amend --no-edit --allow-empty "
+              "--allow-empty-message -s --signoff --no-verify -n --author= --date= -F= --file= --no-gpg-sign "
+              "--only -o --include -i --dry-run --short --porcelain --fixup= --squash= -C= --reuse-message= "
+              "--reset-author --no-status",
+    "checkout": "-b= -B= -f --force -q --quiet --detach -t --track --no-track --orphan= --ours --theirs -m --merge",
+    "switch": "-c= --create= -C= --force-create= --detach -d -f --force --discard-changes -q --quiet -t --track "
+              "--no-track --orphan= -m --merge",
+    "stash": "-u --include-untracked -k --keep-index --no-keep-index -q --quiet -m= --message= -a --all --index "
+             "-S --staged",
+    "restore": "-s= --source= -S --staged -W --worktree -q --quiet --ours --theirs -m --merge --ignore-unmerged "
+               "--overlay --no-overlay",
+    "branch": "-d -D --delete -m -M --move -c -C --copy -f --force -u= --set-upstream-to= --unset-upstream -t "
+              "--track --no-track -q --quiet -a -r -v -vv -l --list --show-current",
+    "merge": "--no-ff --ff --ff-only --squash --no-squash --no-commit --commit -m= --message= --no-edit --abort "
+             "--continue --quit -q --quiet -v --stat -n --no-stat --allow-unrelated-histories -s= --strategy= -X= "
+             "--strategy-option= --no-verify --log --no-log",
+    "rebase": "--continue --abort --skip --quit --onto= -q --quiet -v --autostash --no-autostash --keep-empty "
+              "--root --committer-date-is-author-date --ignore-date --reset-author-date -f --force-rebase "
+              "--no-verify --update-refs --autosquash --no-autosquash -s= --strategy= -X= --strategy-option=",
+}
+_LOCAL_OPTS = {sub: frozenset(text.split()) for sub, text in _LOCAL.items()}
+_STASH_SUBS = frozenset({"push", "pop", "apply", "drop", "save", "clear", "branch", "create", "store"})
+
+
+def _local_write(sub: str, rest: list[Word]) -> Finding:
+    """A local git change: workspace-write when every option is known-safe and every word literal."""
+    known = _LOCAL_OPTS[sub]
+    words = rest[1:] if sub == "stash" and rest and rest[0].value in _STASH_SUBS else rest
+    i = 0
+    while i < len(words):
+        word = words[i]
+        text = word.value
+        if not word.literal:
+            return ask(f"git {sub} with {text!r}, only known when it runs", destructive=True)
+        if text == "--":
+            break
+        if text.startswith("-") and text != "-":
+            name, eq, value = text.partition("=")
+            if (eq and name.startswith("--") and f"{name}=" in known) or (not eq and name in known):
+                pass
+            elif not eq and f"{name}=" in known and i + 1 < len(words):
+                value = words[i + 1].value
+                i += 1
+            elif not eq and not name.startswith("--") and (cluster := _short_cluster(name, known)) is not None:
+                name, attached = cluster
+                if name and not attached and i + 1 < len(words):
+                    attached, i = words[i + 1].value, i + 1
+                value = attached
+            else:
+                return ask(f"git {sub} option {text!r} is not on the list of known-safe options", destructive=True)
+            if name in ("-s", "--strategy") and value not in _MERGE_STRATEGIES:
+                return ask(f"git {sub} --strategy {value!r} runs a program", destructive=True)
+        i += 1
+    return ws_write(f"git {sub} changes the local repository", destructive=True)
+
+
+def _short_cluster(text: str, known: frozenset[str]) -> tuple[str, str] | None:
+    """``-am``, ``-qm``, ``-mmsg``: flags in a row, the last may take a value (attached or next).
+
+    Returns (the option that takes a value or "", its attached value), or None when a letter is
+    not on the known-safe list."""
+    for j, ch in enumerate(text[1:], start=1):
+        if f"-{ch}=" in known:
+            return f"-{ch}", text[j + 1:]
+        if f"-{ch}" not in known:
+            return None
+    return "", ""
 
 
 def config_key_risk(assignment: str) -> Finding:
@@ -157,6 +234,10 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
             out.append(deny(f"git {sub} --template can install hooks"))
     if sub in _READ_ONLY:
         return out + [allow(f"git {sub} only reads")] + _read_only_args(sub, rest, inv, env)
+    listing = (sub == "branch" and _listing("branch", rest, set(), {"-a", "-r", "-v", "-vv", "-l", "-i"}).decision
+               == "allow") or (sub == "stash" and values[:1] in (["list"], ["show"]))
+    if sub in _LOCAL and not listing:
+        return out + [_local_write(sub, rest)] + _rebase_exec(sub, rest, values, inv, env)
     if sub == "branch":
         return out + [_listing("branch", rest, {"--delete", "--move", "--copy", "--set-upstream-to",
                                                 "--unset-upstream", "--edit-description", "--force", "--track",
@@ -177,6 +258,10 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         code = [w for w in code if w.value not in ("--recursive", "-q", "--quiet")]
         if code:
             env.sub_code(_joined(code), inv.cwds, "git submodule foreach")
+    return out + _rebase_exec(sub, rest, values, inv, env) + _other(sub)
+
+
+def _rebase_exec(sub: str, rest: list[Word], values: list[str], inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if sub == "rebase":
         for i, value in enumerate(values):
             if value in ("-x", "--exec") and i + 1 < len(rest):
@@ -184,12 +269,18 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
             elif value.startswith("--exec="):
                 text = value.split("=", 1)[1]
                 env.sub_code(Word(text, text, rest[i].params, rest[i].subs), inv.cwds, "git rebase --exec")
+        if any(v in ("-i", "--interactive", "-x", "--exec") or v.startswith("--exec=") for v in values):
+            return [ask("git rebase --interactive/--exec runs an editor or commands")]
     if sub == "bisect" and values[:1] == ["run"] and len(rest) > 1:
         env.sub_command(rest[1:], inv.cwds, False, "git bisect run")
+    return []
+
+
+def _other(sub: str) -> list[Finding]:
     network = sub in _NETWORK
-    return out + [ask(f"git {sub} changes the repository" if not network else f"git {sub} uses the network",
-                      network=network, destructive=sub in ("reset", "clean", "checkout", "restore", "push",
-                                                           "rebase", "stash", "rm", "filter-branch"))]
+    return [ask(f"git {sub} changes the repository" if not network else f"git {sub} uses the network",
+                network=network, destructive=sub in ("reset", "clean", "checkout", "restore", "push",
+                                                     "rebase", "stash", "rm", "filter-branch"))]
 
 
 def _joined(words: list[Word]) -> Word:

@@ -23,12 +23,26 @@ SECRET_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d"
 STARTUP_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
                            ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc",
                            ".inputrc", ".xprofile", ".xinitrc", ".pam_environment"})
+# Workspace files that make other programs run commands later (git, direnv, editors, agents,
+# dev containers, hook managers): writing them is never part of "workspace-write".
+RUNS_LATER_DIRS = frozenset({".git", ".keel", ".claude", ".devcontainer", ".husky", ".vscode", ".cursor",
+                             ".idea", ".githooks"})
+RUNS_LATER_FILES = frozenset({".mcp.json", ".envrc", ".pre-commit-config.yaml", ".gitmodules",
+                              ".gitattributes", ".bazelrc", ".npmrc", ".yarnrc", ".yarnrc.yml"})
 HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 MAX_BRACE_WORDS = 64
 
 
 def within(child: Path, parent: Path) -> bool:
     return child.parts[: len(parent.parts)] == parent.parts
+
+
+def runs_later(path: Path, root: Path) -> bool:
+    """Is ``path`` (inside ``root``) a file other programs run commands from later?"""
+    if not within(path, root):
+        return False
+    parts = path.parts[len(root.parts):]
+    return bool(parts) and (any(p in RUNS_LATER_DIRS for p in parts) or parts[-1] in RUNS_LATER_FILES)
 
 
 _BRACE = re.compile(r"\{([^{}]*(?:,|\.\.)[^{}]*)\}")
@@ -93,6 +107,8 @@ class PathJudge:
             return None
         out = []
         for v in values:
+            if v.startswith(("~+", "~-")):
+                return None                   # $PWD / $OLDPWD: only known when it runs
             if v == "~" or v.startswith("~/"):
                 v = str(self.home) + v[1:]
             elif v.startswith("~"):
@@ -197,6 +213,12 @@ class PathJudge:
                 return f"writes the device {text}"
             if within(path, Path("/etc")):
                 return f"writes system configuration in {text}"
+        return None
+
+    def runs_later_reason(self, place: Place) -> str | None:
+        """A workspace file whose contents other programs run later (hooks, agent and editor settings)."""
+        if any(runs_later(path, self.root) for path in place.candidates()):
+            return "a file other programs run commands from later"
         return None
 
     def harmless_sink(self, place: Place) -> bool:

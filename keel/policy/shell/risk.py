@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +24,7 @@ from keel.policy.shell import git as shell_git
 from keel.policy.shell import system as shell_system
 from keel.policy.shell import text as shell_text
 from keel.policy.shell import tools as shell_tools
-from keel.policy.shell.commands import Finding, Invocation, allow, ask, deny, judge_write
+from keel.policy.shell.commands import Finding, Invocation, allow, ask, deny, judge_write, runs_code
 from keel.policy.shell.parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word
 from keel.policy.shell.paths import PathJudge, within
 from keel.policy.shell.unwrap import SHELLS, classify_env, unwrap
@@ -255,10 +255,10 @@ class Analysis:
                     self.sub_code(_heredoc_code(redirect), cmd.cwds, f"{name} here-document")
                     return []
                 if is_python or name == "node":
-                    return [allow(f"{name} runs code from a here-document")]
+                    return [runs_code(f"{name} runs code from a here-document")]
                 return [ask(f"{name} runs code from a here-document")]
             if redirect.op == "<" and redirect.target is not None:
-                return [allow(f"{name} runs a script file")] if is_python or name == "node" else \
+                return [runs_code(f"{name} runs a script file")] if is_python or name == "node" else \
                     [ask(f"{name} runs a script file")]
         return [ask(f"{name} waits for a program on stdin")]
 
@@ -291,7 +291,7 @@ class Analysis:
             paths.extend(p.real for p in self.paths.places(target, cmd.cwds)
                          if p.real is not None and p.where in ("inside", "root"))
             for finding in judge_write(self, target, cmd.cwds, verb="redirects output to"):
-                out.append(Finding(finding.decision, finding.reason, None, None, True))
+                out.append(Finding(finding.decision, finding.reason, None, None, True, tier=finding.tier))
         if redirect.op in ("<", "<>", "<&"):
             out += self._argument_reads([Word("<", "<"), target], cmd.cwds, [], paths)
         return out
@@ -345,8 +345,23 @@ def _worst_decision(parts: list[PartReport]) -> str:
     return max((p.worst.decision for p in parts), key=lambda d: SEVERITY[d], default="allow")
 
 
-def analyze_command(command: str, workspace: Path | None = None, home: Path | None = None) -> list[PartReport]:
-    """Every command ``command`` would run, with findings. Never raises on bad input."""
+def apply_tier(finding: Finding, confined: bool) -> Finding:
+    """What the OS tier changes. Confining (bubblewrap, Landlock): workspace writes run unasked.
+    Not confining: code that could do anything the user can (``python -c``) asks."""
+    if finding.tier == "write" and finding.decision == "ask" and confined:
+        return replace(finding, decision="allow", reason=f"{finding.reason} (inside the workspace, which the "
+                                                                 "OS sandbox confines writes to)")
+    if finding.tier == "code" and finding.decision == "allow" and not confined:
+        return replace(finding, decision="ask", reason=f"{finding.reason}; no OS sandbox confines it here")
+    return finding
+
+
+def analyze_command(command: str, workspace: Path | None = None, home: Path | None = None, *,
+                    confined: bool = False) -> list[PartReport]:
+    """Every command ``command`` would run, with findings. Never raises on bad input.
+
+    ``confined``: an OS tier (bubblewrap, Landlock) confines the filesystem for the command.
+    """
     root = Path(os.path.realpath(workspace if workspace is not None else os.getcwd()))
     home = home if home is not None else Path(os.path.expanduser("~"))
     analysis = Analysis(root, home)
@@ -357,6 +372,8 @@ def analyze_command(command: str, workspace: Path | None = None, home: Path | No
                                                                lift=None)]))
     if not analysis.parts:
         analysis.parts.append(PartReport(command, [], [], [ask("no command found", lift=None)]))
+    for part in analysis.parts:
+        part.findings = [apply_tier(f, confined) for f in part.findings]
     return analysis.parts
 
 
@@ -370,6 +387,7 @@ def verdict_of(parts: list[PartReport]) -> Verdict:
     return Verdict(decision, finding.reason, worst_part.source)
 
 
-def classify_command(command: str, workspace: Path | None = None) -> Verdict:
-    """Judge a shell command. ``workspace`` defaults to the current directory."""
-    return verdict_of(analyze_command(command, workspace))
+def classify_command(command: str, workspace: Path | None = None, *, confined: bool = False) -> Verdict:
+    """Judge a shell command. ``workspace`` defaults to the current directory; ``confined`` says
+    whether an OS tier confines the filesystem (False, the safe default, when unknown)."""
+    return verdict_of(analyze_command(command, workspace, confined=confined))

@@ -19,6 +19,7 @@ from keel.policy.shell.commands import (
     judge_write,
     parse_options,
     values_of,
+    ws_write,
 )
 from keel.policy.shell.parse import Word
 
@@ -245,7 +246,7 @@ def _sed(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         scripts, operands = operands[:1], operands[1:]
     out: list[Finding] = []
     if in_place:
-        out.append(ask("sed -i edits files in place", destructive=True))
+        out.append(ws_write("sed -i edits files in place", destructive=True))
         for word in operands:
             out += judge_write(env, word, inv.cwds)
     for script in scripts:

@@ -21,6 +21,7 @@ from keel.policy.shell.commands import (
     judge_delete,
     judge_write,
     parse_options,
+    runs_code,
     values_of,
 )
 from keel.policy.shell.parse import Word
@@ -28,7 +29,7 @@ from keel.policy.shell.unwrap import SHELLS
 
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?|pypy3?")
 INTERPRETERS = frozenset({"node", "perl", "ruby", "php", "lua", "Rscript", "deno", "bun"})
-RUN = "runs project code (contained by the OS sandbox)"
+RUN = "runs code (allowed unasked only when an OS tier confines it)"
 
 
 def _subcommand(args: list[Word], flags: set[str], with_value: set[str] = frozenset()  # type: ignore[assignment]
@@ -69,7 +70,7 @@ def _python(inv: Invocation, env: JudgeEnv) -> list[Finding]:
             i += 2 if len(text) == 2 else 1
             continue
         if re.fullmatch(r"-[BuOIEsSqvbdPR]*c.*", text):
-            return [allow(f"python -c {RUN}")]
+            return [runs_code(f"python -c {RUN}")]
         m = re.fullmatch(r"-[BuOIEsSqvbdPR]*m(.*)", text)
         if m:
             module = m.group(1) or (args[i + 1].value if i + 1 < len(args) else "")
@@ -77,9 +78,18 @@ def _python(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         if re.fullmatch(r"-[BuOIEsSqvbdPR]*i[BuOIEsSqvbdPR]*", text):
             return [ask("python -i is interactive")]
         if text == "-" or not text.startswith("-"):
-            return [allow(f"python script {RUN}")]
+            if _is_test_script(args[i], inv, env):
+                return [allow("python runs a test script of the project (a check)")]
+            return [runs_code(f"python script {RUN}")]
         i += 1
-    return [allow("python reads its program from stdin")]
+    return [runs_code(f"python reads its program from stdin; {RUN}")]
+
+
+def _is_test_script(word: Word, inv: Invocation, env: JudgeEnv) -> bool:
+    """``python test_x.py`` / ``python tests/x_test.py`` in the workspace: the project's own check."""
+    if not word.literal or not re.fullmatch(r"(.*/)?(test_\w+|\w+_test|tests?)\.py", word.value):
+        return False
+    return all(p.where == "inside" for p in env.paths.places(word, inv.cwds))
 
 
 def _python_module(module: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
@@ -90,7 +100,7 @@ def _python_module(module: str, rest: list[Word], inv: Invocation, env: JudgeEnv
         return judge(Invocation([Word(module, module)] + rest, inv.cwds, inv.extra_args), env)
     if module in _ASK_MODULES or module.startswith(("http.", "pip.")):
         return [ask(f"python -m {module} needs approval")]
-    return [allow(f"python -m {module} {RUN}")]
+    return [runs_code(f"python -m {module} {RUN}")]
 
 
 def _pytest(inv: Invocation, env: JudgeEnv) -> list[Finding]:
@@ -210,7 +220,7 @@ def _cargo(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     sub, rest = found
     if sub in ("test", "check", "build", "clippy", "doc", "bench", "tree", "metadata", "run", "") \
             or (sub == "fmt" and any(w.value == "--check" for w in rest)):
-        return [allow(f"cargo {sub} {RUN}")]
+        return [runs_code(f"cargo {sub} {RUN}") if sub == "run" else allow(f"cargo {sub} builds or checks")]
     network = sub in ("install", "add", "update", "fetch", "publish", "search", "login", "vendor")
     return [ask(f"cargo {sub} needs approval", network=network)]
 
@@ -225,7 +235,7 @@ def _go(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         return [ask(f"go {sub} -exec runs another program")]
     if sub in ("test", "vet", "build", "run", "version", "list", "doc") or (sub == "env" and "-w" not in values
                                                                            and "-u" not in values):
-        out = [allow(f"go {sub} {RUN}")]
+        out = [runs_code(f"go {sub} {RUN}") if sub == "run" else allow(f"go {sub} builds or checks")]
         for i, word in enumerate(rest):
             flag = word.value.lstrip("-").split("=", 1)
             if word.value.startswith("-") and flag[0] in ("o", "coverprofile", "cpuprofile", "memprofile"):
@@ -296,9 +306,11 @@ def _ask_tool(what: str, network: bool = False) -> Judge:
 def _node(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     options, operands = parse_options(inv.args, {"-e", "--eval", "-p", "--print", "-r", "--require",
                                                  "--import", "--loader"})
-    if has(options, "-e", "--eval", "-p", "--print", "--test") or operands:
-        return [allow(f"node {RUN}")]
-    return [allow("node reads its program from stdin")]
+    if has(options, "--test"):
+        return [allow("node --test runs the project's tests")]
+    if has(options, "-e", "--eval", "-p", "--print") or operands:
+        return [runs_code(f"node {RUN}")]
+    return [runs_code(f"node reads its program from stdin; {RUN}")]
 
 
 def _interpreter(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
@@ -321,7 +333,7 @@ def reads_code_from_stdin(inv: Invocation) -> bool:
     code_flags = {"-c"} if (name in SHELLS or PYTHON.fullmatch(name)) else {"-e", "-E", "-p", "-r", "--eval"}
     if name in SHELLS and any(v == "-s" for v in values):
         return True
-    if any(v in ("--version", "-V", "--help", "-h") for v in values):
+    if any(v in ("--version", "-V", "--help", "-h", "--test") for v in values):
         return False
     if not (name in SHELLS or PYTHON.fullmatch(name) or name in INTERPRETERS):
         return False
@@ -343,7 +355,7 @@ JUDGES: dict[str, Judge] = {
     "pyright": _check("checks types"), "pyflakes": _check("lints"), "flake8": _check("lints"),
     "pylint": _check("lints"), "pycodestyle": _check("lints"), "unittest": _check("runs tests"),
     "doctest": _check("runs tests"), "py_compile": _check("compiles"), "compileall": _check("compiles"),
-    "coverage": _check(RUN), "tsc": _check("type-checks"), "jest": _check("runs tests"),
+    "coverage": _check("measures test coverage"), "tsc": _check("type-checks"), "jest": _check("runs tests"),
     "vitest": _check("runs tests"), "mocha": _check("runs tests"),
     "black": _formatter, "isort": _formatter, "prettier": _formatter, "eslint": _formatter,
     "pip": _pip, "pip3": _pip, "npm": _node_packages, "yarn": _node_packages, "pnpm": _node_packages,
