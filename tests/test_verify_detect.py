@@ -276,6 +276,18 @@ def test_makefile_targets_and_their_precedence_over_inference(tmp_path: Path) ->
     assert any("`python3 -m pytest -q` not planned: the Makefile" in h for h in plan.hints)
 
 
+def test_makefile_target_whose_recipe_needs_a_missing_toolchain_is_skipped(tmp_path: Path) -> None:
+    makefile = ("lint:\nifndef CI\n\t@echo local\nendif\n\t-golangci-lint run\n"
+                "test: deps\n\tcd x && echo hi\ndeps:\n\tgo get ./...\n")
+    write(tmp_path, {"Makefile": makefile, "go.mod": "module x\n"})
+    plan = detect_checks(tmp_path, which=fake_which("make"))
+    assert commands(plan) == []
+    notes = skipped(plan)
+    assert notes["make lint"] == "Makefile has a `lint` target, but it runs golangci-lint, which is not installed"
+    assert notes["make test"] == "Makefile has a `test` target, but it runs go, which is not installed"
+    assert "go toolchain is not installed" in notes["go test ./..."]     # inference is not covered
+
+
 def test_makefile_target_parsing() -> None:
     text = "all: build\nbuild test : deps\n\t@echo x: y\nX ?= 1\nY := 2\nZ ::= 3\n%.o: %.c\n.PHONY: all\n"
     assert makefile_targets(text) == ["all", "build", "test", ".PHONY"]
@@ -319,6 +331,14 @@ def test_agents_md_commands_take_precedence_in_their_category(tmp_path: Path) ->
 def test_agents_md_parsing_ignores_formatters_and_non_commands() -> None:
     named = [(c.command, c.category) for c in commands_in_markdown(AGENTS, "AGENTS.md")]
     assert named == [("python3 -m pytest -q tests", "test"), ("ruff check src", "static"), ("mypy src", "types")]
+
+
+def test_agents_md_development_commands_list() -> None:
+    text = ("## Development Commands\n\n- Build Go only: `go build -v ./...`\n- Run Go vet: `go vet ./...`\n"
+            "- Install UI dependencies: `npm --prefix ui install`\n- Run UI lint: `npm --prefix ui run lint`\n"
+            "- Format all supported files: `./dev/tasks/format.sh`\n- Run presubmit: `make presubmit`\n")
+    named = [(c.command, c.category) for c in commands_in_markdown(text, "AGENTS.md")]
+    assert named == [("go build -v ./...", "build"), ("go vet ./...", "static"), ("npm --prefix ui run lint", "static")]
 
 
 def test_agents_md_command_whose_tool_is_missing_is_skipped_and_inference_stands(tmp_path: Path) -> None:
@@ -382,7 +402,8 @@ def test_ci_run_step_parsing() -> None:
     ("npm run dev", None), ("settings.json", None), ("git push", None), ("conftest.py", None),
     ("tests/test_api.py", None), ("test.sh", None), ("scripts/test.sh", "test"), ("./check", "test"),
     (".venv/bin/pytest -q", "test"), ("python -m venv .venv", None), ("node scripts/deploy.js", None),
-    ("python scripts/run_checks.py", "test"),
+    ("python scripts/run_checks.py", "test"), ("make install", None), ("make presubmit", "test"),
+    ("npm --prefix ui run lint", "static"), ("pnpm -C web test", "test"), ("npm exec foo", None),
 ])
 def test_categorize_commands_found_in_documents(command: str, category: str | None) -> None:
     # Under a "Testing" heading, so commands that only run something take "test" from it.

@@ -18,7 +18,7 @@ _KIND_TO_CATEGORY: dict[str, Category] = {"test": "test", "lint": "static", "typ
 _CONTEXT_WORDS: tuple[tuple[Category, re.Pattern[str]], ...] = (
     ("types", re.compile(r"\btype[- ]?check\w*|\btypes?\b|\bmypy\b|\btsc\b", re.IGNORECASE)),
     ("static", re.compile(r"\blint\w*|\bstatic\b|\bstyle\b", re.IGNORECASE)),
-    ("test", re.compile(r"\btest\w*|\bchecks?\b|\bverif\w*|\bacceptance\b", re.IGNORECASE)),
+    ("test", re.compile(r"\btest\w*|\bchecks?\b|\bverif\w*|\bvalidat\w*|\bacceptance\b", re.IGNORECASE)),
     ("build", re.compile(r"\bbuild\w*|\bcompil\w*", re.IGNORECASE)),
 )
 _SCRIPT_CATEGORIES: dict[str, Category] = {
@@ -33,16 +33,22 @@ _MUTATES = re.compile(
     r"|\b(?:pip3?|npm|yarn|pnpm|uv|poetry|pipx|cargo|go|gem|bundle|apt|apt-get|brew)\s+"
     r"(?:install|ci|add|sync|get|update|upgrade|lock|remove|uninstall)\b"
     r"|-m\s+(?:pip|venv)\b|\bvirtualenv\b|\bsetup\.py\s+(?:install|develop)\b"
-    r"|\b(?:deploy|publish|release|upload|migrate)\b"
+    r"|\b(?:deploy|publish|release|upload|migrate)\b|\bmake\s+(?:install|uninstall|clean|distclean|dist)\b"
     r"|\bgit\s+(?:commit|push|add|checkout|reset)\b|\brm\s",
     re.IGNORECASE)
 _READ_ONLY_FLAGS = re.compile(r"--check\b|--diff\b|--list-different\b|(?:^|\s)-l\b")
 _WRAPPERS = {"env", "timeout", "nice", "time", "command"}
 
 
+# Words that introduce commands without saying which kind ("## Development commands"): a command
+# that is a check by itself (`go vet ./...`) counts under them; one that merely runs something does not.
+_COMMAND_CONTEXT = re.compile(r"\bcommands?\b|\bdevelop\w*|\bworkflow\b|\bpresubmit\b|\bpre-?commit\b|"
+                              r"\bquality\b|\bci\b", re.IGNORECASE)
+
+
 def mentions_check(text: str) -> bool:
-    """Does this heading or line talk about tests, linting, type checks or builds?"""
-    return any(p.search(text) for _, p in _CONTEXT_WORDS)
+    """Does this heading or line talk about tests, linting, type checks, builds or commands?"""
+    return bool(_COMMAND_CONTEXT.search(text)) or any(p.search(text) for _, p in _CONTEXT_WORDS)
 
 
 def context_category(text: str) -> Category | None:
@@ -85,6 +91,27 @@ def _mentions_a_file_not_a_command(head: str) -> bool:
     return head.endswith((".py", ".js", ".ts"))   # `tests/test_api.py` is a file; `.venv/bin/pytest` runs
 
 
+_PM_OPTIONS_WITH_VALUE = {"--prefix", "-C", "--dir", "--cwd", "--workspace", "-w", "--filter", "-F"}
+
+
+def _package_script(args: list[str]) -> str | None:
+    """The script `npm --prefix ui run lint`, `pnpm -C web test` or `yarn lint` runs."""
+    words: list[str] = []
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+        elif word in _PM_OPTIONS_WITH_VALUE:
+            skip = True
+        elif not word.startswith("-"):
+            words.append(word)
+    if not words:
+        return None
+    if words[0] in {"run", "run-script"}:
+        return words[1] if len(words) > 1 else None
+    return words[0]
+
+
 def categorize(command: str, context: str = "") -> Category | None:
     """The category of ``command`` as a check, or None when it is not a check keel should run.
 
@@ -100,13 +127,17 @@ def categorize(command: str, context: str = "") -> Category | None:
     head = words[0].rsplit("/", 1)[-1]
     if head == "make":
         targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
-        return TARGET_CATEGORIES.get(targets[0], "build") if targets else "build"
-    if head in {"npm", "yarn", "pnpm"} and len(words) >= 2:
-        script = words[2] if words[1] == "run" and len(words) >= 3 else words[1]
+        if not targets or targets[0] in {"all", "build"}:
+            return "build"
+        # Other targets (`make presubmit`, `make install`) say nothing by name: the words around decide.
+        return TARGET_CATEGORIES.get(targets[0]) or context_category(context)
+    if head in {"npm", "yarn", "pnpm"}:
+        script = _package_script(words[1:])
         if script in _SCRIPT_CATEGORIES:
             return _SCRIPT_CATEGORIES[script]
-        if script in _LONG_RUNNING_SCRIPTS:
+        if script is None or script in _LONG_RUNNING_SCRIPTS:
             return None
+        return context_category(context) if script != "exec" else None
     if _mentions_a_file_not_a_command(words[0]):
         return None
     kind = classify_check(command)
