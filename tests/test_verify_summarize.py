@@ -484,3 +484,14 @@ def test_ids_are_stable_across_runs_with_different_addresses_and_timings():
 def test_text_is_headline_then_indented_body():
     summary = FailureSummary("1 test failed: t", ("t",), ("a.py:1",), ("FAILED t - boom", "  at a.py:1"))
     assert summary.text() == "1 test failed: t\n  FAILED t - boom\n    at a.py:1"
+
+
+def test_large_outputs_stay_linear():
+    """A 2 MB log with 20,000 diagnostics once took a minute through a quadratic dedupe."""
+    import time
+
+    output = "".join(f"src/m{i % 300}.py:{i}:1: F401 `x{i}` imported but unused\n" for i in range(20000))
+    started = time.perf_counter()
+    summary = summarize_failure("ruff check", output, 1)
+    assert time.perf_counter() - started < 15
+    assert len(summary.failing_tests) == 20000 and len(summary.lines) == 25

@@ -48,15 +48,19 @@ def stable(text: str) -> str:
     return " ".join(text.split())
 
 
-def add_unique(items: list[str], *new: str) -> None:
-    for item in new:
-        if item and item not in items:
-            items.append(item)
+def unique(items: list[str]) -> list[str]:
+    """The non-empty items, first occurrence kept, in order."""
+    return [item for item in dict.fromkeys(items) if item]
 
 
 def drop_parents(ids: list[str], separators: tuple[str, ...]) -> list[str]:
     """Remove ids that only failed because a child failed (a suite, a Go parent test)."""
-    return [i for i in ids if not any(other.startswith(i + sep) for other in ids for sep in separators)]
+    parents: set[str] = set()
+    for test_id in ids:
+        for sep in separators:
+            parts = test_id.split(sep)
+            parents.update(sep.join(parts[:k]) for k in range(1, len(parts)))
+    return [i for i in ids if i not in parents]
 
 
 def tests_headline(ids: list[str], noun: str = "test") -> str:

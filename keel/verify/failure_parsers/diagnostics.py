@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from keel.verify.failure_parsers.common import Finding, add_unique, stable
+from keel.verify.failure_parsers.common import Finding, stable, unique
 
 _PATH = r"(?P<path>[^\s:()'\"][^:()'\"]*?\.[A-Za-z0-9]{1,6})"
 _COLON_FORM = re.compile(_PATH + r":(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")
@@ -25,6 +25,8 @@ _PAREN_FORM = re.compile(_PATH + r"\((?P<line>\d+),(?P<col>\d+)\): (?P<msg>(?:er
 _DASH_FORM = re.compile(r"^\s*" + _PATH + r":(?P<line>\d+):(?P<col>\d+) - (?P<msg>(?:error|warning).+)$")
 _ARROW = re.compile(r"^\s*--> " + _PATH + r":(?P<line>\d+)(?::(?P<col>\d+))?\s*$")
 _STYLISH_ENTRY = re.compile(r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+(?P<msg>.+?)\s*$")
+_HAS_LINE_NUMBER = re.compile(r"[:(]\d")     # every recognised shape has ":12" or "(12": a cheap first filter
+_STYLISH_FILE = re.compile(r"\S+\.[A-Za-z0-9]{1,6}")
 _SKIPPED = re.compile(r"^(?:note|help|info|hint)\b", re.IGNORECASE)
 _RUST_WARNING = re.compile(r"^warning(?:\[\w+\])?:")
 _TOTALS = re.compile(r"^(?:Found \d+ errors?|✖ \d+ problems?|\d+ errors?, \d+ warnings?|error: could not compile).*")
@@ -52,26 +54,23 @@ def find_diagnostics(lines: list[str]) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     stylish_file = ""
     for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if not line[0].isspace():  # a line at column 0 names an eslint-stylish file or ends its block
+            stylish_file = line.strip() if _STYLISH_FILE.fullmatch(line.strip()) else ""
+        if not _HAS_LINE_NUMBER.search(line):
+            continue
         m = _COLON_FORM.match(line) or _SEVERITY_FORM.match(line) or _PAREN_FORM.match(line) \
             or _DASH_FORM.match(line)
         if m:
             if not _SKIPPED.match(m["msg"]):
                 found.append(_from_match(m))
-            stylish_file = ""
-            continue
-        if m := _ARROW.match(line):
+        elif m := _ARROW.match(line):
             head = next((t for t in reversed(lines[max(0, i - 3): i]) if t.strip() and not t[0].isspace()), "")
             if head and not _SKIPPED.match(head) and not _RUST_WARNING.match(head):
                 found.append(_from_match(m, head))
-            continue
-        if line and not line[0].isspace() and re.fullmatch(r"\S+\.[A-Za-z0-9]{1,6}", line.strip()):
-            stylish_file = line.strip()
         elif stylish_file and (m := _STYLISH_ENTRY.match(line)):
             found.append(Diagnostic(stylish_file, int(m["line"]), int(m["col"]), f"{m['sev']} {m['msg']}"))
-        elif not line.strip():
-            continue
-        elif not line[0].isspace():
-            stylish_file = ""
     return found
 
 
@@ -80,9 +79,8 @@ def parse_diagnostics(lines: list[str]) -> Finding | None:
     if not diagnostics:
         return None
     finding = Finding(headline="")
-    for d in diagnostics:
-        add_unique(finding.ids, stable(f"{d.path}: {d.message}"))
-        add_unique(finding.locations, f"{d.path}:{d.line}")
+    finding.ids = unique([stable(f"{d.path}: {d.message}") for d in diagnostics])
+    finding.locations = unique([f"{d.path}:{d.line}" for d in diagnostics])
     finding.body = [d.render() for d in diagnostics]
     totals = next((line.strip() for line in lines if _TOTALS.match(line.strip())), None)
     if totals:

@@ -6,7 +6,6 @@ import re
 
 from keel.verify.failure_parsers.common import (
     Finding,
-    add_unique,
     drop_parents,
     is_project_path,
     tests_headline,
@@ -44,7 +43,7 @@ class _Failures:
             message, location = self.entries[test_id]
             finding.body.append(f"✖ {test_id}" + (f" - {message}" if message else ""))
             if location:
-                add_unique(finding.locations, location)
+                finding.locations.append(location)
                 finding.body.append(f"  at {location}")
         return finding
 

@@ -6,11 +6,11 @@ import re
 
 from keel.verify.failure_parsers.common import (
     Finding,
-    add_unique,
     drop_parents,
     is_project_path,
     stable,
     tests_headline,
+    unique,
 )
 
 # -- go test ---------------------------------------------------------------------------------------
@@ -32,28 +32,29 @@ def parse_go_test(lines: list[str]) -> Finding | None:
             current = m[1]
         elif m := _GO_FAIL.match(line):
             current = m[1]
-            add_unique(failed, m[1])
+            failed.append(m[1])
         elif (m := _GO_MESSAGE.match(line)) and current:
             messages.setdefault(current, []).append((f"{m[1]}:{m[2]}", m[3].strip()))
         elif (m := _GO_PACKAGE.match(line)) and m[2]:
-            add_unique(broken_packages, f"{m[1]} [{m[2]}]")
+            broken_packages.append(f"{m[1]} [{m[2]}]")
     panic = next((m[1] for line in lines if (m := _GO_PANIC.match(line))), None)
     if not failed and not broken_packages and panic is None:
         return None
     finding = Finding(headline="", is_test_run=bool(failed))
+    failed, broken_packages = unique(failed), unique(broken_packages)
     tests = drop_parents(failed, ("/",))       # a parent fails because its subtest did: name the subtest
     for test in tests:
         said = messages.get(test, [])
         finding.ids.append(test)
         finding.body.append(f"--- FAIL: {test}" + (f" - {said[0][1]}" if said else ""))
         for location, text in said[:3]:
-            add_unique(finding.locations, location)
+            finding.locations.append(location)
             finding.body.append(f"  {location}: {text}")
     if panic is not None:
         frame = next((f"{m[1]}:{m[2]}" for line in lines if (m := _GO_FRAME.match(line)) and is_project_path(m[1])
                       and not m[1].endswith("/testing.go")), None)
         finding.body.append(f"panic: {panic}" + (f" at {frame}" if frame else ""))
-        add_unique(finding.locations, frame or "")
+        finding.locations.append(frame or "")
         if not finding.ids:
             finding.ids.append(stable(f"panic: {panic}"))
     for package in broken_packages:
@@ -95,7 +96,7 @@ def parse_cargo_test(lines: list[str]) -> Finding | None:
         finding.ids.append(test)
         finding.body.append(f"FAILED {test}" + (f" - {message}" if message else ""))
         if location:
-            add_unique(finding.locations, location)
+            finding.locations.append(location)
             finding.body.append(f"  panicked at {location}")
     finding.headline = tests_headline(finding.ids)
     return finding

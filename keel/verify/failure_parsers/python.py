@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from keel.verify.failure_parsers.common import Finding, add_unique, is_project_path, stable, tests_headline
+from keel.verify.failure_parsers.common import Finding, is_project_path, stable, tests_headline
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 _CARETS = re.compile(r"^\s*[~^]+\s*$")
@@ -95,8 +95,8 @@ def parse_traceback(lines: list[str]) -> Finding | None:
     for tb in reversed(tracebacks[-3:]):
         culprit = tb.culprit
         where = culprit.location if culprit else "?"
-        add_unique(finding.ids, stable(f"{culprit.path if culprit else '?'}: {tb.exception}"))
-        add_unique(finding.locations, where)
+        finding.ids.append(stable(f"{culprit.path if culprit else '?'}: {tb.exception}"))
+        finding.locations.append(where)
         if not finding.headline:
             finding.headline = f"{tb.exception} at {where}"
         finding.body.append(tb.exception)
@@ -195,7 +195,7 @@ def parse_pytest(lines: list[str]) -> Finding | None:
         finding.body.append(f"{kind} {test_id}" + (f" - {message}" if message else ""))
         locations = [f"{m[1]}:{m[2]}" for line in section
                      if (m := _PT_LOCATION.match(line)) and is_project_path(m[1])] or [location]
-        add_unique(finding.locations, *locations)
+        finding.locations.extend(locations)
         if any(locations):
             finding.body.append("  at " + ", ".join(dict.fromkeys(locations[-3:])))
         finding.body.extend("  E " + e for e in errors[:4] if e != message)
@@ -237,7 +237,9 @@ def parse_unittest(lines: list[str]) -> Finding | None:
         block = lines[start + 1: end]
         tb_start = next((j for j, line in enumerate(block) if line.strip() == _TB_HEADER), None)
         parsed = read_traceback(block, tb_start) if tb_start is not None else None
-        add_unique(finding.ids, test_id)
+        if test_id in finding.ids:
+            continue  # a second report of the same test (e.g. setUpClass and the test itself)
+        finding.ids.append(test_id)
         if parsed is None:
             finding.body.append(f"{kind}: {test_id}")
             continue
@@ -245,7 +247,7 @@ def parse_unittest(lines: list[str]) -> Finding | None:
         finding.body.append(f"{kind}: {test_id} - {tb.exception}")
         finding.body.extend("    " + line.strip() for line in tb.after[:3] if line.strip())
         if tb.culprit:
-            add_unique(finding.locations, tb.culprit.location)
+            finding.locations.append(tb.culprit.location)
             finding.body.append(_frame_line(tb.culprit))
     if ran is not None:
         finding.body.append(f"Ran {ran} tests" + (f": {tail}" if tail else ""))
