@@ -29,6 +29,10 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
      [("python -m pytest tests/test_x.py::test_a", None)]),
     ("make sure `python t.py` prints no errors", [("python t.py", None)]),
     ("Fix it so that `python app.py` prints 42.", [("python app.py", "42")]),
+    ("Bump it: `python -c 'import app; print(app.VERSION)'` must print 1.2.0.",
+     [("python -c 'import app; print(app.VERSION)'", "1.2.0")]),
+    ("After the fix `node main.js` outputs: PASSED", [("node main.js", "PASSED")]),
+    ("Make `python cli.py --verbose` pass and print the sum", [("python cli.py --verbose", None)]),
     # Negatives: prose without backticks, backticked non-commands, no wording of proof, installs.
     ("run python test_app.py to verify", []),
     ("Fix the KeyError in `settings.json` so it passes", []),

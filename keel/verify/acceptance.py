@@ -43,10 +43,10 @@ _PROOF = re.compile(
     r"\bverif\w*|\bmake\s+sure\b|\bensure\b|\bso\s+that\b|\buntil\b|\bconfirm\w*|\bcheck\s+that\b",
     re.IGNORECASE)
 _EXPECT = re.compile(
-    r"\b(?:prints?|printing|outputs?|shows?|displays?|says|echo(?:es)?|emits?|writes?)\s+"
+    r"\b(?:prints?|printing|outputs?|shows?|displays?|says|echo(?:es)?|emits?|writes?)\s*:?\s+"
     r"(?:out\s+)?(?:exactly\s+|only\s+)?(?:the\s+(?:word|text|string|line|message)\s+)?"
     r"(?:\x00(?P<span>\d+)\x00|\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|“(?P<cq>[^”\n]+)”|"
-    r"(?P<bare>[A-Z][A-Z0-9_!]*\b|\d+\b))")
+    r"(?P<bare>[A-Z][A-Z0-9_!]*\b|\d+(?:\.\d+)*\b))")
 
 
 def looks_like_command(text: str) -> bool:
