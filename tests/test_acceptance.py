@@ -104,4 +104,4 @@ def test_accept_checks_take_any_command_as_written() -> None:
     assert [(c.command, c.source, c.category) for c in checks] == [
         ("curl -fsS localhost:8000/health", "accept", "acceptance"), ("python test_app.py", "accept", "acceptance")]
     assert checks[1].protects == ("test_app.py",)
-    assert checks[0].reason == "given with --accept"
+    assert checks[0].reason == "given by the user (--accept or [verify] accept)"

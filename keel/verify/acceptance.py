@@ -170,11 +170,13 @@ def _quote(text: str, limit: int = 120) -> str:
 
 
 def accept_checks(commands: Iterable[str], *, workspace: Path | None = None) -> list[PlannedCheck]:
-    """Acceptance checks given by the user (``--accept CMD``): taken as written, any command."""
+    """Acceptance checks given by the user (``--accept CMD`` or ``[verify] accept``): taken as
+    written, any command — the user, not the task text, vouches for them."""
     checks: list[PlannedCheck] = []
     for raw in commands:
         command = raw.strip()
         if command and all(c.command != command for c in checks):
-            checks.append(PlannedCheck(category="acceptance", command=command, reason="given with --accept",
-                                       source="accept", protects=protected_files(command, workspace)))
+            checks.append(PlannedCheck(category="acceptance", command=command, source="accept",
+                                       reason="given by the user (--accept or [verify] accept)",
+                                       protects=protected_files(command, workspace)))
     return checks
