@@ -404,6 +404,8 @@ def test_ci_run_step_parsing() -> None:
     (".venv/bin/pytest -q", "test"), ("python -m venv .venv", None), ("node scripts/deploy.js", None),
     ("python scripts/run_checks.py", "test"), ("make install", None), ("make presubmit", "test"),
     ("npm --prefix ui run lint", "static"), ("pnpm -C web test", "test"), ("npm exec foo", None),
+    ("npm run test-ci", "test"), ("yarn typecheck:all", "types"), ("npm run lint:fix", None),
+    ("npm run format:check", None),
 ])
 def test_categorize_commands_found_in_documents(command: str, category: str | None) -> None:
     # Under a "Testing" heading, so commands that only run something take "test" from it.

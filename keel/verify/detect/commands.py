@@ -91,6 +91,7 @@ def _mentions_a_file_not_a_command(head: str) -> bool:
     return head.endswith((".py", ".js", ".ts"))   # `tests/test_api.py` is a file; `.venv/bin/pytest` runs
 
 
+_WRITING_SCRIPT = re.compile(r"fix|format|fmt|prettier|install|release|publish|deploy|clean", re.IGNORECASE)
 _PM_OPTIONS_WITH_VALUE = {"--prefix", "-C", "--dir", "--cwd", "--workspace", "-w", "--filter", "-F"}
 
 
@@ -135,9 +136,10 @@ def categorize(command: str, context: str = "") -> Category | None:
         script = _package_script(words[1:])
         if script in _SCRIPT_CATEGORIES:
             return _SCRIPT_CATEGORIES[script]
-        if script is None or script in _LONG_RUNNING_SCRIPTS:
+        if script is None or script in _LONG_RUNNING_SCRIPTS or script == "exec" or _WRITING_SCRIPT.search(script):
             return None
-        return context_category(context) if script != "exec" else None
+        # `test:unit`, `test-ci`, `lint:css`, `typecheck:all`: the name says the kind.
+        return context_category(script.replace(":", " ").replace("-", " ")) or context_category(context)
     if _mentions_a_file_not_a_command(words[0]):
         return None
     kind = classify_check(command)
