@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,7 @@ PROJECT = {
         "test.describe('suite', () => { test.it('inner thing', () => { throw new Error('boom inner'); }); });\n"),
     "lint/lint_me.py": "import os, sys\n\n\ndef f(x):\n    y = 1\n    return undefined_name\n",
     "typed/typed.py": "def f(x: int) -> str:\n    return x\n\n\nf('a')\n",
+    "dt/dt.py": 'def f(x):\n    """\n    >>> f(1)\n    2\n    >>> f(2)\n    3\n    """\n    return x\n',
     "mk/Makefile": "test:\n\t@echo running the checks\n\t@echo 'widget count is 3, expected 4' >&2\n\t@exit 3\n",
 }
 
@@ -52,6 +54,9 @@ REAL_RUNS = {
     "pytest_collect": (f"{PY} -m pytest -q coll", ".", None),
     "pytest_fixture": (f"{PY} -m pytest -q fix", ".", None),
     "pytest_empty": (f"{PY} -m pytest -q empty", ".", None),
+    "pytest_usage": (f"{PY} -m pytest -q nosuch_test.py", ".", None),
+    "pytest_doctest": (f"{PY} -m pytest -q --doctest-modules dt.py", "dt", None),
+    "doctest": (f"{PY} -m doctest dt.py", "dt", None),
     "unittest_module": (f"{PY} -m unittest test_ut", "ut", None),
     "unittest_script": (f"{PY} test_ut.py", "ut", None),
     "traceback": (f"{PY} app.py", ".", None),
@@ -115,6 +120,10 @@ REAL_CASES = {
     "pytest_fixture": ("1 test failed: fix/test_fix.py::test_f", ("fix/test_fix.py::test_f",), ("fix/test_fix.py:6",),
                        ("ERROR fix/test_fix.py::test_f - RuntimeError: fixture broke",)),
     "pytest_empty": ("no tests ran", ("no tests ran",), (), ()),
+    "pytest_usage": ("pytest ERROR: file or directory not found: nosuch_test.py", None, (), ()),
+    "pytest_doctest": ("1 test failed: dt.py::dt.f", ("dt.py::dt.f",), ("dt.py:3",), ("expected 2, got 1",)),
+    "doctest": ("2 doctest examples failed: dt.f: f(1), dt.f: f(2)", ("dt.f: f(1)", "dt.f: f(2)"),
+                ("dt.py:3", "dt.py:5"), ("FAILED dt.f: f(2) - expected 3, got 2",)),
     "unittest_module": ("2 tests failed", ("test_ut.TestSettings.test_port", "test_ut.TestSettings.test_load"),
                         ("test_ut.py:8",), ("FAIL: test_ut.TestSettings.test_load - AssertionError: 1 != 2",
                                             "ERROR: test_ut.TestSettings.test_port - KeyError: 'port'", "Ran 3 tests")),
@@ -391,6 +400,8 @@ LITERAL_CASES = {
     "make_no_rule": (MAKE_NO_RULE, 2, "make: No rule to make target 'tset'", None, (), ()),
     "make_wrapping_pytest": (MAKE_WRAPPING_PYTEST, 2, "1 test failed: test_a.py::test_one", ("test_a.py::test_one",),
                              (), ("assert 1 == 2",)),
+    "pytest_params_with_spaces": ("FAILED t.py::test_x[a b] - AssertionError: z\nFAILED t.py::C::test_y\n2 failed in 1s\n",
+                                  1, "2 tests failed", ("t.py::test_x[a b]", "t.py::C::test_y"), (), ()),
     "ansi_colours": (COLOURED, 1, "1 test failed: test_a.py::test_one", ("test_a.py::test_one",), (),
                      ("AssertionError: boom",)),
     "generic_error_lines": ("building...\nstep 1 ok\nError: config file missing\nmore noise\n", 1,
@@ -488,8 +499,6 @@ def test_text_is_headline_then_indented_body():
 
 def test_large_outputs_stay_linear():
     """A 2 MB log with 20,000 diagnostics once took a minute through a quadratic dedupe."""
-    import time
-
     output = "".join(f"src/m{i % 300}.py:{i}:1: F401 `x{i}` imported but unused\n" for i in range(20000))
     started = time.perf_counter()
     summary = summarize_failure("ruff check", output, 1)

@@ -1,10 +1,10 @@
 """Turn a failed check's output into a short summary the model can act on — never the whole log.
 
 Pure functions. The format is recognised from the output itself, not the command (``make test``
-and ``npm test`` can run anything): test runners first (pytest, unittest, node's runner in TAP or
-spec form, jest, vitest, mocha, go test, cargo test); when none recognises the output, linter /
-type-checker / compiler diagnostics and Python tracebacks; then make's error line; then a generic
-fallback (the first lines that mention an error, else the last lines).
+and ``npm test`` can run anything): test runners first (pytest, unittest, doctest, node's runner
+in TAP or spec form, jest, vitest, mocha, go test, cargo test); when none recognises the output,
+linter / type-checker / compiler diagnostics and Python tracebacks; then make's error line; then a
+generic fallback (the first lines that mention an error, else the last lines).
 
 ``failing_tests`` holds stable ids of what failed, so a run can be compared with a baseline run:
 test ids as the runner names them (``test_app.py::test_load``, ``mod.Class.test_x``, ``TestX/sub``),
@@ -24,13 +24,13 @@ from keel.verify.failure_parsers.common import Finding, clean_lines, clip, stabl
 from keel.verify.failure_parsers.diagnostics import parse_diagnostics
 from keel.verify.failure_parsers.javascript import parse_jest_vitest, parse_mocha, parse_node_spec, parse_tap
 from keel.verify.failure_parsers.native import parse_cargo_test, parse_go_test, parse_make
-from keel.verify.failure_parsers.python import parse_pytest, parse_traceback, parse_unittest
+from keel.verify.failure_parsers.python import parse_doctest, parse_pytest, parse_traceback, parse_unittest
 
 Parser = Callable[[list[str]], Finding | None]
 
 # Order matters only for the order of a combined summary; a test runner's finding suppresses the
 # others, because its report already contains the tracebacks and file:line locations.
-_PARSERS: tuple[Parser, ...] = (parse_pytest, parse_unittest, parse_tap, parse_node_spec, parse_jest_vitest,
+_PARSERS: tuple[Parser, ...] = (parse_pytest, parse_unittest, parse_doctest, parse_tap, parse_node_spec, parse_jest_vitest,
                                 parse_mocha, parse_cargo_test, parse_diagnostics, parse_go_test, parse_traceback)
 
 _NOT_FOUND = re.compile(r"(?:^|: )([^\s:]+): (?:command )?not found\s*$")

@@ -108,7 +108,7 @@ def parse_traceback(lines: list[str]) -> Finding | None:
 # -- pytest -------------------------------------------------------------------------------------
 _PT_BANNER = re.compile(r"^={3,} (FAILURES|ERRORS|short test summary info|warnings summary) ={3,}$")
 _PT_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
-_PT_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?\.py\S*)(?: - (.*))?$")
+_PT_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?\.py(?:::\S*?(?:\[.*?\])?)?)(?: - (.*))?$")
 _PT_VERBOSE = re.compile(r"^(\S+?\.py::\S+) (FAILED|ERROR)\b")
 _PT_LOCATION = re.compile(r"^(\S+?\.py):(\d+):(?: in \S+| (\w[\w.]*))?\s*$")
 _PT_TBLINE = re.compile(r"^(\S+?\.py):(\d+): ([A-Z]\w*(?:Error|Exception|Exit|Failure|Failed)\b.*)$")
@@ -134,7 +134,7 @@ def _section_for(test_id: str, sections: dict[str, list[str]]) -> list[str]:
         return sections.get(test_id) or sections[f"ERROR collecting {test_id}"]
     dotted = test_id.split("::", 1)[-1].replace("::", ".")
     for name, body in sections.items():
-        bare = re.sub(r"^ERROR at (?:setup|teardown) of ", "", name)
+        bare = re.sub(r"^(?:ERROR at (?:setup|teardown) of |\[doctest\] )", "", name)
         if dotted == bare or dotted.endswith("." + bare):
             return body
     return []
@@ -187,7 +187,7 @@ def parse_pytest(lines: list[str]) -> Finding | None:
     uncollected = []
     for test_id, (kind, message, location) in reported.items():
         section = _section_for(test_id, sections)
-        errors = [line[1:].strip() for line in section if line.startswith("E ")]
+        errors = [line[1:].strip() for line in section if line.startswith("E ")] or _doctest_mismatch(section)
         message = message or (errors[0] if errors else "")
         finding.ids.append(test_id)
         if kind == "ERROR" and "::" not in test_id:
@@ -201,7 +201,11 @@ def parse_pytest(lines: list[str]) -> Finding | None:
         finding.body.extend("  E " + e for e in errors[:4] if e != message)
     if final:
         finding.body.append(final)
-    if not finding.ids:
+    usage = next((line for line in lines if line.startswith("ERROR: ")), None)   # bad arguments, missing path
+    if not finding.ids and usage:
+        finding.headline, finding.ids = f"pytest {usage}", [stable(usage)]
+        finding.body.insert(0, usage)
+    elif not finding.ids:
         no_tests = bool(final and final.startswith("no tests ran"))
         finding.headline = "no tests ran" if no_tests else f"pytest: {final}"
         finding.ids.append("no tests ran" if no_tests else "pytest failed")
@@ -211,6 +215,47 @@ def parse_pytest(lines: list[str]) -> Finding | None:
         finding.headline = f"pytest could not collect {names}" + (f": {error}" if error else "")
     else:
         finding.headline = tests_headline(finding.ids)
+    return finding
+
+
+# -- doctest -----------------------------------------------------------------------------------
+_DOCTEST_HEAD = re.compile(r'^File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)$')
+
+
+def _doctest_mismatch(block: list[str]) -> list[str]:
+    """"Expected: 2, got: 1" from a doctest report's Expected:/Got: blocks."""
+    text = "\n".join(block)
+    m = re.search(r"^Expected:\n((?:    .*\n?)+)Got:\n((?:    .*\n?)*)", text, re.MULTILINE)
+    if not m:
+        m2 = re.search(r"^Exception raised:\n(?:    .*\n)*?    (\w[\w.]*(?:Error|Exception)\b.*)$", text, re.MULTILINE)
+        return [m2[1].strip()] if m2 else []
+    expected = " ".join(m[1].split())
+    got = " ".join(m[2].split()) or "nothing"
+    return [f"expected {expected}, got {got}"]
+
+
+def parse_doctest(lines: list[str]) -> Finding | None:
+    """``python -m doctest`` (and ``doctest.testmod()``) reports: one block per failing example."""
+    heads = [i for i, line in enumerate(lines) if _DOCTEST_HEAD.match(line)
+             and i + 1 < len(lines) and lines[i + 1].startswith("Failed example:")]
+    if not heads:
+        return None
+    finding = Finding(headline="", is_test_run=True)
+    for n, start in enumerate(heads):
+        m = _DOCTEST_HEAD.match(lines[start])
+        assert m is not None
+        end = heads[n + 1] if n + 1 < len(heads) else len(lines)
+        block = lines[start + 1: end]
+        example = block[1].strip() if len(block) > 1 else ""
+        test_id = f"{m['name']}: {example}" if example else m["name"]
+        if test_id in finding.ids:
+            continue
+        mismatch = _doctest_mismatch(block)
+        finding.ids.append(test_id)
+        finding.locations.append(f"{m['path']}:{m['line']}")
+        finding.body.append(f"FAILED {test_id}" + (f" - {mismatch[0]}" if mismatch else ""))
+        finding.body.append(f"  at {m['path']}:{m['line']}")
+    finding.headline = tests_headline(finding.ids, "doctest example")
     return finding
 
 
