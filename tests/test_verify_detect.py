@@ -115,6 +115,18 @@ def test_setup_cfg_and_tox_ini_sections(tmp_path: Path) -> None:
     assert reasons["python3 -m pytest -q"].startswith("setup.cfg has [tool:pytest]")
 
 
+def test_noxfile_requirements_and_poetry_groups_are_evidence(tmp_path: Path) -> None:
+    write(tmp_path, {"noxfile.py": "import nox\n\n@nox.session\ndef lint(session):\n    session.run('flake8')\n",
+                     "requirements-dev.txt": "# dev\nruff==0.5\n-e .\n",
+                     "pyproject.toml": "[tool.poetry.group.dev.dependencies]\nmypy = '^1'\n"})
+    plan = detect_checks(tmp_path, which=fake_which("flake8", "ruff", "mypy"))
+    assert commands(plan) == [("static", "ruff check ."), ("static", "flake8"), ("types", "mypy .")]
+    reasons = {c.command: c.reason for c in plan.checks}
+    assert reasons["flake8"].startswith("noxfile.py runs flake8")
+    assert reasons["ruff check ."].startswith("ruff is a declared dependency")
+    assert reasons["mypy ."].startswith("mypy is a declared dependency")
+
+
 def test_unittest_when_tests_exist_and_pytest_is_not_importable(tmp_path: Path) -> None:
     write(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n",
                      "tests/test_calc.py": "import unittest\nfrom calc import add\n\n\n"
