@@ -136,13 +136,17 @@ _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
 _CODE_WORD = re.compile(r"\b([A-Za-z_]*[a-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
 _DOTTED = re.compile(r"(?<![\w.])([a-z_]\w+(?:\.[a-z_]\w*)+)(?![\w.(])")   # keel.verify.gate
 _WORD = re.compile(r"[A-Za-z_]\w+")
+# CamelCase words of ordinary prose that name no code in the project.
+_PROSE_CAMEL = frozenset({"JavaScript", "TypeScript", "CoffeeScript", "GitHub", "GitLab", "PyPI", "macOS", "iOS",
+                          "PostgreSQL", "MySQL", "SQLite", "MongoDB", "OpenAI", "YouTube", "LinkedIn", "WordPress",
+                          "PowerShell", "NodeJS", "VSCode", "DevOps", "OAuth", "GraphQL", "WebSocket", "iPhone"})
 
 
 def _task_names(task: str) -> tuple[list[str], list[str], set[str]]:
     """(files, directories, identifiers) the task names."""
     files = [m.removeprefix("./") for m in _FILE_TOKEN.findall(task)]
     dirs = [d.removeprefix("./").rstrip("/") for d in _DIR_TOKEN.findall(task)]
-    identifiers = set(_CALL.findall(task)) | set(_CODE_WORD.findall(task))
+    identifiers = set(_CALL.findall(task)) | (set(_CODE_WORD.findall(task)) - _PROSE_CAMEL)
     identifiers |= {d for d in _DOTTED.findall(task) if d not in files}
     for span in _BACKTICKED.findall(task):
         identifiers |= {w for w in _WORD.findall(span) if len(w) >= 3}
@@ -183,7 +187,7 @@ def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
     lowered_ids = {i.lower() for i in identifiers}
     changed = [c.path for c in changes]
     # Where each named file lives: the changed path that matches it, else the directory it was named with.
-    named_dirs = set()
+    named_dirs: set[str] = set()
     for f in files:
         matches = [p for p in changed if p == f or p.endswith("/" + f)]
         named_dirs |= {str(PurePosixPath(p).parent) for p in matches} or {str(PurePosixPath(f).parent)}
@@ -209,16 +213,20 @@ def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
 
 
 # -- tampering with tests ------------------------------------------------------------------------------
-_EDIT_VERB = (r"(?:add|adding|write|writing|create|creating|update|updating|fix|fixing|change|changing|modify|"
-              r"modifying|edit|editing|extend|adjust|rewrite|correct|repair|amend|improve|refactor|expand|remove|"
+# Verbs that ask for test changes when "test" follows within three words. Fix-like verbs are apart:
+# "fix the failing test" names the symptom (the code is to be fixed), "update the failing test" does not.
+_EDIT_VERB = (r"(?:add|adding|write|writing|create|creating|update|updating|change|changing|modify|modifying|"
+              r"edit|editing|extend|extending|adjust|rewrite|rewriting|amend|improve|refactor|expand|remove|"
               r"delete|rename|replace)")
+_FIX_VERB = r"(?:fix|fixing|repair|correct)"
 _TEST_NOUN = r"(?:unit[- ])?(?:tests?|test[- ]?cases?|test[- ]suites?|specs?|test[- ]files?|assertions?)\b"
-# Words that, between the verb and "test", say the test is the symptom, not the thing to edit ("fix the
-# failing test" means fix the code), or end the clause ("add X and test it").
-_NOT_BETWEEN = r"(?:failing|failed|broken|erroring|red|and|then|so|to|that|which|but|until|when|while)\b"
+_CLAUSE_END = r"(?:and|then|so|to|that|which|but|until|when|while|if)\b"     # "add X and test it"
+_SYMPTOM = r"(?:failing|failed|broken|erroring|red)\b"
+_TEST_FILE = r"`?(?:[\w.-]+/)*(?:test_\w+\.py|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"
 _ALLOWS = re.compile(
-    rf"\b{_EDIT_VERB}\s+(?:(?!{_NOT_BETWEEN})[\w'-]+\s+){{0,3}}{_TEST_NOUN}"
-    rf"|\b{_EDIT_VERB}\s+(?:the\s+)?(?:file\s+)?`?(?:[\w.-]+/)*(?:test_\w+\.py|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"
+    rf"\b{_EDIT_VERB}\s+(?:(?!{_CLAUSE_END})[\w'-]+\s+){{0,3}}{_TEST_NOUN}"
+    rf"|\b{_FIX_VERB}\s+(?:(?!{_CLAUSE_END}|{_SYMPTOM})[\w'-]+\s+){{0,3}}{_TEST_NOUN}"
+    rf"|\b{_EDIT_VERB}\s+(?:the\s+)?(?:file\s+)?{_TEST_FILE}"
     r"|\btests?\b[^.]{0,40}?\b(?:is|are)\s+(?:wrong|incorrect|outdated|out of date|stale|buggy|obsolete)",
     re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:don'?t|do not|never|without|not|no need to|must not|mustn'?t)\s+(?:\w+\s+){0,2}$",
@@ -226,11 +234,19 @@ _NEGATION = re.compile(r"\b(?:don'?t|do not|never|without|not|no need to|must no
 
 
 def task_allows_test_changes(task: str) -> bool:
-    """True when the task asks for test changes: an editing verb (add, write, update, fix, change …)
-    followed within three words by "test(s)", "spec", "test case" … — unless a word in between says
-    the test is only the symptom ("fix the failing test", "make the failing test pass" do not count) or
-    ends the clause; or an editing verb directly naming a test file ("update test_app.py"); or the task
-    says the tests are wrong/outdated. A negated request ("don't change the tests") does not count."""
+    """True when the task asks for test changes, by one of:
+
+    - an editing verb (add, write, update, change, rewrite, remove …) followed within three words by
+      "test(s)", "spec", "test case", "assertions" …, no clause boundary in between ("add caching and
+      test it" does not count): "add a test for the parser", "update the failing test";
+    - fix / repair / correct followed likewise, unless a word in between makes the test the symptom:
+      "fix the flaky test" counts, "fix the failing test" does not (the code is to be fixed); "make the
+      failing test pass" never counts (no editing verb);
+    - an editing verb naming a test file ("update test_app.py"; "fix test_app.py" does not count);
+    - the task saying the tests are wrong, outdated, stale …
+
+    A request negated just before the verb ("don't change the tests", "without modifying tests") does
+    not count."""
     return any(not _NEGATION.search(task[max(0, m.start() - 30): m.start()]) for m in _ALLOWS.finditer(task))
 
 
