@@ -83,7 +83,9 @@ def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, Ch
     from keel.config import load_config
     from keel.verify.detect import build_plan
 
-    config, _warnings = load_config(workspace)
+    config, warnings = load_config(workspace)
+    for warning in warnings:
+        print(f"keel checks: warning: {warning}", file=sys.stderr)
     # getattr: the [verify] config section is optional in older configs and in tests' fakes.
     verify = getattr(config, "verify", None)
     plan_entries = getattr(verify, "plan", None)
