@@ -263,6 +263,9 @@ def _detect_tests(workspace: Path, found: Findings, config: _Config, probe: Modu
         found.plan("test", f"{spelled} {path.name}",
                    f"{path.name} is a test script with no test framework; run with {interp_why}",
                    protects=(path.name,))
+    if len(scripts) > _MAX_SCRIPTS:
+        left_out = ", ".join(p.name for p in scripts[_MAX_SCRIPTS:])
+        found.hint(f"only the first {_MAX_SCRIPTS} top-level test scripts are planned; not planned: {left_out}")
     if not (pytest_why or framework_files):
         return
     if not framework_files:
