@@ -408,6 +408,10 @@ LITERAL_CASES = {
                             "exited 1: Error: config file missing", ("Error: config file missing",), (), ()),
     "generic_tail": ("one\ntwo\nthree\n", 4, "exited 4; last output: three", None, (), ("one", "three")),
     "generic_silent": ("", 1, "exited 1 with no output", ("exited 1 with no output",), (), ()),
+    "zsh_not_found": ("zsh: command not found: frob\n", 127, "command not found: frob", ("command not found: frob",),
+                      (), ()),
+    "jest_with_timing": (JEST.replace(" FAIL  src/sum.test.js", " FAIL  src/sum.test.js (5.2 s)"), 1,
+                         "1 test failed: src/sum.test.js \u203a Suite \u203a adds", None, (), ()),
     "exit_127_unrecognised": ("", 127, "command not found: frobnicate", ("command not found: frobnicate",), (), ()),
 }
 

@@ -33,7 +33,8 @@ Parser = Callable[[list[str]], Finding | None]
 _PARSERS: tuple[Parser, ...] = (parse_pytest, parse_unittest, parse_doctest, parse_tap, parse_node_spec, parse_jest_vitest,
                                 parse_mocha, parse_cargo_test, parse_diagnostics, parse_go_test, parse_traceback)
 
-_NOT_FOUND = re.compile(r"(?:^|: )([^\s:]+): (?:command )?not found\s*$")
+# "bash: line 1: foo: command not found", "sh: 1: foo: not found", "zsh: command not found: foo"
+_NOT_FOUND = re.compile(r"(?:^|: )([^\s:]+): (?:command )?not found\s*$|command not found: (\S+)\s*$")
 _NO_SUCH_FILE = re.compile(r"(?:^|: )([^\s:]+): No such file or directory\s*$")
 # Matched against the lowercased line: re.IGNORECASE makes this alternation several times slower.
 _ERRORISH = re.compile(r"\b(?:errors?|fail(?:ed|ure|ures|s)?|exception|traceback|fatal|panic(?:ked)?|"
@@ -105,7 +106,7 @@ def _command_not_found(command: str, lines: list[str], exit_code: int | None) ->
             continue
         m = _NOT_FOUND.search(line) or (_NO_SUCH_FILE.search(line) if exit_code == 127 else None)
         if m and (exit_code == 127 or _NOT_FOUND.search(line)):
-            name = m[1]
+            name = m[1] or m[2]
             return Finding(headline=f"command not found: {name}", ids=[f"command not found: {name}"],
                            body=[line.strip(), f"`{name}` is not installed or not on PATH"])
     if exit_code == 127:  # the shell said nothing we recognise: name the command's first word

@@ -144,7 +144,7 @@ def parse_node_spec(lines: list[str]) -> Finding | None:
 
 
 # -- jest and vitest ---------------------------------------------------------------------------------
-_JEST_FILE = re.compile(r"^\s*FAIL\s+(\S+)\s*$")
+_JEST_FILE = re.compile(r"^\s*FAIL\s+(\S+)(?:\s+\([\d.]+ m?s\))?\s*$")      # " FAIL  src/a.test.js (5.2 s)"
 _JEST_BULLET = re.compile(r"^\s*● (.+)$")
 _VITEST_FAIL = re.compile(r"^\s*FAIL\s+(\S+) > (.+)$")
 
