@@ -1,4 +1,4 @@
-"""Python formats: pytest reports, unittest reports, and plain tracebacks."""
+"""Python formats: pytest, unittest and doctest reports, and plain tracebacks."""
 
 from __future__ import annotations
 
