@@ -10,6 +10,9 @@ Drift classes: none; dedent / extra_indent (old_text shifted uniformly); tabs (t
 spaces) and spaces_for_tabs (a tab-indented file, 4 spaces per tab from the model); trailing_ws;
 crlf_old (CRLF in old_text and new_text); crlf_file (the file is CRLF, the model sends LF); elided
 (the middle of old_text replaced by a ``...`` line); quotes (straight quotes sent as curly ones);
+blank_more / blank_less (one inner blank line more / fewer than the file, away from the edit);
+unicode_spaces (no-break, thin or ideographic spaces for some of the file's plain ones, in old_text
+and in new_text's changed lines: the correct file has plain spaces);
 duplicate (a 2-line snippet found twice, the second one meant); near_duplicate (a copy of the block,
 4 columns deeper, just above it, and old_text dedented by 4); already_applied (the file already has
 the edit); stale (another line of the block changed since the model read it). Refusing is the
@@ -48,7 +51,9 @@ from keel.tools.textfile import TextFile  # noqa: E402
 
 AIDER_VERSION = "0.86.2"
 CLASSES = ("none", "dedent", "extra_indent", "tabs", "spaces_for_tabs", "trailing_ws", "crlf_old", "crlf_file", "elided",
-           "quotes", "duplicate", "near_duplicate", "already_applied", "stale")
+           "quotes", "blank_more", "blank_less", "unicode_spaces", "duplicate", "near_duplicate", "already_applied",
+           "stale")
+ODD_SPACES = ("\u00a0", "\u2009", "\u202f", "\u3000", "\u2002")
 AMBIGUOUS_CLASS = "duplicate"
 _EOL = re.compile(r"\r\n|\r|\n")
 
@@ -177,6 +182,11 @@ def make_case(cls: str, rng: random.Random, lines: list[str]) -> Case | None:
         if not any(q in old_text for q in "'\""):
             return None
         old, new = [curl(x) for x in old], [curl(x) for x in new]
+    elif cls in ("blank_more", "blank_less", "unicode_spaces"):
+        drifted = drift_lines(cls, rng, block, new_block, text)
+        if drifted is None:
+            return None
+        old, new = drifted
     elif cls == "already_applied":
         data, expected = expected, expected
         span = (s + 1, s + len(new_block))
@@ -192,6 +202,44 @@ def make_case(cls: str, rng: random.Random, lines: list[str]) -> Case | None:
         old_s, new_s = old_s.replace("\n", "\r\n"), new_s.replace("\n", "\r\n")
     eol = "\r\n" if cls == "crlf_file" else "\n"
     return Case(cls, data.replace("\n", eol).encode(), old_s, new_s, expected.replace("\n", eol).encode(), span)
+
+
+def drift_lines(cls: str, rng: random.Random, block: list[str], new_block: list[str],
+                text: str) -> tuple[list[str], list[str]] | None:
+    """old and new for the blank-line and odd-space classes, or None when the block does not suit."""
+    ops = difflib.SequenceMatcher(None, block, new_block, autojunk=False).get_opcodes()
+    equal = [(i1, i2, j1) for tag, i1, i2, j1, _ in ops if tag == "equal"]
+    if cls == "blank_more":    # an inner point with unchanged lines on both sides
+        points = [(i, j1 + i - i1) for i1, i2, j1 in equal for i in range(max(i1, 1) + 1, i2)]
+        if not points:
+            return None
+        i, j = rng.choice(points)
+        return [*block[:i], "", *block[i:]], [*new_block[:j], "", *new_block[j:]]
+    if cls == "blank_less":    # an inner blank line among unchanged lines
+        points = [(i, j1 + i - i1) for i1, i2, j1 in equal for i in range(max(i1, 1), min(i2, len(block) - 1))
+                  if not block[i].strip()]
+        if not points:
+            return None
+        i, j = rng.choice(points)
+        return [*block[:i], *block[i + 1:]], [*new_block[:j], *new_block[j + 1:]]
+    odd = rng.choice(ODD_SPACES)
+    if any(c in text for c in ODD_SPACES):
+        return None
+
+    def spaced(line: str) -> str:
+        body = line.lstrip(" ")
+        indent = line[: len(line) - len(body)]
+        # An odd-space indent for some lines, odd spaces between the words for all chosen ones.
+        return (indent.replace(" ", odd) if rng.random() < 0.3 else indent) + body.replace(" ", odd)
+
+    chosen = {i for i, x in enumerate(block) if " " in x.strip() and rng.random() < 0.5}
+    if not chosen:
+        return None
+    old = [spaced(x) if i in chosen else x for i, x in enumerate(block)]
+    new: list[str] = []
+    for tag, i1, i2, j1, j2 in ops:
+        new += old[i1:i2] if tag == "equal" else [spaced(x) for x in new_block[j1:j2]]
+    return old, new
 
 
 def duplicate_case(rng: random.Random, lines: list[str]) -> Case | None:

@@ -166,11 +166,11 @@ def test_read_file_refuses_binary_files_naming_size_and_type(ws: Path, ctx: Tool
     assert "PNG image" in run(READ_FILE, ctx, path="image.dat").output
 
 
-def test_read_file_replaces_undecodable_bytes_and_says_so(ws: Path, ctx: ToolContext) -> None:
+def test_read_file_decodes_undecodable_bytes_as_edit_file_does_and_says_so(ws: Path, ctx: ToolContext) -> None:
     (ws / "latin.txt").write_bytes(b"caf\xe9 ok\nfine\n")
     result = run(READ_FILE, ctx, path="latin.txt")
-    assert "not valid UTF-8" in result.output.splitlines()[0]
-    assert body_lines(result)[0] == "     1\tcaf\ufffd ok"
+    assert "not valid UTF-8; it was read as latin-1" in result.output.splitlines()[0]
+    assert body_lines(result)[0] == "     1\tcaf\u00e9 ok"
 
 
 def test_read_file_reports_bom_missing_final_newline_and_empty_files(ws: Path, ctx: ToolContext) -> None:

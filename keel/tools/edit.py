@@ -39,6 +39,7 @@ _TIER_NOTES = {
     "whitespace": "old_text differed from the file in whitespace; the file's indentation was kept.",
     "quotes": "old_text's curly/straight quotes differed from the file; the file's quotes were kept.",
     "elision": "the lines hidden by '...' were kept from the file.",
+    "blank_lines": "old_text had one blank line more or fewer than the file; the file's blank lines were kept.",
 }
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from keel.tools.edit_lines import LINE_TIERS, diagnose_not_found, lenient
+from keel.tools.edit_variants import blank_line_match, numbered_match, plain_spaces
 
-_NUMBERED = re.compile(r"^ *(\d+)\t")
 _ELISION = re.compile(r"^\s*(?:\.\.\.|(?:#|//)\s*\.\.\..*)\s*$")
 LINE_HINT_SLACK = 5
 MAX_LISTED = 50
@@ -265,29 +265,6 @@ def _elision_match(doc: _Doc, old: list[str], new: list[str]) -> MatchResult | N
                                                  parts[0].first_line, parts[-1].last_line),), tier="elision")
 
 
-def _unnumbered(text: str) -> tuple[str, int] | None:
-    """text without read_file's ``{n:>6}\\t`` prefixes and its first line number, if every line has one."""
-    found = [_NUMBERED.match(line) for line in _split(text)]
-    matches = [m for m in found if m]
-    if not text.strip() or len(matches) != len(found):
-        return None
-    return "".join(line[m.end():] + "\n" for line, m in zip(_split(text), matches, strict=True)), int(matches[0][1])
-
-
-def _numbered_match(content: str, old: str, new: str) -> MatchResult | None:
-    """old_text copied with read_file's line numbers: strip them, and accept the match only at the very
-    line the numbers name, so a stray prefix can never move the edit."""
-    stripped = _unnumbered(old)
-    if stripped is None:
-        return None
-    plain_new = _unnumbered(new)
-    res = find_edit(content, stripped[0], plain_new[0] if plain_new else new)
-    if not res.ok or res.replacements[0].first_line != stripped[1]:
-        return None
-    return replace(res, tier="line_numbers", notes=(*res.notes, "old_text carried read_file's line numbers; "
-                                                    "they were removed. Send file text only."))
-
-
 # ---- not found --------------------------------------------------------------------------------------
 
 def _already_applied(doc: _Doc, new: str) -> int | None:
@@ -322,12 +299,18 @@ def find_edit(content: str, old_text: str, new_text: str, *, replace_all: bool =
         result = _substring_match(doc, old, new, "line_endings", replace_all)
     if result is None and old.strip():
         old_lines, new_lines = _split(old), _split(new) if new else []
+        spaced = plain_spaces(old_lines, new_lines, content)
+        old_lines, new_lines = spaced or (old_lines, new_lines)
         result = _line_match(doc, old_lines, new_lines, replace_all)
         trimmed = _trim_blank(old_lines)
         if result is None and len(trimmed) < len(old_lines):   # blank lines the model added at the edges
             result = _line_match(doc, trimmed, _trim_blank(new_lines) if new_lines else [], replace_all)
         if result is None and not replace_all:
-            result = _elision_match(doc, old_lines, new_lines) or _numbered_match(content, old, new)
+            result = (blank_line_match(old_lines, new_lines, lambda o, n: _line_match(doc, o, n, False))
+                      or _elision_match(doc, old_lines, new_lines) or numbered_match(content, old, new))
+        if spaced and result is not None and result.ok:
+            result = replace(result, tier="unicode_spaces" if result.tier == "exact" else result.tier,
+                             notes=(*result.notes, "old_text's no-break/odd Unicode spaces were read as plain spaces."))
         if result is None or not (result.ok or result.candidates):
             missing = _not_found(doc, old_lines, new, old != old_text)
             # '...' lines may be real file text; the region is worth more than the elision complaint

@@ -32,6 +32,7 @@ from keel.tools.base import (
 )
 from keel.tools.ignore import IgnoreRules
 from keel.tools.session import FileSession
+from keel.tools.textfile import decode_lenient, shown_text
 
 READ_DEFAULT_LIMIT = 2000
 READ_CAP_BYTES = 38_000     # stays under the registry's 40,000-character result cap, which cuts the middle
@@ -203,10 +204,11 @@ def _decode(data: bytes) -> tuple[str, list[str]]:
     if bom:
         note = "starts with a UTF-8 byte-order mark (not shown)" if codec == "utf-8" else f"is {codec.upper()} encoded"
         return data[len(bom):].decode(codec, "replace"), [note]
-    try:
-        return data.decode("utf-8"), []
-    except UnicodeDecodeError:
-        return data.decode("utf-8", "replace"), ["has bytes that are not valid UTF-8 (shown as \ufffd)"]
+    raw, encoding = decode_lenient(data)   # as edit_file decodes it: a line copied from here matches there
+    shown = shown_text(raw)
+    return shown, ([] if shown == raw and encoding == "utf-8" else [
+        "is not valid UTF-8; " + ("it was read as latin-1" if encoding == "latin-1" else "each invalid byte is shown "
+                                  "as its latin-1 character") + " (edit_file matches it the same way, keeping the bytes)"])
 
 
 def _authorize_read(ctx: ToolContext, shown: str, *, secret: bool) -> str | None:

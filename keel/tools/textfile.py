@@ -18,6 +18,7 @@ import tempfile
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
 from functools import cached_property
 from pathlib import Path
 
@@ -44,7 +45,8 @@ class TextFile:
     encoding: str             # codec used for raw (without BOM handling)
     bom: bytes = b""
     newline: str = "\n"       # dominant line ending, used for text the edit inserts
-    latin1_fallback: bool = False   # the bytes were not valid UTF-8
+    latin1_fallback: bool = False   # the bytes were not valid UTF-8 and hold no UTF-8 character at all
+    stray_bytes: bool = False       # UTF-8 with some invalid bytes, kept in raw as surrogate escapes
 
     @classmethod
     def from_bytes(cls, data: bytes) -> TextFile:
@@ -58,17 +60,14 @@ class TextFile:
                 return cls(raw, encoding, bom, dominant_newline(raw))
         if b"\x00" in data:
             raise TextFileError("the file looks binary (it contains NUL bytes); edit_file only edits text")
-        try:
-            raw, fallback = data.decode("utf-8"), False
-        except UnicodeDecodeError:
-            # latin-1 maps every byte to one character, so it round-trips any bytes exactly.
-            raw, fallback = data.decode("latin-1"), True
-        return cls(raw, "latin-1" if fallback else "utf-8", b"", dominant_newline(raw), fallback)
+        raw, encoding = decode_lenient(data)
+        return cls(raw, encoding, b"", dominant_newline(raw), latin1_fallback=encoding == "latin-1",
+                   stray_bytes=encoding == "utf-8" and _has_stray(raw))
 
     @cached_property
     def text(self) -> str:
-        """The LF view that matching works on."""
-        return _EOL.sub("\n", self.raw)
+        """The LF view that matching works on: what read_file shows (stray bytes as latin-1)."""
+        return shown_text(_EOL.sub("\n", self.raw))
 
     @property
     def final_newline(self) -> bool:
@@ -106,6 +105,8 @@ class TextFile:
             if raw_start < cursor or end < start:
                 raise ValueError("overlapping or inverted replacement spans")
             pieces.append(self.raw[cursor:raw_start])
+            if self.stray_bytes:
+                new = _keep_stray(self.raw[raw_start:raw_end], new)
             pieces.append(_EOL.sub(self.newline, new))
             cursor = raw_end
         pieces.append(self.raw[cursor:])
@@ -117,11 +118,57 @@ class TextFile:
 
     def to_bytes(self) -> bytes:
         try:
-            return self.bom + self.raw.encode(self.encoding)
+            return self.bom + self.raw.encode(self.encoding, "surrogateescape" if self.stray_bytes else "strict")
         except UnicodeEncodeError as e:
             bad = self.raw[e.start:e.end]
             raise TextFileError(f"the file is stored as {self.encoding}, which cannot hold {bad!r} from "
                                 f"the new text; use characters {self.encoding} can store") from None
+
+
+# Stray (invalid UTF-8) bytes 0x80-0xFF decode to surrogate escapes U+DC80-U+DCFF; they are shown
+# as the latin-1 character of the byte, one character each, so offsets are the same in both.
+_STRAY_TO_SHOWN = {0xDC80 + b: 0x80 + b for b in range(128)}
+_STRAY = re.compile("[\udc80-\udcff]")
+
+
+def decode_lenient(data: bytes) -> tuple[str, str]:
+    """Bytes without a BOM as read_file shows them and edit_file matches them: (raw, encoding).
+
+    Valid UTF-8 is UTF-8. Bytes with no valid multi-byte UTF-8 sequence at all are a legacy 8-bit
+    file, read as latin-1 (every byte one character, exact round trip). UTF-8 with a few invalid
+    bytes keeps them as surrogate escapes (exact round trip); ``shown_text`` displays them."""
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    raw = data.decode("utf-8", "surrogateescape")
+    if all(ord(c) < 0x80 or 0xDC80 <= ord(c) <= 0xDCFF for c in raw):
+        return data.decode("latin-1"), "latin-1"
+    return raw, "utf-8"
+
+
+def shown_text(raw: str) -> str:
+    """``raw`` with each stray byte shown as its latin-1 character."""
+    return raw.translate(_STRAY_TO_SHOWN)
+
+
+def _has_stray(raw: str) -> bool:
+    return _STRAY.search(raw) is not None
+
+
+def _keep_stray(old_raw: str, new: str) -> str:
+    """new text with the stray bytes of the span it replaces put back where new_text kept the text
+    around them, so a line copied from read_file and left unchanged keeps its original bytes."""
+    if not _has_stray(old_raw):
+        return new
+    old_shown = _EOL.sub("\n", old_raw)
+    chars = list(new)
+    for tag, i1, i2, j1, _ in SequenceMatcher(None, shown_text(old_shown), new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            for k in range(i2 - i1):
+                if _STRAY.match(old_shown[i1 + k]):
+                    chars[j1 + k] = old_shown[i1 + k]
+    return "".join(chars)
 
 
 def dominant_newline(raw: str) -> str:
