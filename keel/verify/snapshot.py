@@ -60,8 +60,9 @@ def take_snapshot(workspace: Path, *, keep_text_bytes: int = 64 * 2**20) -> Snap
     def skip_extra_dirs(entry: os.DirEntry[str], is_dir: bool) -> bool | None:
         return False if is_dir and entry.name in EXTRA_SKIPPED_DIRS else None
 
+    prefix = len(root.rstrip("/")) + 1   # the walker yields root + "/" + rel; os.path.relpath costs 10x more
     for entry in rules.walk_files(root, skip_extra_dirs):
-        rel = os.path.relpath(entry.path, root).replace(os.sep, "/")
+        rel = entry.path[prefix:]
         read = _hash_file(entry.path)
         if read is None:
             continue  # vanished or unreadable between listing and reading
