@@ -100,9 +100,14 @@ class Runner:
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
                 answered += 1
                 self._emit_tool_call(call, result, repeat)
-        except KeyboardInterrupt:
-            for call in calls[answered:]:
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": INTERRUPTED})
+        except KeyboardInterrupt as interrupt:
+            for i, call in enumerate(calls[answered:]):
+                text = INTERRUPTED
+                if i == 0:  # the call that was running: logged, with any output it had produced
+                    partial = getattr(interrupt, "partial_output", None)
+                    text += f"\nOutput before the interrupt:\n{partial}" if partial else ""
+                    self._emit_tool_call(call, ToolResult(ok=False, output=text, meta={"interrupted": True}), 0)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
             raise
         self.phase = "tool_result" if calls else "thinking"
         malformed = not calls and looks_like_tool_call(turn.content, set(self.registry.names))
