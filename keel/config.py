@@ -7,8 +7,10 @@ ignored there (with a warning), and only tightening rules (ask/deny) are taken f
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,34 +25,34 @@ class EngineSettings(_Section):
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = None   # name of the variable holding the key (never the key itself)
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0)
     seed: int | None = 1234
     tool_choice: str = "auto"
-    max_tokens: int | None = 4096    # per reply: a runaway generation is cut, not waited for
-    timeout_s: float = 300.0
-    max_attempts: int = 4
+    max_tokens: int | None = Field(default=4096, ge=1)  # per reply: a runaway generation is cut, not waited for
+    timeout_s: float = Field(default=300.0, gt=0)
+    max_attempts: int = Field(default=4, ge=1)
     stream: bool = True              # false for servers that cannot stream tool calls
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
 
 class LimitSettings(_Section):
-    max_steps: int = 50
-    max_seconds: float | None = None
-    max_tokens: int | None = None
-    budget_usd: float | None = None
-    max_pushbacks_without_progress: int = 3
-    max_idle_turns: int = 6
+    max_steps: int = Field(default=50, ge=1)
+    max_seconds: float | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    budget_usd: float | None = Field(default=None, gt=0)
+    max_pushbacks_without_progress: int = Field(default=3, ge=1)
+    max_idle_turns: int = Field(default=6, ge=1)
 
 
 class PriceSettings(_Section):
-    input_per_m: float = 0.0
-    cached_input_per_m: float = 0.0
-    output_per_m: float = 0.0
+    input_per_m: float = Field(default=0.0, ge=0)
+    cached_input_per_m: float = Field(default=0.0, ge=0)
+    output_per_m: float = Field(default=0.0, ge=0)
 
 
 class ShellSettings(_Section):
-    timeout_s: float = 120.0
-    output_cap_bytes: int = 30_000
+    timeout_s: float = Field(default=120.0, gt=0)
+    output_cap_bytes: int = Field(default=30_000, ge=1)
     sandbox: Literal["auto", "off"] = "auto"
     network: bool = False
 
@@ -62,12 +64,36 @@ class PermissionSettings(_Section):
     deny: list[str] = Field(default_factory=list)
 
 
+class PinnedCheckSettings(_Section):
+    category: Literal["static", "types", "build", "test", "acceptance"]
+    command: str = Field(min_length=1)
+
+
+class VerifySettings(_Section):
+    """The verification gate. ``plan`` pins the checks (inference is skipped); ``accept`` adds
+    acceptance commands; the category switches drop inferred checks of that kind."""
+
+    mode: Literal["auto", "off"] = "auto"
+    static: bool = True
+    types: bool = True
+    build: bool = True
+    test: bool = True
+    accept: list[str] = Field(default_factory=list)
+    plan: list[PinnedCheckSettings] | None = None
+    check_timeout_s: float = Field(default=300.0, gt=0)
+    max_repair_rounds: int = Field(default=2, ge=0)
+
+    def enabled(self) -> dict[str, bool]:
+        return {"static": self.static, "types": self.types, "build": self.build, "test": self.test}
+
+
 class Config(_Section):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     prices: PriceSettings = Field(default_factory=PriceSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    verify: VerifySettings = Field(default_factory=VerifySettings)
 
 
 class ConfigError(Exception):
@@ -119,8 +145,45 @@ def _validate(data: dict[str, Any], source: str) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(_describe_error(err) for err in e.errors())
         raise ConfigError(f"{source}: {problems}") from e
+
+
+def _describe_error(err: Any) -> str:
+    """One problem, naming the key and the value; an unknown key gets the close spelling."""
+    loc = [str(p) for p in err["loc"]]
+    where = ".".join(loc)
+    if err["type"] == "extra_forbidden":
+        known = _known_keys(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+        return f"{where}: unknown key ({hint})"
+    if err["type"] in ("missing", "model_type", "model_attributes_type"):
+        return f"{where}: {err['msg']}"
+    return f"{where}: {err['msg']} (got {err.get('input')!r})"
+
+
+def _known_keys(loc: list[str]) -> list[str]:
+    model: Any = Config
+    for part in loc:
+        if part.isdigit():  # an item of a list of tables: same model
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        model = _section_model(getattr(field, "annotation", None))
+        if model is None:
+            return []
+    return list(model.model_fields)
+
+
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The model inside ``Section``, ``list[Section]`` or ``Section | None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _section_model(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def load_config(workspace: Path, *, user_path: Path | None = None,

@@ -7,39 +7,73 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from keel.cli.guard import positive_float, positive_int
+
 EXIT_USAGE = 2
 
 
 def _run_parser(sub: Any) -> None:
-    p = sub.add_parser("run", help="carry one task to a stop, headless")
-    p.add_argument("task")
+    p = sub.add_parser("run", help="carry one task to a stop, headless",
+                       epilog="exit codes: 0 complete, 1 stopped incomplete, 2 configuration or usage error, "
+                              "130 interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP")
+    p.add_argument("task", nargs="?", help="what to do; '-' reads it from stdin (or use --task-file)")
+    p.add_argument("--task-file", type=Path, metavar="PATH", help="read the task from this file")
     p.add_argument("--cwd", default=".", help="the workspace (default: current directory)")
-    p.add_argument("--base-url")
-    p.add_argument("--model")
+    p.add_argument("--allow-any-cwd", action="store_true",
+                   help="accept a system directory, $HOME or one of its ancestors as the workspace")
+    p.add_argument("--base-url", help="the engine's OpenAI-compatible URL, e.g. http://127.0.0.1:8000/v1 "
+                                      "(default: KEEL_BASE_URL)")
+    p.add_argument("--model", help="model name as the server lists it (default: KEEL_MODEL); "
+                                   "the scripted engine serves 'scripted'")
     p.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
-    p.add_argument("--max-steps", type=int)
-    p.add_argument("--max-seconds", type=float)
-    p.add_argument("--max-tokens", type=int, help="token budget for the whole run")
-    p.add_argument("--budget-usd", type=float)
+    p.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N model calls (default 50)")
+    p.add_argument("--max-seconds", type=positive_float, metavar="S", help="stop after S seconds of wall clock")
+    p.add_argument("--max-tokens", type=positive_int, metavar="N", help="token budget for the whole run")
+    p.add_argument("--budget-usd", type=positive_float, metavar="X",
+                   help="stop once the run has cost X dollars (needs [prices] in the config)")
     p.add_argument("--approval", choices=["unattended", "auto-edit", "interactive"],
                    help="unattended (default): ask-class commands are refused; auto-edit: they run; "
                         "interactive: you are asked (needs a terminal)")
-    p.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
+    p.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
+                   help="text: the answer and one line per tool call; json: one result object at the end; "
+                        "stream-json: every event as a JSON line, then the result (\"type\": \"result\")")
     p.add_argument("--log", type=Path, help="write the JSONL event log here (default: keel's data dir)")
+    p.add_argument("--accept", action="append", metavar="CMD", default=None,
+                   help="an acceptance command that must pass before the run may complete (repeatable), "
+                        "e.g. --accept 'python -m pytest -q tests/test_api.py'")
+    p.add_argument("--verify", choices=["auto", "off"],
+                   help="auto (default): every completion claim runs the project's checks; off: no gate")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("keel")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="keel", description="A coding agent that finishes verified.")
+    parser.add_argument("--version", action="version", version=f"keel {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
-    t = sub.add_parser("tool", help="run one tool exactly as the model would and print what it sees")
-    t.add_argument("name")
-    t.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
-    t.add_argument("--cwd", default=".")
-    d = sub.add_parser("doctor", help="check an engine the way users get it wrong")
-    d.add_argument("--base-url")
-    d.add_argument("--model")
-    d.add_argument("--api-key-env")
+    tools = f"tools: {', '.join(tool_names)}. " if tool_names else ""
+    t = sub.add_parser("tool", help="run one tool exactly as the model would and print what it sees",
+                       epilog=f"{tools}exit codes: 0 the tool succeeded, 1 the tool reported an error, "
+                              "2 usage error")
+    t.add_argument("name", help="the tool's name")
+    t.add_argument("arguments", nargs="?", default=None, help="JSON object of arguments (default {})")
+    t.add_argument("--cwd", default=".", help="the workspace (default: current directory)")
+    t.add_argument("--allow-any-cwd", action="store_true",
+                   help="accept a system directory, $HOME or one of its ancestors as the workspace")
+    d = sub.add_parser("doctor", help="check an engine the way users get it wrong",
+                       epilog="exit codes: 0 no check failed (some may be unknown), 1 at least one check "
+                              "failed, 2 configuration or usage error")
+    d.add_argument("--base-url", help="the engine's OpenAI-compatible URL (default: KEEL_BASE_URL)")
+    d.add_argument("--model", help="model name to probe (default: KEEL_MODEL, or the only one served)")
+    d.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
     sub.add_parser("policy", help="judge a shell command: allow / ask / deny", add_help=False)
     sub.add_parser("checks", help="show (and --run) the checks that verify work here", add_help=False)
     sub.add_parser("scripted-engine", help="serve a scripted OpenAI-compatible engine", add_help=False)
@@ -47,28 +81,59 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from keel.cli.signals import stop_on_signals
+
+    with stop_on_signals() as stop:
+        try:
+            code = _run_task(args)
+        except KeyboardInterrupt:  # before or after the loop, which handles its own
+            code = 130
+    return stop.exit_code(code)  # SIGTERM/SIGHUP: 128 + the signal, not the loop's 130
+
+
+def _run_task(args: argparse.Namespace) -> int:
     from keel.agent import Agent
-    from keel.cli.render import JsonLinesRenderer, TextRenderer, print_json
+    from keel.cli.guard import check_workspace, log_path_problem, read_task
+    from keel.cli.render import JsonLinesRenderer, TextRenderer, print_json, result_object
     from keel.config import ConfigError, load_config
     from keel.engine.types import EngineError
     from keel.loop.result import RunResult
+    from keel.policy.rules import RuleError
     from keel.trace.events import EventSink
 
-    workspace = Path(args.cwd).resolve()
-    if not workspace.is_dir():
-        print(f"keel: --cwd {args.cwd}: not a directory", file=sys.stderr)
+    def fail(message: str) -> int:
+        """A usage or configuration error: say it; json front ends still get a result object."""
+        print(f"keel: {message}", file=sys.stderr)
+        if args.output_format != "text":
+            error = RunResult(status="error", stop_reason="config_error", error=message)
+            print_json(result_object(error, args.output_format))
         return EXIT_USAGE
+
+    task, problem = read_task(args.task, args.task_file, sys.stdin)
+    if problem:
+        return fail(problem)
+    workspace, problem = check_workspace(args.cwd, args.allow_any_cwd)
+    if problem:
+        return fail(problem)
+    if args.log is not None and (problem := log_path_problem(args.log)):
+        return fail(problem)
     flags = {
         "engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env},
         "limits": {"max_steps": args.max_steps, "max_seconds": args.max_seconds,
                    "max_tokens": args.max_tokens, "budget_usd": args.budget_usd},
         "permissions": {"approval": args.approval},
+        "verify": {"mode": args.verify},
     }
     try:
         config, warnings = load_config(workspace, flags=flags)
     except ConfigError as e:
-        print(f"keel: configuration error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"configuration error: {e}")
+    if args.accept:  # --accept adds to the configured acceptance commands rather than replacing them
+        config.verify.accept = [*config.verify.accept, *args.accept]
+    prices_known = any(v > 0 for v in config.prices.model_dump().values())
+    if config.limits.budget_usd is not None and not prices_known:
+        warnings.append("the cost budget cannot be enforced: no prices are configured ([prices] "
+                        "input_per_m / output_per_m in ~/.config/keel/config.toml), so cost is unknown")
     if args.output_format != "text":  # no start line is shown: say once if nothing confines commands
         from keel.agent import unconfined_warning
         if tier_warning := unconfined_warning(config):
@@ -77,7 +142,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"keel: warning: {w}", file=sys.stderr)
     sinks: list[EventSink] = []
     if args.output_format == "text":
-        sinks.append(TextRenderer())
+        sinks.append(TextRenderer(prices_known=prices_known))
     elif args.output_format == "stream-json":
         sinks.append(JsonLinesRenderer())
     prompt = None
@@ -90,24 +155,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
                       ask_user=prompt)
-        result = agent.run(args.task)
+        result = agent.run(task)
     except EngineError as e:  # configuration problems found before the first call
         result = RunResult(status="error", stop_reason="config_error", error=e.message)
         if args.output_format == "text":
             print(f"keel: {e.message}", file=sys.stderr)
+    except RuleError as e:
+        return fail(f"configuration error: {e}")
+    except OSError as e:  # the default log location ($KEEL_HOME) cannot be written
+        return fail(f"cannot write the event log: {e}")
+    result.cost_known = prices_known
     if args.output_format != "text":
-        print_json(result.to_json())
+        print_json(result_object(result, args.output_format))
     return result.exit_code
 
 
 def _cmd_tool(args: argparse.Namespace) -> int:
     from keel.agent import build_context
+    from keel.cli.guard import check_workspace
+    from keel.cli.signals import stop_on_signals
     from keel.config import ConfigError, load_config
     from keel.engine.types import ToolCall
+    from keel.policy.rules import RuleError
     from keel.tools.catalog import default_tools
     from keel.tools.registry import ToolRegistry
 
-    workspace = Path(args.cwd).resolve()
+    workspace, problem = check_workspace(args.cwd, args.allow_any_cwd)
+    if problem:
+        print(f"keel: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         config, _ = load_config(workspace)
     except ConfigError as e:
@@ -117,8 +193,16 @@ def _cmd_tool(args: argparse.Namespace) -> int:
     if registry.get(args.name) is None:
         print(f"keel: unknown tool {args.name!r}; tools: {', '.join(registry.names)}", file=sys.stderr)
         return EXIT_USAGE
-    ctx = build_context(workspace, config, attended=False)
-    result = registry.execute(ToolCall("cli", args.name, args.arguments), ctx)
+    try:
+        ctx = build_context(workspace, config, attended=False)
+    except RuleError as e:
+        print(f"keel: configuration error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    with stop_on_signals() as stop:  # SIGTERM/SIGHUP kill a running command's tree, as Ctrl-C does
+        try:
+            result = registry.execute(ToolCall("cli", args.name, args.arguments or "{}"), ctx)
+        except KeyboardInterrupt:
+            return stop.exit_code(130)
     print(result.output)
     return 0 if result.ok else 1
 
@@ -127,7 +211,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     import os
 
     from keel.config import ConfigError, load_config, resolve_api_key
-    from keel.engine.doctor import format_doctor, run_doctor
+    from keel.engine.doctor import format_doctor, price_check, run_doctor
 
     try:
         config, _ = load_config(Path.cwd(), flags={"engine": {"base_url": args.base_url, "model": args.model,
@@ -136,6 +220,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         print(f"keel: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
     checks = run_doctor(config.engine.base_url, config.engine.model, resolve_api_key(config, dict(os.environ)))
+    checks.append(price_check(config.prices.model_dump(), config.limits.budget_usd))
     print(format_doctor(checks))
     return 0 if all(c.ok is not False for c in checks) else 1
 
@@ -151,12 +236,37 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "scripted-engine":
         from keel.testing.server import serve_main
         return serve_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     handlers = {"run": _cmd_run, "tool": _cmd_tool, "doctor": _cmd_doctor}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`keel tool … | head`): nothing left to say to it. Point stdout at
+        # /dev/null so the interpreter's final flush does not raise a second time.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by a closed pipe
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    tool_help = len(argv) > 1 and argv[0] == "tool" and ("-h" in argv or "--help" in argv)
+    names = None
+    if tool_help:
+        from keel.tools.catalog import default_tools
+
+        names = [t.spec.name for t in default_tools()]
+    parser = build_parser(names)
+    args, extra = parser.parse_known_args(argv)
+    # argparse gives the optional JSON positional nothing when a flag sits between the two
+    # positionals (`keel tool read_file --cwd X '{…}'`) and calls the JSON "unrecognized".
+    if args.command == "tool" and args.arguments is None and len(extra) == 1 and not extra[0].startswith("-"):
+        args.arguments, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 if __name__ == "__main__":

@@ -3,28 +3,59 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from keel.trace.events import Event
 
+if TYPE_CHECKING:
+    from keel.loop.result import RunResult
+
 _TARGET_KEYS = ("path", "command", "pattern", "question", "summary")
+_PATH = re.compile(r'"path"\s*:\s*"((?:[^"\\]|\\.){1,300})"')
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters at a word boundary, with an ellipsis so a cut list or
+    sentence never reads as complete."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def _target(name: str, arguments: str) -> str:
+    if len(arguments) > 100_000 and (m := _PATH.search(arguments[:2000])):
+        # A huge write_file: parsing megabytes only to show the path is wasteful, and the
+        # arguments in the event may be clipped (not valid JSON), which used to lose the path.
+        return shorten(m.group(1), 60)
     try:
         args = json.loads(arguments)
     except (json.JSONDecodeError, TypeError):
-        return ""
+        m = _PATH.search(arguments[:2000]) if isinstance(arguments, str) else None
+        return shorten(m.group(1), 60) if m else ""
     if not isinstance(args, dict):
         return ""
     if name == "todo_write" and isinstance(args.get("todos"), list):
         return f"{len(args['todos'])} items"
     for key in _TARGET_KEYS:
         if isinstance(args.get(key), str):
-            text = " ".join(args[key].split())
-            return text if len(text) <= 60 else text[:57] + "..."
+            return shorten(" ".join(args[key].split()), 60)
     return ""
+
+
+def _verification_line(event: Event) -> str:
+    """`ruff check . ✓ · python -m pytest -q ✗ exit 1 → verification_failed` for one gate run."""
+    parts = []
+    for c in event.get("checks", []):
+        mark = "✓" if c["passed"] else ("refused" if c.get("refused") else f"✗ exit {c['exit_code']}")
+        parts.append(f"{shorten(c['command'], 40)} {mark}")
+    verdict = event.get("problem") or event.get("status", "")
+    return (" · ".join(parts) or "no checks") + f" → {verdict}"
 
 
 def _ms(value: float) -> str:
@@ -34,10 +65,13 @@ def _ms(value: float) -> str:
 class TextRenderer:
     """Streams the answer and prints one line per tool call: `[step 3] edit_file src/calc.py → ok (4 ms)`."""
 
-    def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
+    def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None, *,
+                 prices_known: bool = True) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        self.prices_known = prices_known
         self._mid_line = False
+        self._printed_this_attempt = False  # answer text shown since the last model call began
 
     def _line(self, text: str, stream: IO[str] | None = None) -> None:
         stream = stream or self.out
@@ -53,12 +87,15 @@ class TextRenderer:
             self.out.write(event["text"])
             self.out.flush()
             self._mid_line = not event["text"].endswith("\n")
+            self._printed_this_attempt = self._printed_this_attempt or bool(event["text"])
         elif kind == "assistant_delta" and event["kind"] == "reasoning":
             # shown apart from the answer (stderr, dimmed) so stdout carries only the answer
             self.err.write(f"\x1b[2m{event['text']}\x1b[0m" if self.err.isatty() else event["text"])
             self.err.flush()
         elif kind == "assistant_delta" and event["kind"] == "retry":
-            self._line(f"[retry] {event['text']} (text above this line was from the dropped attempt)", self.err)
+            note = " (text above this line was from the dropped attempt)" if self._printed_this_attempt else ""
+            self._printed_this_attempt = False
+            self._line(f"[retry] {event['text']}{note}", self.err)
         elif kind == "session_start":
             self._line(f"keel · {event['model']} · {event['workspace']} · sandbox: {event['protection']}",
                        self.err)
@@ -67,9 +104,17 @@ class TextRenderer:
             status = "ok" if event["ok"] else ("refused (repeat)" if event["repeat"] else "error")
             detail = ""
             if not event["ok"] and not event["repeat"]:
-                detail = ": " + (event["result_preview"].strip().splitlines() or [""])[0][:100]
+                detail = ": " + shorten((event["result_preview"].strip().splitlines() or [""])[0], 100)
             self._line(f"[step {event['step']}] {event['name']} {target} → {status}{detail} "
                        f"({_ms(event['elapsed_ms'])})".replace("  ", " "))
+        elif kind == "model_call":
+            self._printed_this_attempt = False
+        elif kind == "verification":
+            self._line(f"[step {event['step']}] verify: {_verification_line(event)}")
+        elif kind == "changes" and event.get("diffstat"):
+            flags = [f"{len(event[k])} {k.replace('_', ' ')}" for k in ("debug_leftovers", "stray_files", "unrelated")
+                     if event.get(k)]
+            self._line(f"changes: {event['diffstat']}" + (f" · flagged: {', '.join(flags)}" if flags else ""))
         elif kind == "decision" and event.get("pushback_kind"):
             self._line(f"[step {event['step']}] pushback: {event['pushback_kind']}")
         elif kind == "stop":
@@ -81,9 +126,15 @@ class TextRenderer:
         est = " est." if u.get("estimated") else ""
         reason = "" if event["reason"] == event["status"] else f" ({event['reason']})"
         self._line(f"■ {event['status']}{reason} · {event['step']} steps · {tokens:,} tokens{est} "
-                   f"({u['cached_tokens']:,} cached) · ${event['cost_usd']:.4f}")
+                   f"({u['cached_tokens']:,} cached) · {self._cost(event)}")
         if event.get("error"):
             self._line(f"keel: {event['error']}", self.err)
+
+
+    def _cost(self, event: Event) -> str:
+        if not self.prices_known:
+            return "cost unknown (no prices configured)"
+        return f"${event['cost_usd']:.4f}"
 
 
 class JsonLinesRenderer:
@@ -93,6 +144,12 @@ class JsonLinesRenderer:
     def __call__(self, event: Event) -> None:
         self.out.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
         self.out.flush()
+
+
+def result_object(result: RunResult, output_format: str) -> dict[str, Any]:
+    """The result as printed: stream-json tags it ``"type": "result"`` so it reads like the events."""
+    body = result.to_json()
+    return {"type": "result", **body} if output_format == "stream-json" else body
 
 
 def print_json(obj: dict[str, Any], out: IO[str] | None = None) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 
@@ -38,6 +39,9 @@ TOOL_PARSER_FIX = {
     "llamacpp": "llama.cpp: start llama-server with --jinja",
     "ollama": "Ollama: use a model whose template supports tools (e.g. qwen3-coder)",
 }
+# Marks doctor's probe requests, so keel's scripted engine answers them without using up script
+# lines (a doctor-then-run against one script would otherwise be shifted by two responses).
+PROBE_HEADERS = {"X-Keel-Probe": "doctor"}
 CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
 
 
@@ -63,6 +67,11 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None) -> 
                                   "set KEEL_BASE_URL or --base-url, e.g. http://localhost:8000/v1"))
         return skip_rest("no base URL")
     base_url = base_url.strip().rstrip("/")
+    parsed = urlsplit(base_url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        checks.append(DoctorCheck("base URL", False, f"{base_url!r} is not an http(s) URL",
+                                  "give the full URL with scheme and host, e.g. http://127.0.0.1:8000/v1"))
+        return skip_rest("the base URL is not a URL")
     checks.append(DoctorCheck("base URL", True, base_url))
 
     client = openai.OpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0)
@@ -112,14 +121,14 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None) -> 
 
     checks.append(_context_check(entries.get(model)))
     engine = OpenAICompatEngine(base_url, model, api_key, max_tokens=200, timeout_s=PROBE_TIMEOUT_S,
-                                max_attempts=2, backoff_cap_s=2.0)
+                                max_attempts=2, backoff_cap_s=2.0, headers=PROBE_HEADERS)
     try:
         first = engine.complete(PROBE_MESSAGES, [PROBE_TOOL])
     except EngineError as exc:
         # Some servers (llama-cpp-python's chatml-function-calling) cannot stream tool calls and
         # fail mid-stream; if the same request works without streaming, say exactly that.
         engine = OpenAICompatEngine(base_url, model, api_key, max_tokens=200, timeout_s=PROBE_TIMEOUT_S,
-                                    max_attempts=1, stream=False)
+                                    max_attempts=1, stream=False, headers=PROBE_HEADERS)
         try:
             first = engine.complete(PROBE_MESSAGES, [PROBE_TOOL])
         except EngineError:
@@ -143,6 +152,16 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None) -> 
         return checks
     checks.append(_cache_check(engine.last_usage_raw, server_kind))
     return checks
+
+
+def price_check(prices: dict[str, float], budget_usd: float | None) -> DoctorCheck:
+    """Without a price table keel cannot measure cost, so a cost budget can never stop a run."""
+    if any(v > 0 for v in prices.values()):
+        return DoctorCheck("prices", True, ", ".join(f"{k} = {v:g}" for k, v in prices.items()))
+    budget = f"; budget_usd = {budget_usd:g} cannot be enforced" if budget_usd is not None else ""
+    return DoctorCheck("prices", None, f"no prices configured: cost is reported as unknown{budget}",
+                       "set [prices] input_per_m, cached_input_per_m, output_per_m (USD per million tokens) "
+                       "in ~/.config/keel/config.toml")
 
 
 def format_doctor(checks: list[DoctorCheck]) -> str:

@@ -23,6 +23,10 @@ class RunResult:
     session_id: str = ""
     log: str | None = None
     error: str | None = None
+    cost_known: bool = True  # False when no prices are configured: cost_usd is then not a measurement
+    # the verification gate's last verdict, and what the run changed (diffstat, self-check flags)
+    verification: dict[str, Any] | None = None
+    changes: dict[str, Any] | None = None
     messages: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -47,12 +51,16 @@ class RunResult:
                 "cached_tokens": self.usage.cached_tokens,
                 "estimated": self.usage.estimated,
             },
-            "cost_usd": round(self.cost_usd, 6),
+            "cost_usd": round(self.cost_usd, 6) if self.cost_known else None,
             "duration_s": round(self.duration_s, 3),
             "files_changed": self.files_changed,
             "session_id": self.session_id,
             "log": self.log,
         }
+        if self.verification is not None:
+            out["verification"] = self.verification
+        if self.changes is not None:
+            out["changes"] = self.changes
         if self.error:
             out["error"] = self.error
         return out

@@ -26,10 +26,14 @@ from keel.testing.script import (
     ScriptStep,
     cached_tokens_for,
     load_script,
+    parse_step,
     serialize,
     step_usage,
     stream_deltas,
 )
+
+PROBE_HEADER = "X-Keel-Probe"
+WRITE_BATCH_FRAMES = 512
 
 
 class ScriptedEngineServer:
@@ -37,8 +41,12 @@ class ScriptedEngineServer:
 
     def __init__(self, script: str | os.PathLike[str] | Sequence[Any], host: str = "127.0.0.1",
                  port: int = 0, model: str = "scripted", api_key: str | None = None,
-                 record: str | os.PathLike[str] | None = None) -> None:
+                 record: str | os.PathLike[str] | None = None, canned_probes: bool = False) -> None:
         self.model = model
+        # True: `keel doctor`'s probes get a canned get_time call and use up no script line, so
+        # doctor-then-run replays the script from its start. False (the default for tests that
+        # emulate a server's quirks for doctor): probes are answered from the script like any request.
+        self.canned_probes = canned_probes
         self.api_key = api_key
         self.record = record
         self._player = ScriptPlayer(load_script(script))
@@ -150,7 +158,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(404, f"The model '{body.get('model')}' does not exist.",
                              "invalid_request_error", "model_not_found")
             return
-        step = owner._player.take()
+        # `keel doctor` marks its probes; they get a canned tool call so they use up no script line.
+        probe = owner.canned_probes and self.headers.get(PROBE_HEADER) == "doctor"
+        step = _doctor_probe_step() if probe else owner._player.take()
         if step is None:
             self._send_error(500, owner._player.exhausted_message(), "server_error", "script_exhausted")
             return
@@ -225,7 +235,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         frames.append(_http_chunk("data: [DONE]\n\n"))
-        self.wfile.write(b"".join(frames) + b"0\r\n\r\n")
+        frames.append(b"0\r\n\r\n")
+        # In batches: the socket timeout bounds each write, and one write of a multi-megabyte stream
+        # to a slow reader would hit it and cut the body.
+        for start in range(0, len(frames), WRITE_BATCH_FRAMES):
+            self.wfile.write(b"".join(frames[start:start + WRITE_BATCH_FRAMES]))
 
     def _send_error(self, status: int, message: str, err_type: str, code: str | None) -> None:
         self._send_json(status, {"error": {"message": message, "type": err_type, "code": code}})
@@ -239,6 +253,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+
+def _doctor_probe_step() -> ScriptStep:
+    return parse_step({"tool_calls": [{"name": "get_time", "arguments": {"timezone": "UTC"}}]}, 0, "doctor probe")
 
 
 def _http_chunk(text: str) -> bytes:
@@ -270,15 +288,24 @@ def serve_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", metavar="FILE", help="append every request body to FILE as JSON Lines")
     parser.add_argument("--model", default="scripted", help="model name served (default: scripted)")
     parser.add_argument("--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY'")
+    parser.add_argument("--script-probes", action="store_true",
+                        help="answer `keel doctor`'s probe requests from the script too (by default they "
+                             "get a canned tool call and use up no script line)")
     args = parser.parse_args(argv)
     try:
         server = ScriptedEngineServer(args.script, host=args.host, port=args.port, model=args.model,
-                                      api_key=args.api_key, record=args.record)
+                                      api_key=args.api_key, record=args.record,
+                                      canned_probes=not args.script_probes)
     except ScriptError as exc:
         print(f"keel scripted-engine: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"keel scripted-engine: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    if server.remaining == 0:
+        server.close()
+        print(f"keel scripted-engine: error: {args.script} has no responses (one JSON object per line "
+              "is needed, e.g. {\"content\": \"Done.\"})", file=sys.stderr)
         return 2
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}

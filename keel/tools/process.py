@@ -44,6 +44,15 @@ class CommandResult:
     signal: int | None         # the signal that ended the command, if one did
 
 
+class CommandInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM/SIGHUP, which the CLI turns into it) while a command ran; still an
+    interrupt to everyone above, but it carries the command's output up to that moment."""
+
+    def __init__(self, partial_output: str) -> None:
+        super().__init__()
+        self.partial_output = partial_output
+
+
 class CappedOutput:
     """Keeps the first ~40% of ``cap`` bytes and the last ~60%, counting what falls between."""
 
@@ -242,6 +251,9 @@ def run_command(
             # Background jobs the shell left behind: they must not outlive the command.
             kill_tree(proc, grace_s=0.2)
         _drain(proc, captured, time.monotonic() + DRAIN_AFTER_EXIT_S)
+    except KeyboardInterrupt:
+        # The tree is killed in `finally`; what the command printed so far goes to the event log.
+        raise CommandInterrupted(captured.render()) from None
     finally:
         proc.stdout.close()
         if proc.poll() is None:

@@ -1,0 +1,120 @@
+"""Checks on what the user typed, made before anything runs: workspace, numbers, task text, log path.
+
+Each returns a message for the user (or raises argparse's error), so the CLI can exit 2 with the
+value named instead of a traceback halfway through a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import IO
+
+# Refused as a workspace, together with everything below them: system trees where an agent with
+# write access does damage, and pseudo-filesystems.
+SYSTEM_TREES = ("/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc", "/sys",
+                "/dev", "/usr")
+# Project code does live below these (/usr/src/app in container images, /var/www, /tmp/x, /opt/app),
+# so only the directories themselves are refused.
+SYSTEM_DIRS = ("/", "/tmp", "/var", "/var/tmp", "/var/lib", "/var/log", "/opt", "/srv", "/home", "/mnt",
+               "/media", "/run", "/root", "/snap", "/usr/local")
+ALLOWED_UNDER_USR = ("/usr/src", "/usr/local/src")
+OVERRIDE_FLAG = "--allow-any-cwd"
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def workspace_problem(path: Path, home: Path | None = None) -> str | None:
+    """Why ``path`` (resolved) must not be a workspace, or None when it may.
+
+    The workspace is what the sandbox makes writable and what file tools may edit, so "/", a
+    system directory, or $HOME and its ancestors would fence nothing worth fencing.
+    """
+    if not path.exists():
+        return f"{path}: no such directory"
+    if not path.is_dir():
+        return f"{path}: not a directory"
+    if home is None:
+        home_text = os.environ.get("HOME")
+        home = Path(home_text).resolve() if home_text else None
+    if home is not None and (path == home or path in home.parents):
+        what = "your home directory" if path == home else "an ancestor of your home directory"
+        return f"refusing {path} as the workspace: it is {what}; choose a project directory"
+    if str(path) in SYSTEM_DIRS:
+        return f"refusing {path} as the workspace: it is a system directory; choose a project directory"
+    for tree in SYSTEM_TREES:
+        if _within(path, Path(tree)) and not any(_within(path, Path(ok)) for ok in ALLOWED_UNDER_USR):
+            return f"refusing {path} as the workspace: it is inside the system directory {tree}"
+    return None
+
+
+def check_workspace(raw: str, allow_any: bool) -> tuple[Path, str | None]:
+    """The resolved workspace and a message when it is refused (``allow_any`` only lifts the
+    system/home refusal, never the must-be-a-directory one)."""
+    path = Path(raw).expanduser().resolve()
+    problem = workspace_problem(path)
+    if problem is None:
+        return path, None
+    if allow_any and path.is_dir():
+        return path, None
+    if path.is_dir():
+        problem += f" (pass {OVERRIDE_FLAG} to use it anyway)"
+    return path, f"--cwd {raw}: {problem}"
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def log_path_problem(path: Path) -> str | None:
+    """Open the log for appending now, so a bad --log fails before the run rather than during it."""
+    if path.is_dir():
+        return f"--log {path}: is a directory; give a file path such as {path / 'run.jsonl'}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        return f"--log {path}: cannot write the event log there ({e.strerror or e})"
+    return None
+
+
+def read_task(task: str | None, task_file: Path | None, stdin: IO[str]) -> tuple[str, str | None]:
+    """The task text from the argument, '-' (stdin) or --task-file, and a problem if there is one.
+
+    stdin and files exist for tasks longer than the OS argument limit (~128 KB)."""
+    if task_file is not None and task is not None:
+        return "", "give the task either as an argument or with --task-file, not both"
+    if task_file is not None:
+        try:
+            text, source = task_file.read_text(encoding="utf-8"), f"--task-file {task_file}"
+        except (OSError, UnicodeDecodeError) as e:
+            return "", f"--task-file {task_file}: cannot read it ({getattr(e, 'strerror', None) or e})"
+    elif task == "-":
+        text, source = stdin.read(), "the task read from stdin"
+    elif task is None:
+        return "", "no task: pass it as an argument, '-' to read it from stdin, or --task-file PATH"
+    else:
+        text, source = task, "the task"
+    if not text.strip():
+        return "", f"{source} is empty: say what keel should do"
+    return text, None

@@ -1,0 +1,44 @@
+"""SIGTERM and SIGHUP stop a run the way Ctrl-C does.
+
+`timeout`, CI runners and process managers send SIGTERM; a closed terminal sends SIGHUP. Python's
+default for both is to die on the spot: no `stop` event, no result, and a running shell command's
+process tree left behind. Raising KeyboardInterrupt from the handler reuses the one interrupt path
+the loop already has (every call answered, the command's tree killed, `stop` written, result
+printed); the CLI then exits 128 + the signal number (143, 129) instead of 130.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class SignalStop:
+    """Remembers which signal asked the run to stop; later ones are ignored so cleanup can finish."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+
+    def handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.received is not None:
+            return  # already stopping: a second TERM must not cut the cleanup short
+        self.received = signum
+        raise KeyboardInterrupt
+
+    def exit_code(self, default: int = 130) -> int:
+        return 128 + self.received if self.received is not None else default
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[SignalStop]:
+    state = SignalStop()
+    previous = {sig: signal.signal(sig, state.handle) for sig in STOP_SIGNALS}
+    try:
+        yield state
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

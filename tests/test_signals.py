@@ -1,0 +1,107 @@
+"""Signals against the real CLI: SIGTERM/SIGHUP stop a run like Ctrl-C, kill the running command's
+process tree, write the `stop` event, print the result and exit 128+N; an interrupted command is
+logged with the output it had produced."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import call
+
+from keel.testing.server import ScriptedEngineServer
+
+
+def _survivors(token: str) -> list[int]:
+    """Live processes whose command line carries ``token`` (zombies count as gone)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        if b"keel.cli.main" in cmdline:  # keel itself (`keel tool` carries the command in its argv)
+            continue
+        if token.encode() in cmdline and stat[stat.rfind(b")") + 2:][:1] != b"Z":
+            found.append(int(entry))
+    return found
+
+
+def _start_run(calc_repo: Path, keel_env: dict[str, str], log: Path, token: str, *extra: str):
+    # prints, then sleeps well past the test: only a kill ends it in time
+    command = (f"python -c \"import time; print('partial-output-{token}', flush=True); time.sleep(60)\" "
+               f"# {token}")
+    script = [{"tool_calls": [call("run_shell", command=command), call("list_dir", path=".")]}]
+    server = ScriptedEngineServer(script)
+    proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "run", "x", "--cwd", str(calc_repo),
+                             "--base-url", server.base_url, "--model", "scripted", "--log", str(log),
+                             "--approval", "auto-edit", *extra], env=keel_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _survivors(f"partial-output-{token}"):
+        time.sleep(0.05)
+    assert _survivors(f"partial-output-{token}"), "the command never started"
+    time.sleep(0.5)  # let it print
+    return server, proc
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_stop_the_run_like_ctrl_c(calc_repo, keel_env, tmp_path, sig, code):
+    token = uuid.uuid4().hex
+    log = tmp_path / "log.jsonl"
+    server, proc = _start_run(calc_repo, keel_env, log, token, "--output-format", "json")
+    with server:
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["status"] == "incomplete" and result["stop_reason"] == "interrupted"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert events[-1]["type"] == "stop" and events[-1]["reason"] == "interrupted"
+    time.sleep(0.3)
+    assert _survivors(token) == [], "the command's process tree outlived keel"
+
+
+def test_sigint_during_a_command_logs_the_call_with_its_partial_output(calc_repo, keel_env, tmp_path):
+    token = uuid.uuid4().hex
+    log = tmp_path / "log.jsonl"
+    server, proc = _start_run(calc_repo, keel_env, log, token)
+    with server:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    calls = [e for e in events if e["type"] == "tool_call"]
+    assert [c["name"] for c in calls] == ["run_shell"]  # the interrupted one; list_dir never ran
+    assert calls[0]["ok"] is False and f"partial-output-{token}" in calls[0]["result_preview"]
+    assert events[-1]["type"] == "stop"
+    assert "interrupted" in out.splitlines()[-1]  # the text stop line is still printed
+    time.sleep(0.3)
+    assert _survivors(token) == []
+
+
+def test_sigterm_during_keel_tool_kills_the_command(calc_repo, keel_env):
+    token = uuid.uuid4().hex
+    args = json.dumps({"command": f"sleep 60 # {token}"})
+    proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "tool", "run_shell", args, "--cwd",
+                             str(calc_repo)], env=keel_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _survivors(token):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143 and "Traceback" not in err
+    time.sleep(0.3)
+    assert _survivors(token) == []
