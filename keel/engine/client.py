@@ -8,12 +8,13 @@ and a busy server is waited on as long as it asks.
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,23 @@ FIRST_CONNECT_TIMEOUT_S = 5.0
 LATER_CONNECT_TIMEOUT_S = 30.0
 MODEL_LIST_TIMEOUT_S = 2.0
 CHARS_PER_TOKEN = 4
+
+
+def _transport_error_types() -> tuple[type[BaseException], ...]:
+    """What the SDK's HTTP library raises while a raw body is read (a cut connection, a read
+    timeout); which library that is depends on the openai release, so look both up."""
+    found: list[type[BaseException]] = [OSError]
+    for name in ("httpx", "httpx2"):
+        try:
+            found.append(importlib.import_module(name).HTTPError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+# A body that stopped arriving, or arrived garbled: the attempt is dropped and retried.
+_STREAM_BROKE: tuple[type[BaseException], ...] = (openai.APIConnectionError, *_transport_error_types(),
+                                                  json.JSONDecodeError, UnicodeDecodeError)
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
                    "exceeds the context window", "exceed_context_size_error",
@@ -62,7 +80,7 @@ class OpenAICompatEngine:
                  max_tokens: int | None = 4096, timeout_s: float = 300.0, max_attempts: int = 4,
                  backoff_base_s: float = 0.5, backoff_cap_s: float = 30.0,
                  extra_body: dict[str, Any] | None = None, stream: bool = True,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 headers: dict[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         if not base_url or not base_url.strip():
             raise EngineError("config", "no engine base URL: set KEEL_BASE_URL or --base-url "
                                         "(for example http://localhost:8000/v1)")
@@ -83,7 +101,8 @@ class OpenAICompatEngine:
         self._sleep = sleep
         self._rng = random.Random()
         # Local servers ignore the key, but the SDK refuses to start without one.
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", max_retries=0)
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", max_retries=0,
+                                     default_headers=headers)
         # Until the server has answered once, a refused connection means a wrong URL, not a blip.
         self._server_seen = False
         self._next_text_call = 1
@@ -146,8 +165,15 @@ class OpenAICompatEngine:
     def _attempt(self, params: dict[str, Any], on_delta: DeltaCallback | None) -> AssistantTurn:
         connect = LATER_CONNECT_TIMEOUT_S if self._server_seen else FIRST_CONNECT_TIMEOUT_S
         timeout = openai.Timeout(self.timeout_s, connect=min(connect, self.timeout_s))
+        completions = self._client.chat.completions
         try:
-            stream = self._client.chat.completions.create(**params, timeout=timeout)
+            if self.stream:
+                # The raw body, not the SDK's Stream: it builds a pydantic object per SSE event,
+                # which made a 5 MB tool call (~650 000 events) take over a minute of CPU.
+                opened = completions.with_streaming_response.create(**params, timeout=timeout)
+                response = opened.__enter__()
+            else:
+                completion = completions.create(**params, timeout=timeout)
         except openai.APIStatusError as exc:
             self._server_seen = True
             raise self._classify_status(exc) from None
@@ -155,12 +181,14 @@ class OpenAICompatEngine:
             raise self._classify_connection(exc) from None
         self._server_seen = True
         if not self.stream:  # one JSON body: nothing can be cut half-way
-            turn, self.last_usage_raw = assemble_completion(stream, on_delta)
+            turn, self.last_usage_raw = assemble_completion(completion, on_delta)
             return turn
         try:
-            turn, self.last_usage_raw = assemble_stream(stream, on_delta)
+            # No chunk size: each block as it arrives (a size makes the reader wait to fill it).
+            events = sse_events(response.iter_bytes(), response.http_request)
+            turn, self.last_usage_raw = assemble_stream(events, on_delta)
             return turn
-        except (openai.APIConnectionError, json.JSONDecodeError) as exc:
+        except _STREAM_BROKE as exc:
             # Everything received in this attempt is dropped with the exception.
             raise TransientFailure(f"the response stream broke off ({_describe(exc)})") from None
         except openai.APIError as exc:  # an error event inside the stream
@@ -169,7 +197,7 @@ class OpenAICompatEngine:
                                              f"{_server_text(exc)}") from None
             raise TransientFailure(f"the server reported an error mid-stream: {_server_text(exc)}") from None
         finally:
-            stream.close()
+            opened.__exit__(None, None, None)
 
     def _classify_connection(self, exc: openai.APIConnectionError) -> Exception:
         if not self._server_seen and _is_connect_failure(exc):
@@ -230,9 +258,52 @@ class OpenAICompatEngine:
 # ---- stream assembly ----------------------------------------------------------------------------
 
 
+def sse_events(blocks: Iterable[bytes], request: Any) -> Iterator[dict[str, Any]]:
+    """The JSON payloads of a ``text/event-stream`` body, up to ``data: [DONE]``.
+
+    Splits whole read blocks at blank lines instead of walking the body line by line; an error
+    event (``{"error": {...}}``) is raised as ``openai.APIError``, as the SDK's own stream does."""
+    pending = b""
+    for block in blocks:
+        pending += block
+        if b"\r" in pending[:-1]:  # CRLF framing; a trailing CR may pair with the next block's LF
+            pending = pending[:-1].replace(b"\r\n", b"\n") + pending[-1:]
+        if b"\n\n" not in pending:
+            continue
+        *complete, pending = pending.split(b"\n\n")
+        for event in complete:
+            data = _event_data(event)
+            if data is None:
+                continue
+            if data == b"[DONE]":
+                return
+            yield _payload(data, request)
+    data = _event_data(pending.replace(b"\r\n", b"\n").strip(b"\n"))
+    if data is not None and data != b"[DONE]":
+        yield _payload(data, request)
+
+
+def _event_data(event: bytes) -> bytes | None:
+    if event.startswith(b"data: ") and b"\n" not in event:  # the usual one-line event
+        return event[6:]
+    lines = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+    return b"\n".join(lines) if lines else None  # comments, event:/id:/retry: lines carry no data
+
+
+def _payload(data: bytes, request: Any) -> dict[str, Any]:
+    payload = json.loads(data)
+    if isinstance(payload, dict) and payload.get("error"):
+        error = payload["error"]
+        message = error.get("message") if isinstance(error, dict) else None
+        raise openai.APIError(message if isinstance(message, str) and message else "an error event in the stream",
+                              request=request, body=error)
+    return payload if isinstance(payload, dict) else {}
+
+
 def assemble_stream(stream: Iterable[Any], on_delta: DeltaCallback | None = None,
                     ) -> tuple[AssistantTurn, dict[str, Any] | None]:
-    """Fold Chat Completions chunks into one turn plus the raw usage dict (None if not sent).
+    """Fold Chat Completions chunks (JSON dicts, or the SDK's chunk objects) into one turn plus
+    the raw usage dict (None if not sent).
 
     Raises ``TransientFailure`` when the stream ends without a finish_reason: whatever arrived
     may be a cut-off tool call and must not be acted on."""
@@ -240,18 +311,20 @@ def assemble_stream(stream: Iterable[Any], on_delta: DeltaCallback | None = None
     reasoning: list[str] = []
     calls: dict[int, _PartialCall] = {}
     finish_reason: str | None = None
-    usage: Any = None
+    usage: dict[str, Any] | None = None
     for chunk in stream:
-        if getattr(chunk, "usage", None) is not None:
-            usage = chunk.usage
-        for choice in chunk.choices or ():
-            if getattr(choice, "index", 0) not in (0, None):
+        if not isinstance(chunk, dict):
+            chunk = chunk.model_dump()
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if choice.get("index") not in (0, None):
                 continue
-            delta = choice.delta
-            if delta is not None:
+            delta = choice.get("delta")
+            if delta:
                 _take_delta(delta, content, reasoning, calls, on_delta)
-            if choice.finish_reason:
-                finish_reason = choice.finish_reason
+            if choice.get("finish_reason"):
+                finish_reason = choice["finish_reason"]
     if finish_reason is None:
         raise TransientFailure("the response stream ended before the server said it was finished")
     turn = AssistantTurn(content="".join(content), reasoning="".join(reasoning), finish_reason=finish_reason)
@@ -261,8 +334,8 @@ def assemble_stream(stream: Iterable[Any], on_delta: DeltaCallback | None = None
         arguments = "".join(partial.arguments)
         turn.tool_calls.append(ToolCall(id=partial.id or f"call_{uuid.uuid4().hex[:16]}", name=partial.name,
                                         arguments=arguments if arguments.strip() else "{}"))
-    turn.usage = _read_usage(usage)
-    return turn, (usage.model_dump(exclude_none=True) if usage is not None else None)
+    turn.usage = _usage_from_dict(usage)
+    return turn, (_drop_none(usage) if usage is not None else None)
 
 
 def assemble_completion(response: Any, on_delta: DeltaCallback | None = None,
@@ -292,40 +365,58 @@ def assemble_completion(response: Any, on_delta: DeltaCallback | None = None,
     return turn, (usage.model_dump(exclude_none=True) if usage is not None else None)
 
 
-def _take_delta(delta: Any, content: list[str], reasoning: list[str], calls: dict[int, _PartialCall],
-                on_delta: DeltaCallback | None) -> None:
-    # vLLM/SGLang/llama.cpp say reasoning_content, newer vLLM and Ollama say reasoning; the SDK
-    # keeps either as an undeclared extra field.
-    extra = getattr(delta, "model_extra", None) or {}
-    thought = extra.get("reasoning_content") or extra.get("reasoning")
+def _take_delta(delta: dict[str, Any], content: list[str], reasoning: list[str],
+                calls: dict[int, _PartialCall], on_delta: DeltaCallback | None) -> None:
+    # vLLM/SGLang/llama.cpp say reasoning_content, newer vLLM and Ollama say reasoning.
+    thought = delta.get("reasoning_content") or delta.get("reasoning")
     if isinstance(thought, str) and thought:
         reasoning.append(thought)
         if on_delta:
             on_delta(StreamDelta("reasoning", thought))
-    if delta.content:
-        content.append(delta.content)
+    text = delta.get("content")
+    if text:
+        content.append(text)
         if on_delta:
-            on_delta(StreamDelta("content", delta.content))
-    for tc in delta.tool_calls or ():
-        index = tc.index
+            on_delta(StreamDelta("content", text))
+    for tc in delta.get("tool_calls") or ():
+        index = tc.get("index")
+        call_id = tc.get("id")
         if index is None:  # some servers omit it: a new id starts a new call, otherwise continue
             last = max(calls) if calls else -1
-            index = last + 1 if last < 0 or (tc.id and calls[last].id and tc.id != calls[last].id) else last
-        partial = calls.setdefault(index, _PartialCall())
-        if tc.id and not partial.id:
-            partial.id = tc.id
-        fn = tc.function
-        if fn is None:
+            index = last + 1 if last < 0 or (call_id and calls[last].id and call_id != calls[last].id) else last
+        partial = calls.get(index)
+        if partial is None:
+            partial = calls[index] = _PartialCall()
+        if call_id and not partial.id:
+            partial.id = call_id
+        fn = tc.get("function")
+        if not fn:
             continue
-        if fn.name and fn.name != partial.name:
+        name, arguments = fn.get("name"), fn.get("arguments")
+        if name and name != partial.name:
             # Whole name once (OpenAI, vLLM) or, rarely, in pieces.
-            partial.name = fn.name if not partial.name else partial.name + fn.name
+            partial.name = name if not partial.name else partial.name + name
             if on_delta:
-                on_delta(StreamDelta("tool_call", fn.name))
-        if fn.arguments:
-            partial.arguments.append(fn.arguments)
+                on_delta(StreamDelta("tool_call", name))
+        if arguments:
+            partial.arguments.append(arguments)
             if on_delta:
-                on_delta(StreamDelta("tool_call", fn.arguments))
+                on_delta(StreamDelta("tool_call", arguments))
+
+
+def _usage_from_dict(usage: dict[str, Any] | None) -> Usage:
+    if usage is None:
+        return Usage(estimated=True)
+    details = usage.get("prompt_tokens_details") or {}
+    return Usage(prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                 completion_tokens=int(usage.get("completion_tokens") or 0),
+                 cached_tokens=int(details.get("cached_tokens") or 0))
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def _read_usage(usage: Any) -> Usage:
