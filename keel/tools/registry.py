@@ -19,6 +19,9 @@ from keel.engine.types import ToolCall
 from keel.tools.base import Tool, ToolContext, ToolResult
 
 RESULT_CAP_CHARS = 40_000
+# One call's arguments. Far above any sensible edit; a 5 MB write_file is a model gone wrong, and
+# parsing, logging and replaying it on every later turn would cost the whole run.
+ARGUMENTS_CAP_CHARS = 1_000_000
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +94,11 @@ class ToolRegistry:
         tool = self._tools.get(call.name)
         if tool is None:
             return f"Unknown tool '{call.name}'. Available tools: {', '.join(self._tools)}."
+        if len(call.arguments) > ARGUMENTS_CAP_CHARS:
+            return (f"The arguments for {call.name} are {len(call.arguments):,} characters, over the "
+                    f"{ARGUMENTS_CAP_CHARS:,}-character limit for one call; nothing was run. Send less per call: "
+                    "write a large file in parts (write_file with the first part, then edit_file to append "
+                    "the rest), or generate it with a script run by run_shell.")
         raw = call.arguments.strip() or "{}"
         try:
             data = json.loads(raw)
