@@ -245,11 +245,15 @@ def policy(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_policy_command_prints_the_verdict(ws: Path) -> None:
     out = policy("ls; rm -rf /", cwd=ws)
     assert out.returncode == 0
-    assert out.stdout == "deny: recursive delete of '/', outside the workspace (part: rm -rf /)\n"
+    verdict, tier = out.stdout.splitlines()
+    assert verdict == "deny: recursive delete of '/', outside the workspace (part: rm -rf /)"
+    assert tier.startswith("sandbox: ")     # the OS tier that would confine it (keel.policy.cli)
     allowed = policy("--json", "git status", cwd=ws)
     assert allowed.returncode == 0
-    assert json.loads(allowed.stdout) == {"decision": "allow", "reason": "git status only reads",
-                                          "part": "git status"}
+    got = json.loads(allowed.stdout)
+    assert {k: got[k] for k in ("decision", "reason", "part")} == {"decision": "allow", "reason": "git status only reads",
+                                                                   "part": "git status"}
+    assert set(got) == {"decision", "reason", "part", "network", "sandbox", "confining"}
     inside = policy("rm -rf src", "--cwd", str(ws), cwd=ws.parent)
     assert inside.stdout.startswith("ask: ")
     outside = policy("rm -rf src", "--cwd", str(ws / "src"), cwd=ws)
