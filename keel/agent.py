@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keel.config import Config, resolve_api_key
 from keel.engine.types import Engine, EngineError
@@ -19,6 +19,9 @@ from keel.tools.base import Tool, ToolContext
 from keel.tools.registry import ToolRegistry
 from keel.tools.session import FileSession
 from keel.trace.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
+
+if TYPE_CHECKING:
+    from keel.verify.verifier import Verifier
 
 
 def build_engine(config: Config, api_key: str | None = None) -> Engine:
@@ -85,7 +88,7 @@ def limits_from(config: Config, overrides: dict[str, Any] | None = None) -> Limi
     lim = config.limits
     return Limits(max_steps=lim.max_steps, max_seconds=lim.max_seconds, max_tokens=lim.max_tokens,
                   max_cost_usd=lim.budget_usd, max_pushbacks_without_progress=lim.max_pushbacks_without_progress,
-                  max_idle_turns=lim.max_idle_turns,
+                  max_idle_turns=lim.max_idle_turns, max_repair_rounds=config.verify.max_repair_rounds,
                   **(overrides or {}))
 
 
@@ -172,10 +175,25 @@ class Agent:
         p = self.config.prices
         runner = Runner(self.engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
                         prices=Prices(p.input_per_m, p.cached_input_per_m, p.output_per_m),
-                        attended=self.attended, task=task or "")
+                        attended=self.attended, task=task or "", verifier=self.build_verifier(task or ""))
         result = runner.run(messages)
         result.log = str(self.log_path) if self.log_path else None
         return result
+
+
+    def build_verifier(self, task: str) -> Verifier | None:
+        """The verification gate for this run: the project's checks plus the task's acceptance."""
+        v = self.config.verify
+        if v.mode == "off":
+            return None
+        from keel.verify.detect import build_plan
+        from keel.verify.verifier import Verifier
+
+        pinned = [(c.category, c.command) for c in v.plan] if v.plan is not None else None
+        artifacts = self.log_path.with_suffix("") / "checks" if self.log_path else None
+        return Verifier(lambda: build_plan(self.workspace, task, accept=v.accept, pinned=pinned, enabled=v.enabled()),
+                        self.ctx, task=task, artifacts_dir=artifacts, check_timeout_s=v.check_timeout_s,
+                        on_plan=lambda plan: self.bus.emit("verification_plan", **plan.to_json()))
 
 
 def run_agent_turn(messages: list[dict[str, Any]], *, engine: Engine, workspace: str | Path = ".",

@@ -5,6 +5,13 @@ It may stop only for: ``complete``, ``needs_user`` (only when a person is presen
 a question nobody can answer, "done" without evidence, open todos — becomes pushback, text
 attached to the next request only. Tool failures are never a reason to stop.
 
+With the verification gate on (``state.gate_on``), every completion claim — a ``finish`` call or a
+reply without tool calls — is judged on the gate's facts: the first time the decider sees a claim
+without them it answers ``verify``, the runner runs the checks and asks again with
+``outcome.verification`` filled in. A refused claim is pushed back with the failure summary; after
+``limits.max_repair_rounds`` refusals of the same kind (per failing check category) the run stops
+with ``limit:verification`` instead of looping.
+
 No I/O, no clock, no model call: every input arrives as an argument, so the table-driven
 tests in tests/test_decider.py can cover every branch.
 """
@@ -18,11 +25,12 @@ from typing import Literal
 from keel.loop.limits import Limits, Usage, exceeded_limit
 from keel.loop.pushback import pushback_text
 from keel.loop.state import TaskState
+from keel.verify.gate import GateFacts
 
 STOP_REASONS = (
     "complete", "needs_user", "awaiting_plan_approval",
     "limit:steps", "limit:wall_clock", "limit:tokens", "limit:cost", "limit:repetition",
-    "limit:no_progress", "limit:retries", "limit:context",
+    "limit:no_progress", "limit:retries", "limit:context", "limit:verification",
 )
 
 
@@ -39,11 +47,12 @@ class TurnOutcome:
     truncated: bool = False          # the reply hit the output-token cap (finish_reason "length")
     malformed_call: bool = False     # no call was recovered, but the text carries an attempted one
     engine_failure: Literal["context", "retries"] | None = None
+    verification: GateFacts | None = None  # the gate's facts for this claim, once the runner ran it
 
 
 @dataclass(frozen=True)
 class Decision:
-    verdict: Literal["continue", "stop"]
+    verdict: Literal["continue", "stop", "verify"]   # verify: run the gate, then decide again
     reason: str = ""                 # stop reason, or the pushback kind when continuing with pushback
     pushback: str | None = None      # text for the next request only
 
@@ -85,8 +94,8 @@ def decide(outcome: TurnOutcome, state: TaskState, limits: Limits, used: Usage, 
     if state.repetition_strikes >= limits.max_repeats:
         return Decision("stop", "limit:repetition")
 
-    verdict = _judge_turn(outcome, state, attended=attended, plan_mode=plan_mode)
-    if verdict.stop:
+    verdict = _judge_turn(outcome, state, limits, attended=attended, plan_mode=plan_mode)
+    if verdict.stop or verdict.verdict == "verify":
         return verdict
 
     limit = exceeded_limit(limits, used)
@@ -102,7 +111,8 @@ def decide(outcome: TurnOutcome, state: TaskState, limits: Limits, used: Usage, 
     return verdict
 
 
-def _judge_turn(outcome: TurnOutcome, state: TaskState, *, attended: bool, plan_mode: bool) -> Decision:
+def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, attended: bool,
+                plan_mode: bool) -> Decision:
     ends_turn = outcome.finished or outcome.tool_calls == 0 or outcome.asked_user is not None
     if not ends_turn:
         return CONTINUE  # the model is working; tool results go back to it
@@ -128,10 +138,26 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, *, attended: bool, plan_
         return _push("did_nothing", state)
     if state.unfinished_todos():
         return _push("unfinished_todos", state)
+    if state.gate_on:
+        return _judge_claim(outcome.verification, state, limits)
     if state.files_changed and not state.fresh_verification():
         return _push("unverified", state)
     return Decision("stop", "complete")
 
 
-def _push(kind: str, state: TaskState) -> Decision:
-    return Decision("continue", kind, pushback_text(kind, state.pushback_counts[kind], state))
+def _judge_claim(facts: GateFacts | None, state: TaskState, limits: Limits) -> Decision:
+    """A completion claim under the verification gate."""
+    if facts is None:
+        return Decision("verify", "verify")
+    problem = facts.problem
+    if problem is None:
+        if facts.status == "no_checks" and state.files_changed and not state.fresh_verification():
+            return _push("unverified", state)  # nothing keel could run: the agent's own check must do
+        return Decision("stop", "complete")
+    if any(state.repair_rounds[key] >= limits.max_repair_rounds for key in facts.round_keys):
+        return Decision("stop", "limit:verification")
+    return _push(problem, state, facts.feedback)
+
+
+def _push(kind: str, state: TaskState, detail: str = "") -> Decision:
+    return Decision("continue", kind, pushback_text(kind, state.pushback_counts[kind], state, detail))

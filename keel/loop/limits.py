@@ -30,6 +30,9 @@ class Limits:
     # broken calls gets feedback each time, but must not burn the whole step budget).
     max_idle_turns: int = 6
     max_repeats: int = 2     # the second refusal of the same (call, result) stops the run
+    # Refused completion claims per failing check category before the run stops as
+    # limit:verification with a report, instead of looping on a fix the model cannot find.
+    max_repair_rounds: int = 2
 
 
 @dataclass(frozen=True)

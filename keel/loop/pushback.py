@@ -35,14 +35,52 @@ def _restated(state: TaskState) -> str:
     return f"\nThe task is: {task}\nA good next call: {first}."
 
 
-def pushback_text(kind: str, times_before: int, state: TaskState) -> str:
-    text = _pushback_text(kind, min(times_before, 2), state)
+def pushback_text(kind: str, times_before: int, state: TaskState, detail: str = "") -> str:
+    """The text for one pushback; ``detail`` carries facts such as the gate's failure summaries."""
+    if kind in _GATE_KINDS:
+        text = _gate_text(kind, min(times_before, 2), state, detail)
+    else:
+        text = _pushback_text(kind, min(times_before, 2), state)
     # From the second repeat on, restate the task; the count keeps consecutive texts distinct.
     if times_before >= 1 and kind != "truncated":
         text += _restated(state)
     if times_before >= 2:
         text += f" (reminder {times_before + 1})"
     return text
+
+
+_GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests"})
+
+
+def _gate_text(kind: str, level: int, state: TaskState, detail: str) -> str:
+    """Pushback for a completion claim the verification gate refused."""
+    facts = f"\n{detail}" if detail else ""
+    if kind == "no_change":
+        return [
+            "The task asks for a change, but no file in the workspace has changed: describing a fix is not "
+            "making it. Make the change with edit_file or write_file, run the check, then finish." + facts,
+            "Still nothing has changed in the workspace, so the task is not done. Your next message must be "
+            "a tool call: read the file the task concerns, then edit it." + facts,
+            "Finishing is refused: no file changed. Call edit_file (or write_file) on the file that needs the "
+            "fix now." + facts,
+        ][level]
+    if kind == "tampered_tests":
+        return [
+            "You changed existing tests or the acceptance script. Tests are the evidence: do not edit them to "
+            "pass unless the task asks for it. Restore them and fix the code instead. The checks were run "
+            "against the original tests:" + facts,
+            "The original tests still decide. Put the tests back as they were and change the code under "
+            "test." + facts,
+            "Finishing is refused while tests are edited. Restore them, then fix the code." + facts,
+        ][level]
+    return [
+        "Not done yet: the project's checks fail on the current files." + facts + "\nFind the root cause "
+        "before editing: read the failing test and the code it calls, fix the code, then finish again.",
+        "The checks still fail." + facts + "\nDo not guess: read the code at the locations above, make one "
+        "focused fix, then run the failing check yourself with run_shell before finishing.",
+        "Finishing is refused while checks fail." + facts + "\nThis is the last repair round: fix the first "
+        "failure above.",
+    ][level]
 
 
 def _pushback_text(kind: str, level: int, state: TaskState) -> str:

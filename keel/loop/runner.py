@@ -8,9 +8,10 @@ tool message with its id, also when a tool raises or the user interrupts.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keel.engine.recovery import looks_like_tool_call
 from keel.engine.types import AssistantTurn, Engine, EngineError, StreamDelta, ToolCall, Usage
@@ -23,6 +24,9 @@ from keel.tools.base import ToolContext, ToolResult
 from keel.tools.registry import ToolRegistry
 from keel.trace.events import EventBus
 
+if TYPE_CHECKING:
+    from keel.verify.verifier import Verifier
+
 INTERRUPTED = "Interrupted by the user before this call finished; it may not have run."
 
 
@@ -30,12 +34,14 @@ class Runner:
     def __init__(self, engine: Engine, registry: ToolRegistry, ctx: ToolContext, bus: EventBus, *,
                  limits: lim.Limits | None = None, prices: lim.Prices | None = None,
                  attended: bool = False, plan_mode: bool = False, state: TaskState | None = None,
-                 task: str = "",
+                 task: str = "", verifier: Verifier | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.engine, self.registry, self.ctx, self.bus = engine, registry, ctx, bus
         self.limits, self.prices = limits or lim.Limits(), prices or lim.Prices()
         self.attended, self.plan_mode, self.clock = attended, plan_mode, clock
         self.state = state or TaskState(task=task)
+        self.verifier = verifier
+        self.state.gate_on = verifier is not None
         self.repeats = RepetitionGuard()
         self.usage = Usage()
         self.steps = 0
@@ -85,6 +91,8 @@ class Runner:
         answered = 0
         if calls:
             self.phase = "tool_use"
+            if self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
+                self.verifier.ensure_baseline()  # which checks fail before anything changes
         try:
             for call, result in zip(calls, self.registry.run_calls(calls, self.ctx), strict=False):
                 repeat = self.repeats.observe(call.name, call.arguments, result.output)
@@ -132,6 +140,14 @@ class Runner:
                          cost_usd=self._cost())
         decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                           plan_mode=self.plan_mode)
+        if decision.verdict == "verify" and self.verifier is not None:
+            facts = self.verifier.verify()
+            self.bus.emit("verification", step=self.steps, **facts.to_json())
+            outcome = dataclasses.replace(outcome, verification=facts)
+            decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
+                              plan_mode=self.plan_mode)
+            if decision.pushback is not None:
+                self.state.repair_rounds.update(facts.round_keys)
         self.state.idle_turns = 0 if outcome.progress else self.state.idle_turns + 1
         if decision.pushback is not None:
             self.state.pushback_counts[decision.reason] += 1
@@ -171,6 +187,11 @@ class Runner:
                            usage=self.usage, cost_usd=self._cost(), duration_s=self.clock() - started,
                            files_changed=list(self.state.files_changed), session_id=self.bus.session_id,
                            error=error, messages=messages)
+        if self.verifier is not None and status != "error":  # a configuration error changed nothing
+            last = self.verifier.last
+            result.verification = last.to_json() if last is not None else {"status": "not_run"}
+            result.changes = self.verifier.change_report()
+            self.bus.emit("changes", step=self.steps, **result.changes)
         self.bus.emit("stop", step=self.steps, status=status, reason=reason, error=error,
                       summary=summary[:2000], usage=result.to_json()["usage"], cost_usd=result.cost_usd)
         return result

@@ -45,6 +45,9 @@ class TaskState:
     pushback_streak: int = 0           # pushbacks since the last turn that made progress
     repetition_strikes: int = 0        # the most times one (call, result) pair was refused
     idle_turns: int = 0                # turns in a row that made no progress
+    # the verification gate: on when the runner has a verifier; repair rounds spent per category
+    gate_on: bool = False
+    repair_rounds: Counter[str] = field(default_factory=Counter)
 
     # -- updates ------------------------------------------------------------------------------
     def record_tool_call(self) -> None:

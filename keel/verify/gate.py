@@ -1,0 +1,169 @@
+"""The verification gate's pure core: from check results, decide what blocks a completion claim.
+
+The runner hands the decider a ``GateFacts`` built here; the decider never runs anything. The
+rules, in the order they apply:
+
+- A claim whose change edits an existing test or the acceptance command's own script is not
+  accepted (``tampered``) unless the task asks for test changes: tests are evidence, not clay.
+- A task that asks for a change, with the workspace byte-identical to its start, is not done
+  (``unchanged``), whatever the checks say.
+- Acceptance checks (named by the task or ``--accept``) always block when they fail.
+- An inferred check that failed before the agent changed anything (the baseline) and fails the
+  same way now is a pre-existing failure: reported apart, not blocking — unless the task
+  concerns it ("fix the failing test" is about that very failure), the agent changed nothing
+  and the task asked for a change, or new tests fail that passed at baseline.
+- Any other failing check blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from keel.verify.plan import CATEGORY_ORDER, PlannedCheck
+from keel.verify.task import task_concerns
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One planned check, run once, on one workspace state."""
+
+    check: PlannedCheck
+    exit_code: int | None
+    duration_s: float
+    digest: str                        # the workspace state it ran on
+    timed_out: bool = False
+    output_ok: bool = True             # the task's expected output (e.g. "prints OK") was seen
+    refused: str | None = None         # the policy would not run it: not evidence either way
+    failing_tests: tuple[str, ...] = ()
+    summary: str = ""                  # a short failure summary (empty when it passed)
+    output_path: str | None = None     # where the full output was saved
+
+    @property
+    def passed(self) -> bool:
+        return self.refused is None and self.exit_code == 0 and not self.timed_out and self.output_ok
+
+    @property
+    def ran(self) -> bool:
+        return self.refused is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"category": self.check.category, "command": self.check.command, "source": self.check.source,
+                "exit_code": self.exit_code, "passed": self.passed, "timed_out": self.timed_out,
+                "output_ok": self.output_ok, "refused": self.refused, "duration_s": round(self.duration_s, 3),
+                "failing_tests": list(self.failing_tests), "output_path": self.output_path}
+
+
+@dataclass(frozen=True)
+class GateFacts:
+    """What the decider needs to judge a completion claim, computed by the runner's verifier."""
+
+    digest: str
+    results: tuple[CheckOutcome, ...] = ()
+    blocking: tuple[CheckOutcome, ...] = ()
+    preexisting: tuple[CheckOutcome, ...] = ()
+    tampered: tuple[str, ...] = ()
+    unchanged: bool = False            # the workspace is byte-identical to its state at the start
+    change_requested: bool = True      # the task asks for a change (see keel.verify.task)
+    plan_empty: bool = False           # nothing to run: the project declares no check keel can find
+    feedback: str = ""                 # failure summaries for the pushback, already rendered
+
+    @property
+    def blocking_categories(self) -> tuple[str, ...]:
+        seen = {o.check.category for o in self.blocking}
+        return tuple(c for c in CATEGORY_ORDER if c in seen)
+
+    @property
+    def problem(self) -> str | None:
+        """The first reason the claim is refused, as a pushback kind; None when it stands."""
+        if self.tampered:
+            return "tampered_tests"
+        if self.unchanged and self.change_requested:
+            return "no_change"
+        if self.blocking:
+            return "verification_failed"
+        return None
+
+    @property
+    def round_keys(self) -> tuple[str, ...]:
+        """What a refusal of this claim spends a repair round of: each failing category, or the problem."""
+        if self.problem == "verification_failed":
+            return self.blocking_categories
+        return (self.problem,) if self.problem else ()
+
+    @property
+    def status(self) -> str:
+        if self.problem is not None:
+            return "failed"
+        if self.plan_empty or not any(o.ran for o in self.results):
+            return "no_checks"
+        return "passed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "problem": self.problem, "digest": self.digest[:16],
+                "checks": [o.to_json() for o in self.results],
+                "preexisting_failures": [o.check.command for o in self.preexisting],
+                "tampered": list(self.tampered), "unchanged": self.unchanged}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Which checks failed before the agent changed anything, and which tests failed in them."""
+
+    digest: str
+    failed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # command -> failing test ids
+    passed: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_results(cls, digest: str, results: tuple[CheckOutcome, ...]) -> Baseline:
+        return cls(digest, {o.check.command: o.failing_tests for o in results if o.ran and not o.passed},
+                   frozenset(o.check.command for o in results if o.passed))
+
+
+def split_failures(results: tuple[CheckOutcome, ...], baseline: Baseline | None, *,
+                   unchanged: bool, change_requested: bool, task: str = "") -> tuple[tuple[CheckOutcome, ...],
+                                                                                     tuple[CheckOutcome, ...]]:
+    """(blocking, preexisting) among the failed results."""
+    blocking: list[CheckOutcome] = []
+    preexisting: list[CheckOutcome] = []
+    for o in results:
+        if o.passed or (not o.ran and o.check.category != "acceptance"):
+            continue  # an inferred check the policy would not run is no evidence either way
+        if o.check.category == "acceptance" or baseline is None:  # the task's own check: always decides
+            blocking.append(o)
+            continue
+        before = baseline.failed.get(o.check.command)
+        if before is None:                      # it passed (or was not run) at baseline: the agent broke it
+            blocking.append(o)
+        elif unchanged and change_requested:    # nothing done about a task that asks for a change
+            blocking.append(o)
+        elif change_requested and task_concerns(task, o.check.category, o.failing_tests):  # the failure is the task
+            blocking.append(o)
+        elif set(o.failing_tests) - set(before):  # new failures on top of the old ones
+            blocking.append(o)
+        else:
+            preexisting.append(o)
+    return tuple(blocking), tuple(preexisting)
+
+
+def render_feedback(blocking: tuple[CheckOutcome, ...], preexisting: tuple[CheckOutcome, ...],
+                    max_chars: int = 3000) -> str:
+    """The pushback body: what failed, where, and the path of the full output — never the whole log."""
+    parts: list[str] = []
+    for o in blocking:
+        status = "timed out" if o.timed_out else f"exited {o.exit_code}"
+        if not o.ran:
+            status = f"could not run: {o.refused}"
+        elif o.exit_code == 0 and not o.output_ok:
+            status = "exited 0 but did not print what the task requires"
+        head = f"- [{o.check.category}] `{o.check.command}` {status}"
+        if o.output_path:
+            head += f" (full output: {o.output_path})"
+        body = "\n".join("    " + line for line in o.summary.splitlines() if line.strip())
+        parts.append(head + ("\n" + body if body else ""))
+    if preexisting:
+        parts.append("Failing before your change too (not blocking): "
+                     + ", ".join(f"`{o.check.command}`" for o in preexisting))
+    text = "\n".join(parts)
+    return text if len(text) <= max_chars else text[: max_chars - 20].rstrip() + "\n    … (cut)"

@@ -1,0 +1,208 @@
+"""The verification gate's I/O shell: run the plan's checks, keep the evidence, build GateFacts.
+
+The runner calls ``ensure_baseline()`` before the first call that may change the workspace, and
+``verify()`` on every completion claim; the pure rules live in keel.verify.gate. Checks run
+through the run_shell executor, so they get the same policy, sandbox, timeouts and process-tree
+kill as the model's own commands. Evidence is keyed by a digest of every workspace file, so a
+check that passed counts only for the exact file state it ran on — and a claim repeated on an
+unchanged workspace costs nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from keel.tools.base import ToolContext
+from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
+from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
+from keel.verify.plan import CheckPlan, PlannedCheck
+from keel.verify.selfcheck import (
+    change_summary,
+    debug_leftovers,
+    stray_files,
+    tampered_tests,
+    unrelated_changes,
+)
+from keel.verify.snapshot import Snapshot, diff_snapshots, take_snapshot
+from keel.verify.summarize import summarize_failure, summarize_missing_output
+from keel.verify.task import task_requests_change
+
+CHECK_OUTPUT_CAP = 2_000_000     # the saved log keeps this much; the model sees only the summary
+_STATUS_LINE = re.compile(r"\A[^\n]*\n?")
+
+
+class _ChecksApproval:
+    """How the gate's own checks are authorized: deny rules and deny-class commands still refuse,
+    ask-class commands proceed without a prompt (as in auto-edit mode) because the plan comes from
+    the user's task, ``--accept`` and the project's files rather than from the model — but a check
+    never gets the network opened for it, since the project's files are not the user's word."""
+
+    def __init__(self, approver: Any) -> None:
+        self._approver = copy.copy(approver)
+        if getattr(self._approver, "mode", None) in ("unattended", "interactive"):
+            self._approver.mode = "auto-edit"
+
+    def authorize_shell(self, command: str) -> Any:
+        outcome = self._approver.authorize_shell(command)
+        return dataclasses.replace(outcome, network=False) if dataclasses.is_dataclass(outcome) else outcome
+
+
+def _checks_context(ctx: ToolContext) -> ToolContext:
+    """The context the gate runs its checks in; the saved output keeps far more than the model sees."""
+    approval = _ChecksApproval(ctx.approval) if ctx.approval is not None else None
+    return dataclasses.replace(ctx, approval=approval, output_cap_bytes=CHECK_OUTPUT_CAP)
+
+
+class Verifier:
+    def __init__(self, plan: CheckPlan | Callable[[], CheckPlan], ctx: ToolContext, *, task: str = "",
+                 artifacts_dir: Path | None = None, check_timeout_s: float = 300.0,
+                 on_plan: Callable[[CheckPlan], None] | None = None) -> None:
+        self.ctx, self.task = ctx, task
+        # Detection may probe interpreters (subprocesses): done on first need, not before the
+        # first model call, so a configuration error still answers at once.
+        self._plan = plan if isinstance(plan, CheckPlan) else None
+        self._make_plan = plan if callable(plan) else None
+        self._on_plan = on_plan
+        self.artifacts_dir = artifacts_dir
+        self.check_timeout_s = min(check_timeout_s, MAX_TIMEOUT_S)
+        self.change_requested = task_requests_change(task)
+        self.start: Snapshot = take_snapshot(ctx.workspace)
+        self.baseline: Baseline | None = None
+        self.last: GateFacts | None = None
+        self.runs = 0                       # gate runs (each claim that needed fresh evidence)
+        self._cache: dict[tuple[str, str], CheckOutcome] = {}
+        self._saved = 0
+
+    @property
+    def plan(self) -> CheckPlan:
+        if self._plan is None:
+            assert self._make_plan is not None
+            self._plan = self._make_plan()
+            if self._on_plan is not None:
+                self._on_plan(self._plan)
+        return self._plan
+
+    @property
+    def protected(self) -> set[str]:
+        """Files the plan's commands depend on: editing them to pass is tampering."""
+        return {p for c in self.plan.checks for p in c.protects}
+
+    # -- the two entry points ------------------------------------------------------------------
+    def ensure_baseline(self) -> None:
+        """Record which checks fail before the agent changes anything (once; cheap when cached)."""
+        if self.baseline is not None or self.plan.empty:
+            return
+        snap = take_snapshot(self.ctx.workspace)
+        results = tuple(self._run(c, snap.digest, self.ctx) for c in self._inferred())
+        self.baseline = Baseline.from_results(snap.digest, results)
+
+    def verify(self) -> GateFacts:
+        snap = take_snapshot(self.ctx.workspace)
+        unchanged = snap.digest == self.start.digest
+        tampered = tuple(tampered_tests(self.start, snap, self.protected, self.task))
+        if tampered:
+            results = self._run_on_restored_tests(snap, tampered)
+        else:
+            results = tuple(self._run(c, snap.digest, self.ctx) for c in self.plan.ordered())
+        if self.baseline is None and unchanged:
+            # Nothing changed yet: this run is the baseline, no need to run the checks twice.
+            self.baseline = Baseline.from_results(snap.digest, tuple(r for r in results
+                                                                     if r.check.category != "acceptance"))
+        blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged,
+                                               change_requested=self.change_requested, task=self.task)
+        self.runs += 1
+        self.last = GateFacts(digest=snap.digest, results=results, blocking=blocking, preexisting=preexisting,
+                              tampered=tampered, unchanged=unchanged, change_requested=self.change_requested,
+                              plan_empty=self.plan.empty, feedback=render_feedback(blocking, preexisting))
+        return self.last
+
+    def change_report(self) -> dict[str, Any]:
+        """The closing self-check: what changed since the start (diffstat, one line per file), plus
+        debug leftovers, stray generated files and changes the task does not seem to concern."""
+        changes = diff_snapshots(self.start, take_snapshot(self.ctx.workspace))
+        report = change_summary(changes)
+        report["debug_leftovers"] = debug_leftovers(changes)
+        report["stray_files"] = stray_files(changes)
+        report["unrelated"] = unrelated_changes(changes, self.task)
+        return report
+
+    # -- running ---------------------------------------------------------------------------------
+    def _inferred(self) -> list[PlannedCheck]:
+        return [c for c in self.plan.ordered() if c.category != "acceptance"]
+
+    def _run(self, check: PlannedCheck, digest: str, ctx: ToolContext) -> CheckOutcome:
+        key = (check.command, digest)
+        if key in self._cache:
+            return self._cache[key]
+        timeout = min(check.timeout_s or self.check_timeout_s, self.check_timeout_s)
+        started = time.monotonic()
+        result = run_shell(RunShellArgs(command=check.command, timeout=max(1, int(timeout))), _checks_context(ctx))
+        elapsed = time.monotonic() - started
+        if "exit_code" not in result.meta and "timed_out" not in result.meta:  # the policy refused it
+            outcome = CheckOutcome(check, None, elapsed, digest, refused=result.output)
+        else:
+            outcome = self._judge_output(check, result.output, result.meta, elapsed, digest)
+        self._cache[key] = outcome
+        return outcome
+
+    def _judge_output(self, check: PlannedCheck, output: str, meta: dict[str, object], elapsed: float,
+                      digest: str) -> CheckOutcome:
+        body = _STATUS_LINE.sub("", output, count=1)     # run_shell's first line is its exit status
+        exit_code = meta.get("exit_code")
+        code = exit_code if isinstance(exit_code, int) else None
+        timed_out = bool(meta.get("timed_out"))
+        output_ok = not check.expect_output or check.expect_output in body
+        path = self._save(check, output)
+        if code == 0 and not timed_out and output_ok:
+            return CheckOutcome(check, code, elapsed, digest, output_path=path)
+        if code == 0 and not timed_out:
+            summary = summarize_missing_output(check.command, body, check.expect_output or "")
+        else:
+            summary = summarize_failure(check.command, body, code, timed_out=timed_out)
+        return CheckOutcome(check, code, elapsed, digest, timed_out=timed_out, output_ok=output_ok,
+                            failing_tests=tuple(summary.failing_tests), summary=summary.text(), output_path=path)
+
+    def _run_on_restored_tests(self, snap: Snapshot, tampered: tuple[str, ...]) -> tuple[CheckOutcome, ...]:
+        """Run the plan on a copy of the workspace whose edited tests are put back as they were:
+        the original tests are the evidence, whatever the agent did to its copies."""
+        base = self.artifacts_dir or Path(tempfile.gettempdir())
+        base.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix="restored-tests-", dir=base))
+        try:
+            work = scratch / self.ctx.workspace.name
+            shutil.copytree(self.ctx.workspace, work, symlinks=True,
+                            ignore=shutil.ignore_patterns(".git", "node_modules", ".venv", "__pycache__"))
+            for path in tampered:
+                original = self.start.text(path)
+                target = work / path
+                if original is None:
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(original, encoding="utf-8")
+            ctx = dataclasses.replace(self.ctx, workspace=work)
+            digest = snap.digest + ":restored"
+            return tuple(self._run(c, digest, ctx) for c in self.plan.ordered())
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _save(self, check: PlannedCheck, output: str) -> str | None:
+        """Keep the full output of a check in keel's data dir; the pushback gives its path."""
+        if self.artifacts_dir is None:
+            return None
+        self._saved += 1
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", check.command).strip("-")[:40] or "check"
+        path = self.artifacts_dir / f"{self._saved:03d}-{check.category}-{slug}.log"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(output, encoding="utf-8")
+        except OSError:
+            return None
+        return str(path)

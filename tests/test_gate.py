@@ -1,0 +1,163 @@
+"""The verification gate's pure parts: which failures block a claim, and how the decider judges claims.
+
+Table-driven, no I/O: the runner's verifier is replaced by GateFacts built by hand, exactly the
+facts the decider receives in a real run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from keel.loop.decider import TurnOutcome, decide
+from keel.loop.limits import Limits, Usage
+from keel.loop.state import TaskState
+from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
+from keel.verify.plan import CheckPlan, PlannedCheck
+from keel.verify.task import task_requests_change
+
+LINT = PlannedCheck("static", "ruff check .", "pyproject has [tool.ruff]")
+TESTS = PlannedCheck("test", "python -m pytest -q", "tests/ exists")
+ACCEPT = PlannedCheck("acceptance", "python test_app.py", "named by the task", source="task",
+                      protects=("test_app.py",), expect_output="OK")
+
+
+def ran(check: PlannedCheck, code: int, failing: tuple[str, ...] = (), output_ok: bool = True) -> CheckOutcome:
+    return CheckOutcome(check, code, 0.1, "d1", output_ok=output_ok, failing_tests=failing,
+                        summary="" if code == 0 else f"{check.command} failed")
+
+
+def facts(*results: CheckOutcome, baseline: Baseline | None = None, unchanged: bool = False,
+          change_requested: bool = True, tampered: tuple[str, ...] = ()) -> GateFacts:
+    blocking, pre = split_failures(results, baseline, unchanged=unchanged, change_requested=change_requested,
+                                   task="add a helper")
+    return GateFacts("d1", results, blocking, pre, tampered=tampered, unchanged=unchanged,
+                     change_requested=change_requested, feedback=render_feedback(blocking, pre))
+
+
+ADD = "add a mul(a, b) function to calc.py"
+OLD_FAILURE = Baseline("d0", {"python -m pytest -q": ("test_x.py::test_old",)})
+
+SPLIT_CASES = [
+    # id, results, baseline, unchanged, change_requested, task, blocking commands, preexisting commands
+    ("all pass", (ran(LINT, 0), ran(TESTS, 0)), None, False, True, ADD, [], []),
+    ("failing test, no baseline", (ran(TESTS, 1),), None, False, True, ADD, ["python -m pytest -q"], []),
+    ("same failure as at baseline", (ran(TESTS, 1, ("test_x.py::test_old",)),), OLD_FAILURE, False, True, ADD,
+     [], ["python -m pytest -q"]),
+    ("a new failure on top of the old one", (ran(TESTS, 1, ("test_x.py::test_old", "test_y.py::test_new")),),
+     OLD_FAILURE, False, True, ADD, ["python -m pytest -q"], []),
+    ("old failure, nothing changed, change asked", (ran(TESTS, 1, ("test_x.py::test_old",)),), OLD_FAILURE,
+     True, True, ADD, ["python -m pytest -q"], []),
+    ("old failure, nothing changed, question task", (ran(TESTS, 1, ("test_x.py::test_old",)),), OLD_FAILURE,
+     True, False, "what does add() do?", [], ["python -m pytest -q"]),
+    ("passed at baseline, fails now", (ran(LINT, 1),), Baseline("d0", {}, frozenset({"ruff check ."})), False,
+     True, ADD, ["ruff check ."], []),
+    ("acceptance always blocks", (ran(ACCEPT, 1),), Baseline("d0", {"python test_app.py": ()}), False, True, ADD,
+     ["python test_app.py"], []),
+    ("acceptance exits 0 without the expected output", (ran(ACCEPT, 0, output_ok=False),), None, False, True, ADD,
+     ["python test_app.py"], []),
+    ("the task is about that failing test", (ran(TESTS, 1, ("test_x.py::test_old",)),), OLD_FAILURE, False,
+     True, "fix the failing test", ["python -m pytest -q"], []),
+    ("the task names the failing test's subject", (ran(TESTS, 1, ("test_parser.py::test_quotes",)),),
+     Baseline("d0", {"python -m pytest -q": ("test_parser.py::test_quotes",)}), False, True,
+     "handle quotes in the parser", ["python -m pytest -q"], []),
+    ("a question about the failing test changes nothing", (ran(TESTS, 1, ("test_x.py::test_old",)),),
+     OLD_FAILURE, True, False, "why does the failing test fail", [], ["python -m pytest -q"]),
+    ("old lint failure, task about tests only", (ran(LINT, 1),), Baseline("d0", {"ruff check .": ()}), False,
+     True, "make the failing test pass", [], ["ruff check ."]),
+    ("a refused check is no evidence either way",
+     (CheckOutcome(TESTS, None, 0.0, "d1", refused="needs approval"),), None, False, True, ADD, [], []),
+    ("a refused acceptance check blocks: the task cannot be verified",
+     (CheckOutcome(ACCEPT, None, 0.0, "d1", refused="denied"),), None, False, True, ADD, ["python test_app.py"], []),
+]
+
+
+@pytest.mark.parametrize(("results", "baseline", "unchanged", "asked", "task", "blocking", "pre"),
+                         [c[1:] for c in SPLIT_CASES], ids=[c[0] for c in SPLIT_CASES])
+def test_split_failures(results, baseline, unchanged, asked, task, blocking, pre):
+    b, p = split_failures(results, baseline, unchanged=unchanged, change_requested=asked, task=task)
+    assert [o.check.command for o in b] == blocking
+    assert [o.check.command for o in p] == pre
+
+
+def gate_state(*, rounds: dict[str, int] | None = None, changed: bool = True) -> TaskState:
+    s = TaskState(task="fix it", gate_on=True)
+    s.record_tool_call()
+    if changed:
+        s.record_file_change("app.py")
+    for k, v in (rounds or {}).items():
+        s.repair_rounds[k] = v
+    return s
+
+
+FINISH = TurnOutcome(tool_calls=1, progress=True, finished=True)
+PROSE = TurnOutcome(text="You need to set the port key to 8081 in settings.json.")
+L = Limits(max_steps=50, max_repair_rounds=2)
+U = Usage(steps=3)
+
+DECIDE_CASES = [
+    # id, outcome, facts, state, verdict, reason
+    ("a claim without facts asks for verification", FINISH, None, gate_state(), "verify", "verify"),
+    ("a prose claim too", PROSE, None, gate_state(changed=False), "verify", "verify"),
+    ("passing checks complete", FINISH, facts(ran(TESTS, 0)), gate_state(), "stop", "complete"),
+    ("failing checks push back", FINISH, facts(ran(TESTS, 1)), gate_state(), "continue", "verification_failed"),
+    ("prose with nothing changed and a failing acceptance check", PROSE,
+     facts(ran(ACCEPT, 1), unchanged=True), gate_state(changed=False), "continue", "no_change"),
+    ("nothing changed, checks pass, a change was asked", PROSE, facts(ran(TESTS, 0), unchanged=True),
+     gate_state(changed=False), "continue", "no_change"),
+    ("nothing changed, checks pass, only an answer was asked", PROSE,
+     facts(ran(TESTS, 0), unchanged=True, change_requested=False), gate_state(changed=False), "stop", "complete"),
+    ("edited tests are refused", FINISH, facts(ran(TESTS, 0), tampered=("test_app.py",)), gate_state(),
+     "continue", "tampered_tests"),
+    ("repair rounds spent: stop", FINISH, facts(ran(TESTS, 1)), gate_state(rounds={"test": 2}), "stop",
+     "limit:verification"),
+    ("rounds are per category", FINISH, facts(ran(LINT, 1)), gate_state(rounds={"test": 2}), "continue",
+     "verification_failed"),
+    ("no-change rounds spent: stop", PROSE, facts(ran(TESTS, 0), unchanged=True),
+     gate_state(changed=False, rounds={"no_change": 2}), "stop", "limit:verification"),
+    ("nothing to run and no evidence of the agent's own", FINISH,
+     GateFacts("d1", plan_empty=True), gate_state(), "continue", "unverified"),
+]
+
+
+@pytest.mark.parametrize(("outcome", "gate", "st", "verdict", "reason"), [c[1:] for c in DECIDE_CASES],
+                         ids=[c[0] for c in DECIDE_CASES])
+def test_decide_under_the_gate(outcome, gate, st, verdict, reason):
+    if gate is not None:
+        outcome = TurnOutcome(**{**outcome.__dict__, "verification": gate})
+    d = decide(outcome, st, L, U, attended=False)
+    assert (d.verdict, d.reason) == (verdict, reason)
+    if verdict == "continue":
+        assert d.pushback
+
+
+def test_failure_pushback_carries_the_summary_and_the_log_path():
+    failing = CheckOutcome(TESTS, 1, 0.3, "d1", failing_tests=("test_app.py::test_port",),
+                           summary="FAILED test_app.py::test_port - KeyError: 'port'\ntest_app.py:7",
+                           output_path="/data/checks/001-test.log")
+    d = decide(TurnOutcome(**{**FINISH.__dict__, "verification": facts(failing)}), gate_state(), L, U,
+               attended=False)
+    assert "KeyError: 'port'" in d.pushback and "test_app.py:7" in d.pushback
+    assert "/data/checks/001-test.log" in d.pushback and "root cause" in d.pushback
+
+
+def test_plan_orders_categories():
+    plan = CheckPlan((ACCEPT, TESTS, LINT))
+    assert [c.category for c in plan.ordered()] == ["static", "test", "acceptance"]
+
+
+@pytest.mark.parametrize(("task", "expected"), [
+    ("The app crashes with a KeyError when it loads settings.json. Find and fix the cause so that "
+     "`python test_app.py` prints OK", True),
+    ("Implement slugify() so that `python test_textutil.py` prints OK", True),
+    ("make the failing test pass", True),
+    ("rename foo to bar in a.py and b.py", True),
+    ("add a docstring to add()", True),
+    ("explain what calc.py does", False),
+    ("What does add() return?", False),
+    ("How would I fix this?", False),
+    ("make sure the tests pass", False),
+    ("list the files", False),
+    ("", False),
+])
+def test_task_requests_change(task, expected):
+    assert task_requests_change(task) is expected

@@ -1,0 +1,216 @@
+"""The verification gate end to end: the real `keel run` CLI, a scripted engine over real HTTP, real
+checks run as subprocesses on real files. Each test is a run a user could see end wrongly without the gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import call, git
+
+from keel.testing.server import ScriptedEngineServer
+
+APP = '''import json
+
+
+def load_settings(path="settings.json"):
+    with open(path) as fh:
+        data = json.load(fh)
+    return {"host": data["host"], "port": data["port"]}
+'''
+TEST_APP = '''from app import load_settings
+
+settings = load_settings()
+assert settings["port"] == 8081, settings
+print("OK")
+'''
+SETTINGS_BROKEN = '{"host": "localhost", "prot": 8081}\n'
+TASK = ("The app crashes with a KeyError when it loads settings.json. Find and fix the cause so that "
+        "`python test_app.py` prints OK")
+PROSE = ("You need to ensure that the port key in settings.json is set to 8081. Here is the updated file:\n"
+         '{"host": "localhost", "port": 8081}')
+FIX = call("edit_file", path="settings.json", old_text='"prot": 8081', new_text='"port": 8081')
+
+
+def make_repo(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir()
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+@pytest.fixture
+def settings_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "app", {"app.py": APP, "test_app.py": TEST_APP, "settings.json": SETTINGS_BROKEN})
+
+
+def run(run_keel, server, repo: Path, task: str = TASK, *extra: str):
+    return run_keel("run", task, "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
+                    "--output-format", "json", *extra, timeout=120)
+
+
+def pushbacks(requests) -> list[str]:
+    return [r["messages"][-1]["content"] for r in requests if r["messages"][-1]["role"] == "user"][1:]
+
+
+def test_the_real_model_scenario_no_longer_ends_complete(settings_repo, run_keel):
+    """Qwen2.5-Coder-1.5B's replies, replayed: read, a broken call as text, then the fix told in prose."""
+    script = [
+        {"tool_calls": [call("read_file", path="settings.json")]},
+        {"content": '<tool_call>{"name": "edit_file", "arguments": {"path": "settings.json", "old_text": '},
+        {"content": PROSE}, {"content": PROSE}, {"content": PROSE}, {"content": PROSE},
+    ]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, settings_repo)
+        requests = server.requests
+    assert r.code == 1, r.stdout + r.stderr
+    res = r.result
+    assert res["status"] == "incomplete"
+    assert res["stop_reason"] in ("limit:verification", "limit:no_progress")
+    assert (settings_repo / "settings.json").read_text() == SETTINGS_BROKEN   # nothing was changed
+    texts = pushbacks(requests)
+    assert any("no file in the workspace has changed" in t for t in texts), texts
+    assert any("KeyError" in t and "python test_app.py" in t for t in texts), texts
+    assert res["verification"]["status"] == "failed"
+    kinds = [e["type"] for e in r.events()]
+    assert "verification_plan" in kinds and "verification" in kinds and "changes" in kinds
+
+
+def test_a_real_fix_is_verified_and_completes(settings_repo, run_keel):
+    script = [{"tool_calls": [call("read_file", path="settings.json")]}, {"tool_calls": [FIX]},
+              {"tool_calls": [call("finish", summary="Renamed the misspelt key to port.")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, settings_repo)
+    assert r.code == 0, r.stdout + r.stderr
+    res = r.result
+    assert res["stop_reason"] == "complete"
+    assert res["verification"]["status"] == "passed"
+    accept = [c for c in res["verification"]["checks"] if c["category"] == "acceptance"]
+    assert accept and accept[0]["command"] == "python test_app.py" and accept[0]["passed"]
+    assert [f["path"] for f in res["changes"]["files"]] == ["settings.json"]
+    assert "1 file changed" in res["changes"]["diffstat"]
+
+
+def test_a_wrong_change_with_a_fake_check_is_refused(settings_repo, run_keel):
+    wrong = call("edit_file", path="settings.json", old_text='"prot": 8081', new_text='"port": "8081"')
+    fake = call("run_shell", command="python3 -c \"print('all good')\"")
+    script = [{"tool_calls": [wrong]}, {"tool_calls": [fake]}, {"tool_calls": [call("finish", summary="fixed")]},
+              {"tool_calls": [call("edit_file", path="settings.json", old_text='"8081"', new_text="8081")]},
+              {"tool_calls": [call("finish", summary="port is a number now")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, settings_repo)
+        requests = server.requests
+    assert r.code == 0 and r.result["stop_reason"] == "complete", r.stdout
+    refused = pushbacks(requests)
+    assert len(refused) == 1 and "AssertionError" in refused[0] and "root cause" in refused[0]
+
+
+def test_finish_right_after_a_failing_test_run_is_refused(calc_repo, run_keel):
+    script = [{"tool_calls": [call("run_shell", command="python -m pytest -q")]},
+              {"tool_calls": [call("finish", summary="done")]},
+              {"tool_calls": [call("finish", summary="done, really")]},
+              {"tool_calls": [call("finish", summary="done, I promise")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, calc_repo, "fix the failing test")
+    assert r.code == 1 and r.result["status"] == "incomplete"
+    assert r.result["stop_reason"] in ("limit:verification", "limit:repetition")
+
+
+def test_repair_cap_stops_with_an_honest_report(calc_repo, run_keel):
+    edits = [("return a - b", "return a * b"), ("return a * b", "return a - b - 0"),
+             ("return a - b - 0", "return b - a")]
+    script: list[dict] = []
+    for old, new in edits:
+        script += [{"tool_calls": [call("edit_file", path="calc.py", old_text=old, new_text=new)]},
+                   {"content": "Fixed."}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, calc_repo, "fix the failing test")
+        requests = server.requests
+    assert r.code == 1
+    res = r.result
+    assert res["stop_reason"] == "limit:verification"
+    assert len(requests) == 6                       # two repair rounds, then the third claim stops
+    failing = [c for c in res["verification"]["checks"] if not c["passed"]]
+    assert failing and failing[0]["category"] == "test" and failing[0]["failing_tests"]
+    assert Path(failing[0]["output_path"]).is_file()
+
+
+def test_a_preexisting_failure_does_not_block(tmp_path, run_keel):
+    repo = make_repo(tmp_path / "p", {
+        "calc.py": "def add(a, b):\n    return a + b\n",
+        "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        "test_legacy.py": "def test_legacy():\n    assert 1 == 2, 'legacy failure'\n",
+    })
+    add_mul = call("edit_file", path="calc.py", old_text="    return a + b\n",
+                   new_text="    return a + b\n\n\ndef mul(a, b):\n    return a * b\n")
+    script = [{"tool_calls": [call("read_file", path="calc.py")]}, {"tool_calls": [add_mul]},
+              {"tool_calls": [call("finish", summary="added mul")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, repo, "add a mul(a, b) function to calc.py")
+    assert r.code == 0, r.stdout
+    [command] = r.result["verification"]["preexisting_failures"]
+    assert command.endswith("-m pytest -q")
+
+
+def test_accept_flag_gates_completion(calc_repo, run_keel):
+    (calc_repo / "check_sum.py").write_text("from calc import add\nassert add(1, 1) == 2\nprint('sum ok')\n")
+    fix = call("edit_file", path="calc.py", old_text="return a - b", new_text="return a + b")
+    script = [{"tool_calls": [call("read_file", path="calc.py")]}, {"content": "Nothing to do, add() looks right."},
+              {"tool_calls": [fix]},
+              {"tool_calls": [call("finish", summary="fixed add")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, calc_repo, "make add() correct", "--accept", "python check_sum.py")
+        requests = server.requests
+    assert r.code == 0, r.stdout
+    assert "python check_sum.py" in pushbacks(requests)[0]
+    checks = {c["command"]: c for c in r.result["verification"]["checks"]}
+    assert checks["python check_sum.py"]["passed"] and checks["python check_sum.py"]["source"] == "accept"
+
+
+def test_overwriting_the_acceptance_script_is_refused(tmp_path, run_keel):
+    repo = make_repo(tmp_path / "t", {
+        "textutil.py": "def slugify(text):\n    raise NotImplementedError\n",
+        "test_textutil.py": "from textutil import slugify\n\nassert slugify('Hello World') == 'hello-world'\n"
+                            "print('OK')\n",
+    })
+    cheat = call("write_file", path="test_textutil.py",
+                 content="def slugify(text):\n    return text.lower().replace(' ', '-')\n")
+    honest = call("write_file", path="textutil.py",
+                  content="def slugify(text):\n    return text.lower().replace(' ', '-')\n")
+    restore = call("write_file", path="test_textutil.py",
+                   content="from textutil import slugify\n\nassert slugify('Hello World') == 'hello-world'\n"
+                           "print('OK')\n")
+    read = [call("read_file", path="test_textutil.py"), call("read_file", path="textutil.py")]
+    script = [{"tool_calls": read}, {"tool_calls": [cheat]}, {"tool_calls": [call("finish", summary="done")]},
+              {"tool_calls": [honest, restore]}, {"tool_calls": [call("finish", summary="implemented")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, repo, "Implement slugify() so that `python test_textutil.py` prints OK")
+        requests = server.requests
+    assert r.code == 0, r.stdout
+    refusal = pushbacks(requests)[0]
+    assert "test_textutil.py" in refusal and "original tests" in refusal
+
+
+def test_debug_leftovers_are_flagged(calc_repo, run_keel):
+    fix = call("edit_file", path="calc.py", old_text="    return a - b",
+               new_text="    print('debug', a, b)\n    breakpoint() if False else None\n    return a + b")
+    script = [{"tool_calls": [fix]}, {"tool_calls": [call("finish", summary="fixed")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, calc_repo, "fix add() in calc.py")
+    assert r.code == 0, r.stdout
+    leftovers = r.result["changes"]["debug_leftovers"]
+    assert any("print(" in x for x in leftovers) and any("breakpoint()" in x for x in leftovers)
+
+
+def test_verify_off_keeps_the_old_rule(calc_repo, run_keel):
+    """With the gate off, a prose answer after a read completes (the foundation's rule), checks unrun."""
+    script = [{"tool_calls": [call("read_file", path="calc.py")]}, {"content": "Fixed: it should add."}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, calc_repo, "fix the failing test", "--verify", "off")
+    assert r.result["stop_reason"] == "complete"
+    assert "verification" not in r.result and "changes" not in r.result
+    assert not any(e["type"] == "verification" for e in r.events())
