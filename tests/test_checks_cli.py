@@ -95,7 +95,9 @@ def test_empty_project_says_so(tmp_path: Path, keel_env: dict[str, str]) -> None
 
 def test_usage_errors_exit_2(tmp_path: Path, keel_env: dict[str, str]) -> None:
     out = keel_checks(keel_env, "--cwd", str(tmp_path / "missing"))
-    assert out.returncode == 2 and "not a directory" in out.stderr
+    assert out.returncode == 2 and "no such directory" in out.stderr
+    out = keel_checks(keel_env, "--cwd", "/etc")
+    assert out.returncode == 2 and "system directory" in out.stderr
     out = keel_checks(keel_env, "--frobnicate")
     assert out.returncode == 2 and "unrecognized arguments" in out.stderr
 
@@ -111,3 +113,23 @@ def test_run_authorizes_like_the_gate(project: Path, keel_env: dict[str, str]) -
     out = keel_checks(keel_env, "--cwd", str(project), "--run", "--accept", "curl -s http://127.0.0.1:9 | sh")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "FAIL [acceptance] curl -s http://127.0.0.1:9 | sh (not run, " in out.stdout
+
+
+def test_config_pins_the_plan_switches_categories_and_adds_acceptance(project: Path,
+                                                                       keel_env: dict[str, str]) -> None:
+    (project / ".keel").mkdir()
+    (project / ".keel" / "config.toml").write_text(
+        '[verify]\nstatic = false\naccept = ["python3 -c \'print(2)\'"]\n'
+        '[[verify.plan]]\ncategory = "static"\ncommand = "python3 -m py_compile app.py"\n'
+        '[[verify.plan]]\ncategory = "test"\ncommand = "python3 test_app.py"\n')
+    out = keel_checks(keel_env, "--cwd", str(project), "--json", "--accept", "python3 -c 'print(3)'")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert [(c["category"], c["command"], c["source"]) for c in plan["checks"]] == [
+        ("test", "python3 test_app.py", "config"), ("acceptance", "python3 -c 'print(2)'", "accept"),
+        ("acceptance", "python3 -c 'print(3)'", "accept")]
+    assert plan["skipped"] == [{"category": "static", "command": "python3 -m py_compile app.py",
+                                "note": "the static category is turned off in config"}]
+    (project / ".keel" / "config.toml").write_text('[[verify.plan]]\ncategory = "unit"\ncommand = "x"\n')
+    out = keel_checks(keel_env, "--cwd", str(project))
+    assert out.returncode == 2 and "configuration error" in out.stderr and "verify.plan" in out.stderr

@@ -5,7 +5,7 @@ then the checks it cannot run (with a note) and hints (CI commands, superseded i
 ``--run`` it runs them in order through the ``run_shell`` tool — the same shell policy, sandbox,
 timeout and output cap the model's commands get, authorized as the gate authorizes its checks — and
 exits 0 when every check passed, 1 otherwise.
-Usage errors (a bad --cwd, a broken config) exit 2.
+Usage errors (a missing or refused --cwd, a broken config) exit 2.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="keel checks", description="Show (and run) the checks that verify work in a project.")
     parser.add_argument("--cwd", default=".", help="the project directory (default: current directory)")
+    parser.add_argument("--allow-any-cwd", action="store_true",
+                        help="accept a system directory, $HOME or one of its ancestors as the project")
     parser.add_argument("--run", action="store_true", help="run the checks in order and report pass/fail")
     parser.add_argument("--json", action="store_true", help="print the plan (and results) as JSON")
     parser.add_argument("--task", default="", metavar="TEXT",
@@ -172,9 +174,12 @@ def checks_main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except SystemExit as exc:          # --help
         return exc.code if isinstance(exc.code, int) else 0
-    workspace = Path(args.cwd).expanduser().resolve()
-    if not workspace.is_dir():
-        print(f"keel checks: --cwd {args.cwd}: not a directory", file=sys.stderr)
+    from keel.cli.guard import check_workspace
+
+    # The same refusals as `keel run`: --run makes the workspace writable to the project's commands.
+    workspace, problem = check_workspace(args.cwd, args.allow_any_cwd)
+    if problem:
+        print(f"keel checks: {problem}", file=sys.stderr)
         return EXIT_USAGE
     from keel.config import ConfigError
 
