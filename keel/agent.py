@@ -40,15 +40,16 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
                               extra_body=e.extra_body or None, stream=e.stream)
 
 
-def _confining(config: Config) -> bool:
-    """Does an OS tier confine the filesystem for commands? The shell policy allows running code and
-    workspace writes unasked only then (docs/policy.md, "Tiers")."""
+def _tier(config: Config) -> tuple[bool, bool]:
+    """(an OS tier confines the filesystem, commands get their own PID namespace). The shell policy
+    allows running code and workspace writes unasked only under the first (docs/policy.md, "Tiers")."""
     if config.shell.sandbox == "off":
-        return False
+        return False, False
     from keel.policy.sandbox import detect_sandbox
 
     info = detect_sandbox()
-    return bool(getattr(info, "confining", getattr(info, "kind", "none") in ("bubblewrap", "landlock")))
+    kind = getattr(info, "kind", "none")
+    return bool(getattr(info, "confining", kind in ("bubblewrap", "landlock"))), kind == "bubblewrap"
 
 
 def build_context(workspace: Path, config: Config, *, attended: bool,
@@ -61,10 +62,11 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     perms = config.permissions
     mode = perms.approval or ("interactive" if attended and prompt else "unattended")
     rules = RuleSet.from_config(perms.allow, perms.ask, perms.deny)
+    confined, pid_namespace = _tier(config)
     return ToolContext(
         workspace=workspace, attended=attended, session=FileSession(),
         approval=Approver(mode, rules=rules, workspace=workspace, prompt=prompt,
-                          confined=_confining(config)),
+                          confined=confined, pid_namespace=pid_namespace),
         sandbox=SandboxPolicy(enabled=config.shell.sandbox != "off", network=config.shell.network),
         shell_timeout_s=config.shell.timeout_s, output_cap_bytes=config.shell.output_cap_bytes,
         ask_user=ask_user,

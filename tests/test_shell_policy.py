@@ -45,14 +45,14 @@ def decide(command: str, ws: Path) -> str:
 
 
 BENIGN = [
-    "git status", "git diff", "git log --oneline -5", "ls -la", "grep -rn x .", "python -m pytest -q",
+    "git status", "git diff", "git log --oneline -5", "ls -la", "grep -rn x src", "grep -rn x --exclude=.env .", "python -m pytest -q",
     "pytest -q tests/test_a.py", "cat README.md", "find . -name '*.py'", "sed -n '1,20p' f.py",
     "head -50 x | grep y", "wc -l *.py", "ruff check .", "git show HEAD~1 --stat", "git branch -a",
     "git rev-parse --abbrev-ref HEAD", "git blame f.py", "rg -n 'def ' src", "mypy src", "pyright",
     "npm test", "npm run lint",
     "cargo test", "go vet ./...", "make test", "make", "ls 2>/dev/null", "ls -la | sort | uniq -c",
     "cd src && ls", "echo done", "time pytest -q", "PYTHONPATH=src python -m pytest", "GIT_PAGER=cat git log",
-    "find . -name '*.py' | xargs grep -l foo", "awk -F, '{print $1}' f.py", "sed -n '/def/,/return/p' f.py",
+    "awk -F, '{print $1}' f.py", "sed -n '/def/,/return/p' f.py",
     "git config --get user.name", "tree src", "jq . package.json",
     "diff <(ls src) <(ls build)", "env", "command -v git", "ruff format --check .", "du -sh .",
 ]
@@ -75,7 +75,7 @@ ASK = [
     "sudo ls", "eval ls", "source .venv/bin/activate", "cat .env", "xargs rm", "git tag v1.0",
     "git branch -D old", "git config user.name bob", "git -c color.ui=never status", "PATH=/tmp:$PATH ls",
     "git -C ../other status", "rg --pre ./conv.sh foo", "awk '{print > \"o.txt\"}' f.py",
-    "find . -name '*.pyc' -exec rm {} +", "find . -name '*.pyc' -delete", "grep -r TOKEN ~",
+    "find . -name '*.pyc' -exec rm {} +", "find . -name '*.py' | xargs grep -l foo", "grep -rn x .", "find . -name '*.pyc' -delete", "grep -r TOKEN ~",
     # not parseable or not understood: never allowed
     "echo \"unterminated", "if [[ -f x ]]; then ls", "case x in a) ls;; esac)", "ls |", "",
     "   ", "# only a comment", "$CMD args", "\"$(echo rm)\" -rf build", "echo ${X:-$(id)}", "ls\x00",

@@ -53,7 +53,8 @@ def remembered_prefix(part: PartReport) -> list[str]:
 
 class Approver:
     def __init__(self, mode: Mode, rules: RuleSet | None = None, *, workspace: Path,
-                 prompt: Callable[[str], str] | None = None, confined: bool = False) -> None:
+                 prompt: Callable[[str], str] | None = None, confined: bool = False,
+                 pid_namespace: bool = False) -> None:
         if mode not in MODES:
             raise ValueError(f"approval mode {mode!r} is not one of {', '.join(MODES)}")
         self.mode = mode
@@ -61,6 +62,7 @@ class Approver:
         self.workspace = Path(os.path.realpath(workspace))
         self.prompt = prompt
         self.confined = confined          # an OS tier confines the filesystem: workspace-write applies
+        self.pid_namespace = pid_namespace  # a PID namespace reaps detached processes (bubblewrap)
         # What "always" answers unlock for the rest of this session.
         self._session = RuleSet(allow=list(self.rules.allow), ask=list(self.rules.ask), deny=list(self.rules.deny))
         self._always_commands: set[str] = set()
@@ -71,7 +73,8 @@ class Approver:
 
     def authorize_shell(self, command: str) -> ApprovalOutcome:
         try:
-            evaluation = self._session.evaluate_shell(command, self.workspace, confined=self.confined)
+            evaluation = self._session.evaluate_shell(command, self.workspace, confined=self.confined,
+                                                      pid_namespace=self.pid_namespace)
         except Exception as exc:  # never fail open: a gate that breaks refuses
             return ApprovalOutcome(False, f"refused: the command could not be checked ({exc!r})", "ask")
         verdict = evaluation.verdict

@@ -123,8 +123,11 @@ class RuleSet:
 
     # -- shell ---------------------------------------------------------------------------------
 
-    def evaluate_shell(self, command: str, workspace: Path, *, confined: bool = False) -> ShellEvaluation:
-        parts = [self._apply(part, workspace) for part in analyze_command(command, workspace, confined=confined)]
+    def evaluate_shell(self, command: str, workspace: Path, *, confined: bool = False,
+                       pid_namespace: bool = False) -> ShellEvaluation:
+        """``confined``/``pid_namespace``: what the active OS tier gives (docs/policy.md, "Tiers")."""
+        parts = [self._apply(part, workspace) for part in
+                 analyze_command(command, workspace, confined=confined, pid_namespace=pid_namespace)]
         return ShellEvaluation(verdict_of(parts), parts)
 
     def _apply(self, part: PartReport, workspace: Path) -> PartReport:

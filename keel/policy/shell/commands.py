@@ -29,6 +29,7 @@ class Finding:
     # a confining tier allows (workspace-write); "code" — an allow that rests on the tier to
     # confine the code it runs, which asks when no tier confines the filesystem.
     tier: str | None = None
+    secret: bool = False           # reads secret-looking files or the environment (item 7: never with network)
 
 
 def allow(reason: str) -> Finding:
@@ -79,7 +80,7 @@ class JudgeEnv(Protocol):
 
     def sub_code(self, code: Word, cwds: Cwds, label: str) -> str: ...
 
-    def assignment(self, word: Word, cwds: Cwds) -> list[Finding]: ...
+    def assignment(self, word: Word, cwds: Cwds, exported: bool = True) -> list[Finding]: ...
 
 
 Judge = Callable[[Invocation, JudgeEnv], list[Finding]]

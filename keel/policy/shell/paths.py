@@ -13,12 +13,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from keel.policy.paths import is_secret_path
 from keel.policy.shell.parse import Cwds, Word
+from keel.policy.shell.secrets import is_secret
 
 # Credentials outside the workspace: reading them is refused outright.
 SECRET_HOME = (".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".config/gcloud", ".config/gh",
-               ".password-store", ".local/share/keyrings", ".git-credentials", ".netrc", ".pgpass")
+               ".password-store", ".local/share/keyrings", ".git-credentials", ".netrc", ".pgpass",
+               ".vault-token", ".config/hub", ".cargo/credentials", ".cargo/credentials.toml", ".npmrc", ".pypirc",
+               ".terraform.d", ".m2/settings.xml", ".gem/credentials", ".config/op", ".authinfo", ".authinfo.gpg",
+               ".boto", ".s3cfg", ".config/rclone", ".kaggle", ".cache/huggingface/token", ".config/git/credentials",
+               ".local/share/keel", ".config/keel", ".docker/config.json", ".config/anthropic", ".config/openai")
 SECRET_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/root")
 STARTUP_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
                            ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc",
@@ -189,7 +193,7 @@ class PathJudge:
     def secret_file(self, place: Place) -> Path | None:
         """A secret-looking file in the workspace (.env, *.pem): reading it needs approval."""
         for path in place.candidates():
-            if is_secret_path(path):
+            if is_secret(str(path)):
                 return path
         return None
 

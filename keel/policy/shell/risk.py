@@ -15,30 +15,41 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 from keel.policy.shell import commands as shell_commands
 from keel.policy.shell import git as shell_git
 from keel.policy.shell import system as shell_system
 from keel.policy.shell import text as shell_text
 from keel.policy.shell import tools as shell_tools
+from keel.policy.shell.args import (
+    option_writes,
+    recursive_secrets,
+    secret_reads,
+    spell_out,
+    subscript_code,
+    unknown_paths,
+)
 from keel.policy.shell.commands import Finding, Invocation, allow, ask, deny, judge_write, runs_code
+from keel.policy.shell.decision import PartReport, Verdict, apply_tier, verdict_of, worst_decision
+from keel.policy.shell.line import (
+    DECODERS,
+    FETCHERS,
+    detached,
+    exfiltration,
+    fetched_targets,
+    pipes_into_runner,
+    runs_fetched,
+    secret_params,
+)
 from keel.policy.shell.parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word
 from keel.policy.shell.paths import PathJudge, within
 from keel.policy.shell.unwrap import SHELLS, classify_env, unwrap
 from keel.policy.shell.walk import walk_script
 
-Decision = Literal["allow", "ask", "deny"]
-SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
 MAX_DEPTH = 6
 
 JUDGES = {**shell_commands.JUDGES, **shell_system.JUDGES, **shell_text.JUDGES, **shell_tools.JUDGES, **shell_git.JUDGES}
-FETCHERS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "socat", "aria2c", "fetch", "http", "https",
-                      "xh", "lynx", "links", "w3m", "ftp", "tftp", "ssh", "scp", "telnet"})
-DECODERS = frozenset({"base64", "base32", "basenc", "xxd", "uudecode", "openssl", "gpg", "rev", "zcat",
-                      "gunzip", "bzcat", "xzcat", "zstdcat", "unzstd", "unxz", "bunzip2"})
 XARGS_SAFE = frozenset({"grep", "egrep", "fgrep", "cat", "head", "tail", "wc", "ls", "file", "stat", "du",
                         "basename", "dirname", "echo", "printf", "realpath", "readlink", "md5sum", "sha1sum",
                         "sha256sum"})
@@ -46,43 +57,19 @@ METADATA_ONLY = frozenset({"ls", "cd", "pushd", "du", "df", "stat", "tree", "fin
                            "realpath", "readlink", "dirname", "basename", "test", "[", "[[", "file", "pwd", "which"})
 SYSTEM_BIN = tuple(Path(p) for p in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                                      "/usr/local/sbin"))
+# `--exclude=.env`: a name pattern, not a file that is read.
+_NAME_FILTERS = ("--exclude=", "--exclude-dir=", "--include=", "--glob=", "--iglob=", "--ignore=")
 PRIVILEGE = frozenset({"sudo", "doas", "su", "pkexec"})
-
-
-@dataclass(frozen=True)
-class Verdict:
-    decision: Decision
-    reason: str
-    part: str                      # the sub-command that decided
-
-
-@dataclass
-class PartReport:
-    """One command that would run, and what the policy found about it."""
-
-    source: str                    # as written, for messages
-    words: list[str]               # the command after unwrapping wrappers (what user rules match)
-    outer: list[str]               # the command with its wrappers
-    findings: list[Finding] = field(default_factory=list)
-    paths: list[Path] = field(default_factory=list)   # workspace files named in its arguments
-
-    @property
-    def worst(self) -> Finding:
-        if not self.findings:
-            return ask("nothing to judge", lift=None)
-        return max(self.findings, key=lambda f: SEVERITY[f.decision])
-
-    @property
-    def network(self) -> bool:
-        return any(f.network for f in self.findings)
 
 
 class Analysis:
     """Collects PartReports for a command line; also the JudgeEnv the per-command judges use."""
 
-    def __init__(self, workspace: Path, home: Path) -> None:
+    def __init__(self, workspace: Path, home: Path, pid_namespace: bool = False) -> None:
         self.paths = PathJudge(workspace, home)
         self.home = home
+        self.pid_namespace = pid_namespace    # a PID namespace reaps what a command leaves behind
+        self.fetched: set[Path] = set()       # files filled with downloaded or decoded data on this line
         self.parts: list[PartReport] = []
         self.depth = 0
 
@@ -114,7 +101,7 @@ class Analysis:
                 self.run(code.value, cwds)
             finally:
                 self.depth -= 1
-        return _worst_decision(self.parts[start:])
+        return worst_decision(self.parts[start:])
 
     def sub_command(self, argv: list[Word], cwds: Cwds, extra_args: bool, label: str) -> str:
         start = len(self.parts)
@@ -127,18 +114,25 @@ class Analysis:
                 self.command(SimpleCommand(text, [], argv, [], cwds), extra_args=extra_args)
             finally:
                 self.depth -= 1
-        return _worst_decision(self.parts[start:])
+        return worst_decision(self.parts[start:])
 
-    def assignment(self, word: Word, cwds: Cwds) -> list[Finding]:
+    def assignment(self, word: Word, cwds: Cwds, exported: bool = True) -> list[Finding]:
+        """``NAME=value``; ``exported``: programs see it (a prefix, ``env``, ``export``), so only
+        names on the list of known-harmless ones pass."""
         name, _, value = word.value.partition("=")
         name = name.rstrip("+")
         kind = classify_env(name)
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            return [ask(f"assigns {name!r}, a name only known when it runs", lift=None)]
         if kind == "deny":
             return [deny(f"sets {name}, which makes the shell, loader or git run code", lift=None)]
         if kind == "code":
             return [ask(f"sets {name}, which changes which programs run", lift=None)]
         if kind == "command" and value:
             self.sub_code(Word(value, value, word.params, word.subs), cwds, f"{name}=")
+        if kind == "plain" and exported:
+            return [ask(f"sets the environment variable {name}, which is not on the list of known-harmless "
+                        "names (it may change what a program runs)", lift=None)]
         return []
 
     # -- one simple command --------------------------------------------------------------------
@@ -148,7 +142,8 @@ class Analysis:
         findings: list[Finding] = []
         paths: list[Path] = []
         for word in cmd.assignments:
-            findings += self.assignment(word, cmd.cwds)
+            findings += self.assignment(word, cmd.cwds, exported=bool(cmd.words))
+        findings += subscript_code(cmd.words + cmd.assignments)
         for redirect in cmd.redirects:
             findings += self._redirect(redirect, cmd, paths)
         if not cmd.words:
@@ -156,6 +151,11 @@ class Analysis:
             return
         un = unwrap(cmd.words)
         findings += [Finding(d, r, lift=None) for d, r in un.issues]
+        findings += secret_params(cmd.words + cmd.assignments)
+        upstream_fetches = self._feeds_code(cmd.upstream)
+        for target in fetched_targets(un, cmd, upstream_fetches):
+            for place in self.paths.places(target, cmd.cwds):
+                self.fetched.update(place.candidates())
         cwds = self._chdir(un.chdir, cmd.cwds) if un.chdir is not None else cmd.cwds
         for word in un.env:
             findings += self.assignment(word, cwds)
@@ -170,13 +170,29 @@ class Analysis:
         if privilege:
             findings.append(ask(f"runs as another user ({privilege})", lift=None))
         if un.argv:
-            inv = Invocation(un.argv, cwds, extra_args or un.extra_args)
+            argv, spelled = spell_out(un.argv)
+            findings += spelled
+            inv = Invocation(argv, cwds, extra_args or un.extra_args)
             own = self._judge(inv, cmd)
+            own += option_writes(self, inv) + unknown_paths(self, inv) + recursive_secrets(self, inv)
+            own += secret_reads(inv, inv.args, cwds)
+            if runs_fetched(inv, self.paths, self.fetched):
+                own.append(deny(f"{inv.name} runs a file downloaded or decoded earlier on this line", lift=None))
+            if upstream_fetches and pipes_into_runner(inv, un) and any(f.decision != "allow" for f in own):
+                own.append(deny(f"pipes downloaded or decoded data into {inv.name}, which can run it", lift=None))
             if "xargs" in un.layers and inv.name not in XARGS_SAFE and all(f.decision == "allow" for f in own):
                 own.append(ask(f"xargs gives {inv.name} arguments read from its input"))
             findings += own
+        elif upstream_fetches and ("xargs" in un.layers or un.shell_code):
+            findings.append(deny("pipes downloaded or decoded data into a command that runs it", lift=None))
         elif not un.shell_code:
             findings.append(allow(f"{' '.join(un.layers) or cmd.words[0].value} runs no command"))
+            if un.layers and un.layers[-1] == "env":
+                findings.append(Finding("allow", "env prints the environment", secret=True))
+        why = detached(un, Invocation(un.argv, cwds) if un.argv else None, cmd)
+        if why:
+            findings.append(ask(why, lift=None) if self.pid_namespace else
+                            deny(f"{why}, and no PID namespace will stop it", lift=None))
         findings += self._argument_reads(cmd.words, cwds, un.argv, paths)
         part = PartReport(cmd.text, [w.value for w in un.argv], [w.value for w in cmd.words], findings, paths)
         self.parts.insert(start, part)
@@ -294,6 +310,7 @@ class Analysis:
                 out.append(Finding(finding.decision, finding.reason, None, None, True, tier=finding.tier))
         if redirect.op in ("<", "<>", "<&"):
             out += self._argument_reads([Word("<", "<"), target], cmd.cwds, [], paths)
+            out += secret_reads(Invocation([Word("<", "<")], cmd.cwds), [target], cmd.cwds)
         return out
 
     def _argument_reads(self, words: list[Word], cwds: Cwds, argv: list[Word], paths: list[Path]) -> list[Finding]:
@@ -301,7 +318,9 @@ class Analysis:
         out: list[Finding] = []
         name = argv[0].value.rsplit("/", 1)[-1] if argv else ""
         for word in words[1:]:
-            candidates = [word]
+            if word.literal and word.value.startswith(_NAME_FILTERS):
+                continue                          # a name pattern to skip, not a file
+            candidates = [word] if not (word.literal and re.match(r"--[\w-]+=", word.value)) else []
             if word.literal:
                 for sep in ("=", "@"):
                     if sep in word.value:
@@ -313,11 +332,11 @@ class Analysis:
                         paths.append(place.real)
                     secret = self.paths.secret_reason(place)
                     if secret:
-                        out.append(deny(secret, lift=None))
+                        out.append(deny(secret, lift=None, secret=True))
                     elif place.lexical and str(place.lexical).startswith(("/dev/tcp/", "/dev/udp/")):
                         out.append(deny("opens a network connection through /dev/tcp", lift=None))
                     elif (path := self.paths.secret_file(place)) is not None and place.where != "unknown":
-                        out.append(ask(f"reads the secret file {path.name}", lift="read", path=path))
+                        out.append(ask(f"reads the secret file {path.name}", lift="read", path=path, secret=True))
                     elif name and name not in METADATA_ONLY and place.real is not None \
                             and within(self.home, place.real) and place.where == "outside":
                         out.append(ask(f"reads everything under {place.real}, including credentials", lift=None))
@@ -341,30 +360,15 @@ def _heredoc_code(redirect: Redirect) -> Word:
     return Word(text, text, params)
 
 
-def _worst_decision(parts: list[PartReport]) -> str:
-    return max((p.worst.decision for p in parts), key=lambda d: SEVERITY[d], default="allow")
-
-
-def apply_tier(finding: Finding, confined: bool) -> Finding:
-    """What the OS tier changes. Confining (bubblewrap, Landlock): workspace writes run unasked.
-    Not confining: code that could do anything the user can (``python -c``) asks."""
-    if finding.tier == "write" and finding.decision == "ask" and confined:
-        return replace(finding, decision="allow", reason=f"{finding.reason} (inside the workspace, which the "
-                                                                 "OS sandbox confines writes to)")
-    if finding.tier == "code" and finding.decision == "allow" and not confined:
-        return replace(finding, decision="ask", reason=f"{finding.reason}; no OS sandbox confines it here")
-    return finding
-
-
 def analyze_command(command: str, workspace: Path | None = None, home: Path | None = None, *,
-                    confined: bool = False) -> list[PartReport]:
+                    confined: bool = False, pid_namespace: bool = False) -> list[PartReport]:
     """Every command ``command`` would run, with findings. Never raises on bad input.
 
     ``confined``: an OS tier (bubblewrap, Landlock) confines the filesystem for the command.
     """
     root = Path(os.path.realpath(workspace if workspace is not None else os.getcwd()))
     home = home if home is not None else Path(os.path.expanduser("~"))
-    analysis = Analysis(root, home)
+    analysis = Analysis(root, home, pid_namespace)
     try:
         analysis.run(command, frozenset({root}))
     except Exception as exc:  # never fail open: an internal error is a question, not a pass
@@ -372,22 +376,14 @@ def analyze_command(command: str, workspace: Path | None = None, home: Path | No
                                                                lift=None)]))
     if not analysis.parts:
         analysis.parts.append(PartReport(command, [], [], [ask("no command found", lift=None)]))
+    exfiltration(analysis.parts, confined)
     for part in analysis.parts:
         part.findings = [apply_tier(f, confined) for f in part.findings]
     return analysis.parts
 
 
-def verdict_of(parts: list[PartReport]) -> Verdict:
-    worst_part = max(parts, key=lambda p: SEVERITY[p.worst.decision])
-    finding = worst_part.worst
-    decision: Decision = finding.decision  # type: ignore[assignment]
-    if decision == "allow":
-        reasons = "; ".join(dict.fromkeys(p.worst.reason for p in parts))
-        return Verdict("allow", reasons, parts[0].source if len(parts) == 1 else " ; ".join(p.source for p in parts))
-    return Verdict(decision, finding.reason, worst_part.source)
-
-
-def classify_command(command: str, workspace: Path | None = None, *, confined: bool = False) -> Verdict:
+def classify_command(command: str, workspace: Path | None = None, *, confined: bool = False,
+                     pid_namespace: bool = False) -> Verdict:
     """Judge a shell command. ``workspace`` defaults to the current directory; ``confined`` says
     whether an OS tier confines the filesystem (False, the safe default, when unknown)."""
-    return verdict_of(analyze_command(command, workspace, confined=confined))
+    return verdict_of(analyze_command(command, workspace, confined=confined, pid_namespace=pid_namespace))

@@ -118,11 +118,45 @@ def _alias(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 
 
 def _declare(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """export/declare/local: a nameref (-n) or a name only known at run time cannot be followed;
+    an exported name must be known-harmless; printing them all reads the environment."""
+    flags = "".join(w.value[1:] for w in inv.args if w.value.startswith(("-", "+")) and w.literal)
+    exported = inv.name == "export" or "x" in flags
+    names = [w for w in inv.args if not (w.value.startswith(("-", "+")) and w.literal)]
+    if "n" in flags and inv.name != "export":
+        return [ask(f"{inv.name} -n makes a reference to another variable, which cannot be followed")]
+    if not names and (inv.name == "export" or "p" in flags or "x" in flags or not flags):
+        return [allow(f"{inv.name} prints variables"), Finding("allow", "prints the environment", secret=True)]
     out = [allow(f"{inv.name} sets shell variables")]
-    for word in inv.args:
-        if "=" in word.value and not word.value.startswith("-"):
-            out += env.assignment(word, inv.cwds)
+    for word in names:
+        if "=" in word.value:
+            out += env.assignment(word, inv.cwds, exported=exported)
+        elif not word.literal:
+            out.append(ask(f"{inv.name} of {word.raw!r}, a name only known when it runs"))
+        elif exported:
+            out += env.assignment(Word(word.value + "=", word.raw), inv.cwds, exported=True)
     return out
+
+
+def _prints_environment(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
+    return [allow(f"{inv.name} prints the environment"), Finding("allow", "prints the environment", secret=True)]
+
+
+def _set(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
+    """``set -e -o pipefail`` is fine; ``set -k``/``-a`` change which assignments reach programs."""
+    values = [w.value for w in inv.args]
+    if not values:
+        return [allow("set prints variables"), Finding("allow", "prints the environment", secret=True)]
+    safe_o = {"errexit", "nounset", "xtrace", "pipefail", "verbose", "noclobber", "noglob", "errtrace", "posix"}
+    for i, value in enumerate(values):
+        if value == "--":
+            break
+        if re.fullmatch(r"[-+][euxvfCnhbBHmPET]*o", value):
+            if i + 1 < len(values) and values[i + 1] not in safe_o:
+                return [ask(f"set -o {values[i + 1]} changes how the shell runs later commands")]
+        elif value.startswith(("-", "+")) and not re.fullmatch(r"[-+][euxvfCnhbBHmPET]+", value):
+            return [ask(f"set {value} changes how the shell runs later commands (-k, -a export assignments)")]
+    return [allow("set changes shell options")]
 
 
 def _names_assigned(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
@@ -165,7 +199,8 @@ JUDGES: dict[str, Judge] = {
     "scp": _remote_copy, "rsync": _remote_copy, "ssh": _remote_copy, "sftp": _remote_copy,
     "eval": _eval, "trap": _trap, "alias": _alias, "shopt": _shopt, "hash": _hash,
     "export": _declare, "declare": _declare, "typeset": _declare, "local": _declare, "readonly": _declare,
-    "printf": _names_assigned, "read": _names_assigned,
+    "printf": _names_assigned, "read": _names_assigned, "set": _set,
+    "env": _prints_environment, "printenv": _prints_environment,
 }
 JUDGES.update({name: _system for name in _DISK_AND_POWER})
 JUDGES.update({name: _fixed("ask", "runs another file in this shell") for name in ("source", ".")})

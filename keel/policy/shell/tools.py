@@ -106,15 +106,30 @@ def _python_module(module: str, rest: list[Word], inv: Invocation, env: JudgeEnv
 def _pytest(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     options, _ = parse_options(inv.args, {"--basetemp", "--junitxml", "--junit-xml", "--result-log",
                                           "--report-log", "-p", "-k", "-m", "-c", "--rootdir", "-o",
-                                          "--confcutdir", "--deselect", "--ignore", "-W", "--maxfail"})
+                                          "--confcutdir", "--deselect", "--ignore", "-W", "--maxfail",
+                                          "--override-ini", "--config-file"})
     out = [allow("pytest runs the project's tests")]
     for word in values_of(options, "--basetemp"):
         out += judge_delete(env, word, inv.cwds, recursive=True, verb="pytest --basetemp wipe")
     for word in values_of(options, "--junitxml", "--junit-xml", "--result-log", "--report-log"):
         out += judge_write(env, word, inv.cwds)
-    if any(re.match(r"\s*(addopts|basetemp|cache_dir)\b", w.value) for w in values_of(options, "-o")):
-        out.append(ask("pytest -o overrides options that can move or wipe directories"))
+    for word in values_of(options, "-o", "--override-ini"):
+        if not word.literal or word.value.split("=", 1)[0].strip() not in _HARMLESS_INI:
+            out.append(ask(f"pytest -o {word.value!r} overrides an ini option not known to be harmless"))
+    for word in values_of(options, "-c", "--config-file", "--rootdir", "--confcutdir"):
+        if any(p.where not in ("inside", "root") for p in env.paths.places(word, inv.cwds)):
+            out.append(ask(f"pytest takes its configuration from {word.value!r}, outside the workspace"))
+    if has(options, "--debug"):
+        out.append(ask("pytest --debug writes a debug log"))
     return out
+
+
+# ini options `pytest -o` may set without asking: they change output and selection, not where
+# files go or which code loads (addopts, basetemp, cache_dir, plugins ... ask).
+_HARMLESS_INI = frozenset({"log_cli", "log_cli_level", "log_level", "console_output_style", "filterwarnings",
+                           "xfail_strict", "python_files", "python_functions", "python_classes", "markers",
+                           "asyncio_mode", "timeout", "verbosity_assertions", "verbosity_test_cases",
+                           "empty_parameter_set_mark", "junit_family", "log_format", "log_date_format"})
 
 
 def _mypy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
@@ -156,9 +171,15 @@ def _ruff(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 
 def _formatter(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     """black, isort, prettier, eslint: read-only with --check/--diff, otherwise they write."""
-    options, _ = parse_options(inv.args)
+    options, _ = parse_options(inv.args, {"-o", "--output-file", "-c", "--config", "--rulesdir", "--plugin",
+                                          "--resolve-plugins-relative-to", "-f", "--format"})
     if inv.name == "eslint":
-        return [ask("eslint --fix rewrites files")] if has(options, "--fix", "--fix-dry-run") else [allow("eslint lints")]
+        if has(options, "--fix", "--fix-dry-run", "--rulesdir", "--plugin", "--resolve-plugins-relative-to"):
+            return [ask("eslint --fix/--rulesdir/--plugin rewrites files or loads other code")]
+        out = [allow("eslint lints")]
+        for word in values_of(options, "-o", "--output-file"):
+            out += judge_write(_env, word, inv.cwds)
+        return out
     if inv.name == "prettier" and not has(options, "--write", "-w"):
         return [allow("prettier prints or checks")]
     if has(options, "--check", "--diff", "-c", "--list-different", "-l"):
@@ -231,8 +252,12 @@ def _go(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         return _unclear(inv)
     sub, rest = found
     values = [w.value for w in rest]
-    if any(v.lstrip("-").split("=", 1)[0] in ("exec", "toolexec") for v in values if v.startswith("-")):
-        return [ask(f"go {sub} -exec runs another program")]
+    if any(v.lstrip("-").split("=", 1)[0] in ("exec", "toolexec", "vettool", "overlay", "modfile")
+           for v in values if v.startswith("-")):
+        return [ask(f"go {sub} -exec/-toolexec/-vettool runs another program")]
+    remote = next((v for v in values if not v.startswith("-") and ("@" in v or _remote_package(v))), None)
+    if remote is not None and sub in ("run", "build", "test", "vet", "install", "get", "list", "doc"):
+        return [ask(f"go {sub} {remote} fetches and runs code from the network", network=True)]
     if sub in ("test", "vet", "build", "run", "version", "list", "doc") or (sub == "env" and "-w" not in values
                                                                            and "-u" not in values):
         out = [runs_code(f"go {sub} {RUN}") if sub == "run" else allow(f"go {sub} builds or checks")]
@@ -246,6 +271,12 @@ def _go(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         return out
     network = sub in ("get", "install", "mod")
     return [ask(f"go {sub} needs approval", network=network)]
+
+
+def _remote_package(value: str) -> bool:
+    """``example.com/x/y``: a package path whose first element is a host, not a local directory."""
+    first = value.split("/", 1)[0]
+    return "/" in value and "." in first and first not in (".", "..") and not value.endswith(".go")
 
 
 _MAKE_TARGETS = frozenset({"test", "tests", "check", "lint", "build", "all", "typecheck", "compile"})

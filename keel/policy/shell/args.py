@@ -1,0 +1,218 @@
+"""Rules every command's arguments pass, whatever its own judge says: allow only on positive knowledge.
+
+- **Abbreviated long options** (``sort --o=F`` is ``--output=F``: getopt_long and git accept any
+  unambiguous prefix) are spelled out before a judge sees them, so every judge checks the real option.
+- **Options that write**: ``--output=F``, ``--log-file F``, ``--index-file=F`` ... on any command
+  are judged as writes of F; an unknown ``--opt=PATH`` is judged as a possible write of PATH.
+- **Paths built at run time** (variables, ``${…}``, ``$'…'``, ``$(…)``, ``~+``, loop and ``read``
+  variables, a directory only known at run time) ask, for readers as for writers.
+- **Secrets by pattern**: globs that can match one, recursive readers whose tree holds one, git object
+  paths (``HEAD:.env``); ``/proc/*/environ`` never.
+- **Arithmetic in array subscripts** (``test -v 'a[$(cmd)]'``): bash runs the command inside.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from keel.policy.shell.commands import Finding, Invocation, ask, deny, judge_write
+from keel.policy.shell.parse import Cwds, Word
+from keel.policy.shell.secrets import git_object_path, glob_matches_secret, is_secret, secret_under
+
+if TYPE_CHECKING:
+    from keel.policy.shell.commands import JudgeEnv
+
+# Per tool whose option parser accepts unambiguous prefixes of long options (GNU getopt_long,
+# git's parse-options, Python's argparse): the options that write, run a program or point the
+# tool elsewhere. An abbreviation of one is spelled out so the judges see it; the exact options
+# listed in _EXACT are the tool's own and are never taken for an abbreviation.
+_COREUTILS_FILES = ("--files0-from",)
+TOOL_LONG: dict[str, tuple[str, ...]] = {
+    "sort": ("--output", "--compress-program", "--random-source", "--temporary-directory", *_COREUTILS_FILES),
+    "shuf": ("--output", "--random-source"),
+    "git": ("--output", "--exec-path", "--git-dir", "--work-tree", "--ext-diff", "--textconv", "--upload-pack",
+            "--receive-pack", "--exec", "--template", "--config-env", "--open-files-in-pager",
+            "--separate-git-dir", "--output-directory", "--interactive", "--no-verify"),
+    "pytest": ("--override-ini", "--basetemp", "--rootdir", "--debug", "--junitxml", "--junit-xml",
+               "--result-log", "--report-log", "--confcutdir", "--config-file", "--pyargs"),
+    "mypy": ("--html-report", "--txt-report", "--xml-report", "--junit-xml", "--cache-dir", "--config-file",
+             "--install-types", "--cobertura-xml-report", "--linecount-report", "--any-exprs-report"),
+    "tar": ("--index-file", "--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
+            "--new-volume-script", "--rsh-command", "--rmt-command", "--file", "--directory", "--remove-files",
+            "--create", "--extract", "--append", "--update", "--delete"),
+    "grep": ("--file", "--recursive", "--dereference-recursive", "--directories", "--devices"),
+    "sed": ("--in-place", "--file", "--expression"),
+    "date": ("--set", "--file"), "wc": _COREUTILS_FILES, "du": _COREUTILS_FILES,
+    "diff": ("--to-file", "--from-file"), "jq": ("--rawfile", "--slurpfile", "--from-file"),
+    "rm": ("--recursive", "--no-preserve-root"), "cp": ("--target-directory", "--backup", "--recursive"),
+    "mv": ("--target-directory", "--backup"), "tee": ("--append",), "find": (), "xargs": ("--arg-file",),
+}
+TOOL_LONG["egrep"] = TOOL_LONG["fgrep"] = TOOL_LONG["grep"]
+TOOL_LONG["py.test"] = TOOL_LONG["pytest"]
+_EXACT = {"git": {"--text", "--temp", "--config", "--exec", "--output", "--output-indicator-new", "--output-indicator-old"},
+          "sort": {"--check"}, "grep": {"--files-with-matches", "--files-without-match"}}
+# Long options whose value a tool writes to (the value may follow as the next word).
+WRITE_LONG = frozenset({"--output", "--output-file", "--outfile", "--out-file", "--log-file", "--logfile",
+                        "--index-file", "--report-log", "--result-log", "--junitxml", "--junit-xml", "--debug-file",
+                        "--html-report", "--txt-report", "--xml-report", "--cobertura-xml-report",
+                        "--linecount-report", "--lineprecision-report", "--any-exprs-report", "--xslt-html-report",
+                        "--basetemp", "--trace-file", "--output-dir", "--output-directory", "--junit-file"})
+# `--opt=PATH` forms known to read PATH (or name a directory to work in) rather than write it.
+READ_LONG = frozenset({"--file", "--exclude-from", "--files-from", "--files0-from", "--config-file", "--config",
+                       "--rcfile", "--ignore-file", "--reference", "--from-file", "--input", "--rawfile",
+                       "--slurpfile", "--include", "--exclude", "--exclude-dir", "--include-dir", "--glob",
+                       "--iglob", "--directory", "--rootdir", "--manifest-path", "--confcutdir", "--cwd",
+                       "--prefix", "--settings", "--project", "--cov", "--cov-config", "--ignore", "--deselect",
+                       "--git-dir", "--work-tree", "--source", "--pathspec-from-file", "--patterns-from",
+                       "--anchored", "--tsconfig", "--resolve-plugins-relative-to", "--ignore-path",
+                       "--stdin-filename", "--format", "--pretty", "--date", "--color", "--type-add",
+                       "--exec-path", "--namespace", "--super-prefix", "--list-cmds"})
+# Commands whose arguments are never opened as files (their paths are judged elsewhere or not at all).
+NO_PATH = frozenset({"echo", "printf", "true", "false", ":", "test", "[", "[[", "]]", "exit", "return", "sleep",
+                     "seq", "expr", "set", "unset", "export", "declare", "typeset", "local", "readonly", "shift",
+                     "break", "continue", "wait", "jobs", "cd", "pushd", "popd", "dirs", "type", "which",
+                     "command", "basename", "dirname", "id", "whoami", "uname", "date", "kill", "pwd", "ls", "du",
+                     "df", "stat", "realpath", "readlink", "tree", "nproc", "hash", "alias", "unalias", "umask",
+                     "trap", "eval", "exec", "source", "."})
+RECURSIVE_READERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep"})
+_SUBSCRIPT_CODE = re.compile(r"\[[^\]]*(\$\(|`)")
+_PROC_ENVIRON = re.compile(r"/proc/[^/\s]*/+(task/[^/\s]*/+)?environ")
+
+
+def spell_out(argv: list[Word]) -> tuple[list[Word], list[Finding]]:
+    """Replace abbreviated dangerous long options by their full spelling; ambiguous ones ask."""
+    out: list[Word] = [argv[0]] if argv else []
+    issues: list[Finding] = []
+    tool = argv[0].value.rsplit("/", 1)[-1] if argv else ""
+    values = [w.value for w in argv]
+    if re.fullmatch(r"python[\d.]*|pypy3?", tool) and "-m" in values[:-1]:
+        tool = values[values.index("-m") + 1]         # python -m pytest: pytest's options
+    dangerous = TOOL_LONG.get(tool, ())
+    exact = _EXACT.get(tool, set())
+    for word in argv[1:]:
+        name, eq, value = word.value.partition("=")
+        if word.value == "--":
+            out.extend(argv[len(out):])
+            break
+        if not name.startswith("--") or len(name) < 3 or name in dangerous or name in exact:
+            out.append(word)
+            continue
+        matches = sorted(full for full in dangerous if full.startswith(name))
+        if len(matches) == 1:
+            text = matches[0] + eq + value
+            out.append(Word(text, word.raw, word.params, word.subs, word.glob, word.brace))
+        else:
+            if matches:
+                issues.append(ask(f"{name!r} abbreviates one of {', '.join(matches)}", lift=None))
+            out.append(word)
+    return out, issues
+
+
+def option_writes(env: JudgeEnv, inv: Invocation) -> list[Finding]:
+    """``--output=F`` / ``--log-file F`` on any command; unknown ``--opt=PATH`` as a possible write."""
+    out: list[Finding] = []
+    args = inv.args
+    for i, word in enumerate(args):
+        if word.value == "--":
+            break
+        name, eq, value = word.value.partition("=")
+        if not name.startswith("--"):
+            continue
+        if name in WRITE_LONG:
+            target = Word(value, value, word.params, word.subs) if eq else (args[i + 1] if i + 1 < len(args)
+                                                                              else None)
+            if target is not None and not target.value.startswith("-"):
+                out += judge_write(env, target, inv.cwds, verb=f"{name} writes")
+        elif eq and name not in READ_LONG and _pathlike(value):
+            out += judge_write(env, Word(value, value, word.params, word.subs), inv.cwds,
+                               verb=f"{name}= may write")
+    return out
+
+
+def _pathlike(value: str) -> bool:
+    return "/" in value or value.startswith(("~", ".")) or bool(re.search(r"\.\w{1,5}$", value))
+
+
+def unknown_paths(env: JudgeEnv, inv: Invocation) -> list[Finding]:
+    """A file argument only known at run time: what it opens cannot be checked."""
+    if inv.name in NO_PATH:
+        return []
+    for word in inv.args:
+        if word.value.startswith("-") and "=" not in word.value and word.literal:
+            continue
+        if word.subs and all(sub.kind == "process" for sub in word.subs) and not word.params:
+            continue                              # <(cmd): a pipe whose command is judged
+        if word.value.startswith(("~+", "~-")) or any(p.where == "unknown" for p in env.paths.places(word, inv.cwds)):
+            return [ask(f"{inv.name} gets {word.raw!r}, a path only known when it runs", lift=None)]
+    if inv.extra_args:
+        return [ask(f"{inv.name} gets file names from its input (xargs), only known when it runs", lift=None)]
+    for word in inv.args:
+        name = word.value.split("=", 1)[0]
+        if name in _NAMES_FROM_FILE or (inv.name == "tar" and name in ("-T", "-X")) \
+                or (inv.name == "xargs" and name in ("-a",)):
+            return [ask(f"{inv.name} {name} reads file names from a file, only known when it runs", lift=None)]
+    return []
+
+
+_NAMES_FROM_FILE = frozenset({"--files0-from", "--files-from", "--arg-file", "--exclude-from", "--pathspec-from-file"})
+
+
+def secret_reads(inv: Invocation, words: list[Word], cwds: Cwds) -> list[Finding]:
+    """Secrets named through globs, git object paths and /proc/*/environ."""
+    out: list[Finding] = []
+    for word in words:
+        value = word.value
+        if _PROC_ENVIRON.search(value) or ("/proc/" in value and "environ" in value):
+            out.append(deny("reads a process's environment (keel's own holds its API key)", lift=None, secret=True))
+        if word.glob:
+            for cwd in cwds or {None}:
+                if glob_matches_secret(value, cwd):
+                    out.append(ask(f"the glob {value!r} can match a secret-looking file", lift=None, secret=True))
+                    break
+        if inv.name == "git" and word.literal and (path := git_object_path(value)) is not None and is_secret(path):
+            out.append(ask(f"reads {path} from git's object store, a secret-looking file", lift=None, secret=True))
+    return out
+
+
+def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
+    """``grep -r . .``, ``rg -uu``: a recursive reader whose tree holds a secret-looking file."""
+    name = inv.name
+    values = [w.value for w in inv.args]
+    if name not in RECURSIVE_READERS:
+        return []
+    recursive = name in ("rg", "ag", "ack") or any(
+        v in ("-r", "-R", "--recursive", "--dereference-recursive", "--directories=recurse")
+        or re.fullmatch(r"-[a-zA-Z]*[rR][a-zA-Z]*", v) is not None for v in values)
+    if not recursive:
+        return []
+    hidden = name not in ("rg", "ag") or any(v in ("--hidden", "-.", "--no-ignore", "-uu", "-uuu", "-u")
+                                              or v.startswith("--no-ignore") for v in values)
+    excluded = [v.split("=", 1)[1] for v in values if v.startswith(("--exclude=", "--exclude-dir="))]
+    excluded += [values[i + 1].lstrip("!") for i, v in enumerate(values[:-1])
+                 if v in ("-g", "--glob", "--iglob") and values[i + 1].startswith("!")]
+    excluded += [v.split("=", 1)[1].lstrip("!") for v in values if v.startswith(("--glob=!", "--iglob=!"))]
+    operands = [w for w in inv.args[1:] if not w.value.startswith("-")] if name != "rg" else \
+        [w for w in inv.args if not w.value.startswith("-")][1:]
+    targets = operands or [Word(".", ".")]
+    for word in targets:
+        for place in env.paths.places(word, inv.cwds):
+            if place.real is None or place.where not in ("inside", "root"):
+                continue
+            found = secret_under(place.real, hidden=hidden, excluded=excluded)
+            if found is not None:
+                return [ask(f"{name} reads recursively through {found.name}, a secret-looking file (exclude it, "
+                            "e.g. --exclude=.env, or use the grep tool, which skips secrets)", lift=None, secret=True)]
+    return []
+
+
+def subscript_code(words: list[Word]) -> list[Finding]:
+    """``test -v 'a[$(cmd)]'``, ``printf -v``, ``read``, ``declare``, ``$((x))``: bash evaluates the
+    subscript as arithmetic and runs the command inside it. ``${!v}`` reads a variable named at run
+    time: what it reads cannot be followed."""
+    for word in words:
+        if any(p.startswith("{!") for p in word.params):
+            return [ask(f"{word.raw!r}: an indirect expansion reads a variable named only at run time", lift=None)]
+        if _SUBSCRIPT_CODE.search(word.value) and not word.subs:
+            return [ask(f"{word.raw!r}: bash runs the command in an array subscript", lift=None)]
+    return []

@@ -1,0 +1,120 @@
+"""Rules about a whole command line (item 7): denied whatever the mode, rules or tier.
+
+- **Exfiltration**: one line that reads secret-looking files or the environment (``cat .env``,
+  ``env``, ``$API_KEY``, ``/proc/*/environ``) and can reach the network (``curl``, ``nc``,
+  ``dig $(…).evil.com``, a git push, or code no OS tier confines).
+- **Downloaded or decoded files run later on the line**: ``curl -o x.sh … && sh x.sh``,
+  ``base64 -d > x; python x``, ``curl … | tee f; . f``, ``chmod +x f && ./f``; and downloaded data
+  piped into a command that can run it (``| awk '{system($0)}'``, ``| xargs sh``).
+- **Processes meant to outlive the call** (``setsid``, ``nohup … &``, ``disown``, detached
+  ``screen``/``tmux``) when no PID namespace reaps them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from keel.policy.shell.commands import Finding, Invocation, deny, values_of
+from keel.policy.shell.commands import parse_options as _parse_options
+from keel.policy.shell.parse import SimpleCommand, Word
+from keel.policy.shell.unwrap import SHELLS, Unwrapped
+
+if TYPE_CHECKING:
+    from keel.policy.shell.paths import PathJudge
+    from keel.policy.shell.risk import PartReport
+
+FETCHERS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "socat", "aria2c", "fetch", "http", "https",
+                      "xh", "lynx", "links", "w3m", "ftp", "tftp", "ssh", "scp", "telnet", "rsync", "sftp"})
+DECODERS = frozenset({"base64", "base32", "basenc", "xxd", "uudecode", "openssl", "gpg", "rev", "zcat",
+                      "gunzip", "bzcat", "xzcat", "zstdcat", "unzstd", "unxz", "bunzip2"})
+# Programs that reach the network (besides findings marked network): DNS lookups carry data too.
+NET_TOOLS = FETCHERS | frozenset({"dig", "nslookup", "host", "drill", "ping", "ping6", "traceroute", "tracepath",
+                                  "whois", "getent", "mail", "sendmail", "mutt", "gh", "aws", "gcloud", "az",
+                                  "kubectl", "docker", "podman", "npm", "npx", "pip", "pip3", "gem", "wget2"})
+RUNNERS = frozenset({"python", "python3", "python2", "pypy", "pypy3", "node", "nodejs", "perl", "ruby", "php",
+                     "lua", "deno", "bun", "Rscript", "source", ".", "eval", "exec", "tclsh", "osascript"}) | SHELLS
+_WITH_SCRIPT_FILE = frozenset({"awk", "gawk", "mawk", "nawk", "sed", "gsed", "make", "gmake"})
+_DATA_RUNNERS = frozenset({"awk", "gawk", "mawk", "nawk", "sed", "gsed", "xargs", "parallel", "perl", "ruby"})
+_SECRET_PARAM = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CRED|AUTH|COOKIE|SESSION)", re.IGNORECASE)
+
+
+def fetched_targets(un: Unwrapped, cmd: SimpleCommand, upstream_fetches: bool) -> list[Word]:
+    """Files this command fills with downloaded or decoded data."""
+    name = un.argv[0].value.rsplit("/", 1)[-1] if un.argv else ""
+    if name in FETCHERS or name in DECODERS or set(un.layers) & FETCHERS:
+        options, _ = _parse_options(un.argv[1:], {"-o", "--output", "-O", "--output-document"})
+        targets = [w for w in values_of(options, "-o", "--output", "-O", "--output-document") if w.value != "-"]
+        if name == "wget" and not targets:       # wget URL saves under the URL's last component
+            targets = [Word(w.value.rstrip("/").rsplit("/", 1)[-1], w.value) for w in un.argv[1:]
+                       if "://" in w.value]
+        return targets + [r.target for r in cmd.redirects if r.writes and r.target is not None]
+    if upstream_fetches:                          # curl … | tee f ; curl … | cat > f
+        out = [r.target for r in cmd.redirects if r.writes and r.target is not None]
+        if name in ("tee", "dd", "cp", "cat", "sponge"):
+            out += [w for w in un.argv[1:] if not w.value.startswith("-")]
+        return out
+    return []
+
+
+def runs_fetched(inv: Invocation, paths: PathJudge, fetched: set[Path]) -> bool:
+    """Does this command run (or feed as a program) a file filled earlier on the line?"""
+    if not fetched:
+        return False
+    name = inv.name
+    words = list(inv.argv)
+    if name not in RUNNERS and not re.fullmatch(r"python[\d.]*|pypy[\d.]*", name):
+        if name in _WITH_SCRIPT_FILE and any(w.value.startswith("-f") for w in inv.args):
+            words = inv.args
+        else:
+            words = [inv.argv[0]]                 # ./x: the file itself runs
+    for word in words:
+        for place in paths.places(word, inv.cwds):
+            if any(c in fetched for c in place.candidates()):
+                return True
+    return False
+
+
+def pipes_into_runner(inv: Invocation, un: Unwrapped) -> bool:
+    """Downloaded data piped into something that can run it (awk system(), sed e, xargs CMD)."""
+    return inv.name in _DATA_RUNNERS or "xargs" in un.layers
+
+
+def detached(un: Unwrapped, inv: Invocation | None, cmd: SimpleCommand) -> str | None:
+    """A process meant to outlive the call: what makes it so."""
+    name = inv.name if inv is not None else ""
+    values = [w.value for w in inv.args] if inv is not None else []
+    if "setsid" in un.layers or name == "setsid":
+        return "setsid starts a process in a new session"
+    if name == "disown":
+        return "disown lets a background job outlive the shell"
+    if "nohup" in un.layers and cmd.background:
+        return "nohup … & leaves a process running after the call"
+    if name in ("daemonize", "start-stop-daemon") or (name == "screen" and any(v.startswith("-d") for v in values)) \
+            or (name == "tmux" and "-d" in values):
+        return f"{name} starts a detached process"
+    return None
+
+
+def secret_params(words: list[Word]) -> list[Finding]:
+    """``$API_KEY``, ``${GITHUB_TOKEN}``: expanding a secret-looking variable reads the environment."""
+    for word in words:
+        if any(_SECRET_PARAM.search(p) for p in word.params):
+            return [Finding("allow", f"expands a secret-looking variable in {word.raw!r}", secret=True)]
+    return []
+
+
+def exfiltration(parts: list[PartReport], confined: bool) -> None:
+    """Deny a line that both reads secrets/the environment and can reach the network."""
+    secret = next((p for p in parts if any(f.secret for f in p.findings)), None)
+    if secret is None:
+        return
+    for part in parts:
+        name = part.words[0].rsplit("/", 1)[-1] if part.words else ""
+        reaches = part.network or name in NET_TOOLS or any(
+            f.tier == "code" and not confined for f in part.findings)
+        if reaches:
+            part.findings.append(deny(f"reads secrets or the environment ({secret.source}) and can reach the "
+                                      "network in the same command line", lift=None))
+            return

@@ -1,0 +1,97 @@
+"""Secret-looking files, recognised by pattern — also through globs, recursive readers and git
+object paths (``git show HEAD:.env``).
+
+``keel.policy.paths.is_secret_name`` is the list the file tools share; the shell adds the
+patterns below, because a shell command can name files in more ways (``cat .en?``, ``grep -r``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+
+from keel.policy.paths import is_secret_name
+
+# Names that hold credentials in addition to the file tools' list (case-insensitive globs).
+EXTRA_SECRET_PATTERNS = ("*.env", ".envrc", ".vault-token", "*.tfvars", "*.tfstate", "*.ovpn", ".dockercfg",
+                         "client_secret*.json", "service-account*.json", "*credentials*", "*.token", ".authinfo*",
+                         ".boto", ".s3cfg", "secrets.*", "*.secret", "*.secrets", "auth.json", "token.json")
+_EXTRA = re.compile("|".join(fnmatch.translate(p) for p in EXTRA_SECRET_PATTERNS), re.IGNORECASE)
+# Exemplars a glob is tried against: `cat .en?` or `cat *.pem` names a secret even if none exists yet.
+EXEMPLARS = (".env", ".env.local", "prod.env", ".envrc", "id_rsa", "id_ed25519", "key.pem", "server.key",
+             ".netrc", ".npmrc", ".pypirc", "credentials", ".git-credentials", ".vault-token", "cert.p12",
+             "terraform.tfvars", "secrets.yaml", "token.json")
+# Directories a recursive reader skips in the scan: what they hold is not the project's secrets.
+_SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache",
+                        ".pytest_cache", ".tox", ".nox", "site-packages"})
+MAX_SCAN = 20_000
+
+
+def is_secret(path: str) -> bool:
+    """A secret-looking file name (the whole path is given; the name decides)."""
+    name = path.rstrip("/").rpartition("/")[2]
+    if name.lower() in (".env.example", ".env.sample", ".env.template", ".env.dist") or name.endswith(".pub"):
+        return False
+    return is_secret_name(path) or _EXTRA.fullmatch(name) is not None
+
+
+def glob_names_secret(pattern: str) -> bool:
+    """Could the glob ``pattern`` (its last component) match a secret-looking file name?"""
+    last = pattern.rstrip("/").rpartition("/")[2]
+    if not last:
+        return False
+    return any(fnmatch.fnmatchcase(exemplar, last) for exemplar in EXEMPLARS) or \
+        any(fnmatch.fnmatchcase(exemplar.upper(), last.upper()) for exemplar in EXEMPLARS)
+
+
+def glob_matches_secret(pattern: str, cwd: Path | None) -> bool:
+    """Does the glob match a secret file on disk now, or could it name one?"""
+    if glob_names_secret(pattern):
+        return True
+    if cwd is None:
+        return True
+    import glob as globbing
+
+    base = pattern if os.path.isabs(pattern) else str(cwd / pattern)
+    for i, match in enumerate(globbing.iglob(base, include_hidden=True)):
+        if i > 1000 or is_secret(match):
+            return True
+    return False
+
+
+def secret_under(directory: Path, hidden: bool = True, excluded: list[str] | None = None) -> Path | None:
+    """The first secret-looking file a recursive reader of ``directory`` would read, if any.
+
+    ``hidden=False`` skips dot-files and dot-directories (``rg`` without ``--hidden``);
+    ``excluded`` are globs the reader was told to skip (``--exclude=.env``, ``-g '!.env'``).
+    A tree too large to scan counts as holding one.
+    """
+    if directory.is_file():
+        return directory if is_secret(str(directory)) else None
+    seen = 0
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and (hidden or not d.startswith("."))
+                   and not _excluded(d, excluded)]
+        for name in files:
+            seen += 1
+            if seen > MAX_SCAN:
+                return directory
+            if (hidden or not name.startswith(".")) and is_secret(name) and not _excluded(name, excluded):
+                return Path(root) / name
+    return None
+
+
+def _excluded(name: str, patterns: list[str] | None) -> bool:
+    return bool(patterns) and any(fnmatch.fnmatch(name, p) for p in patterns or [])
+
+
+def git_object_path(value: str) -> str | None:
+    """``HEAD:.env``, ``:config/prod.env``, ``main:./x``: the path part of a git object name."""
+    if ":" not in value or value.startswith(("-", "/")) or "://" in value:
+        return None
+    path = value.split(":", 1)[1]
+    while path.startswith("./"):
+        path = path[2:]
+    return path or None
