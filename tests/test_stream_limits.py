@@ -9,7 +9,7 @@ import openai
 import pytest
 from conftest import call
 
-from keel.engine.client import sse_events
+from keel.engine.sse import sse_events
 from keel.testing.server import ScriptedEngineServer
 from keel.tools.registry import ARGUMENTS_CAP_CHARS
 

@@ -8,21 +8,22 @@ and a busy server is waited on as long as it asks.
 
 from __future__ import annotations
 
+import http.client
 import importlib
 import json
 import random
 import socket
 import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import openai
 
+from keel.engine import sse
+from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
 from keel.engine.recovery import recover_text_tool_calls
 from keel.engine.retry import backoff_delay, parse_retry_after
-from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, ToolCall, Usage
+from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
 
 # The first call learns whether anything listens at all; a refused or silent port should say
 # so within seconds, not after the 300 s read timeout meant for long generations.
@@ -46,30 +47,13 @@ def _transport_error_types() -> tuple[type[BaseException], ...]:
 
 # A body that stopped arriving, or arrived garbled: the attempt is dropped and retried.
 _STREAM_BROKE: tuple[type[BaseException], ...] = (openai.APIConnectionError, *_transport_error_types(),
-                                                  json.JSONDecodeError, UnicodeDecodeError)
+                                                  http.client.HTTPException, json.JSONDecodeError,
+                                                  UnicodeDecodeError)
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
                    "exceeds the context window", "exceed_context_size_error",
                    "exceeds the available context size", "maximum model length", "context window")
 KEY_FIX = "the server rejected the API key — set KEEL_API_KEY or --api-key-env"
-
-
-class TransientFailure(Exception):
-    """A failure worth retrying (busy server, cut stream); carries what the next wait should honour.
-    ``complete`` never lets it escape: after the last attempt it becomes ``EngineError("retries")``."""
-
-    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-        self.retry_after = retry_after
-
-
-@dataclass
-class _PartialCall:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
 
 
 class OpenAICompatEngine:
@@ -101,6 +85,9 @@ class OpenAICompatEngine:
         self._sleep = sleep
         self._rng = random.Random()
         # Local servers ignore the key, but the SDK refuses to start without one.
+        self._api_key = api_key or "EMPTY"
+        self._headers = dict(headers or {})
+        self._raw_stream = sse.can_stream_raw(self.base_url)
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", max_retries=0,
                                      default_headers=headers)
         # Until the server has answered once, a refused connection means a wrong URL, not a blip.
@@ -166,6 +153,8 @@ class OpenAICompatEngine:
         connect = LATER_CONNECT_TIMEOUT_S if self._server_seen else FIRST_CONNECT_TIMEOUT_S
         timeout = openai.Timeout(self.timeout_s, connect=min(connect, self.timeout_s))
         completions = self._client.chat.completions
+        if self.stream and self._raw_stream:
+            return self._attempt_raw(params, on_delta, min(connect, self.timeout_s))
         try:
             if self.stream:
                 # The raw body, not the SDK's Stream: it builds a pydantic object per SSE event,
@@ -185,7 +174,7 @@ class OpenAICompatEngine:
             return turn
         try:
             # No chunk size: each block as it arrives (a size makes the reader wait to fill it).
-            events = sse_events(response.iter_bytes(), response.http_request)
+            events = sse.sse_events(response.iter_bytes(), response.http_request)
             turn, self.last_usage_raw = assemble_stream(events, on_delta)
             return turn
         except _STREAM_BROKE as exc:
@@ -199,23 +188,58 @@ class OpenAICompatEngine:
         finally:
             opened.__exit__(None, None, None)
 
-    def _classify_connection(self, exc: openai.APIConnectionError) -> Exception:
+    def _attempt_raw(self, params: dict[str, Any], on_delta: DeltaCallback | None,
+                     connect_timeout: float) -> AssistantTurn:
+        """One streamed call over http.client (see keel.engine.sse for why)."""
+        body = {k: v for k, v in params.items() if k != "extra_body"}
+        body.update(params.get("extra_body") or {})
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                   "Authorization": f"Bearer {self._api_key}", **self._headers}
+        try:
+            response, conn = sse.open_stream(f"{self.base_url}/chat/completions", json.dumps(body).encode(),
+                                             headers, connect_timeout, self.timeout_s)
+        except sse.ConnectFailed as exc:
+            raise self._classify_connection(exc.__cause__ or exc) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise TransientFailure(f"{_describe(exc)} talking to {self.base_url}") from None
+        self._server_seen = True
+        try:
+            if response.status >= 400:
+                text, code, kind = sse.error_details(response.read(sse.ERROR_BODY_BYTES), response.reason)
+                raise self._status_failure(response.status, text, code, kind, dict(response.getheaders()))
+            turn, self.last_usage_raw = assemble_stream(sse.sse_events(sse.read_blocks(response), None), on_delta)
+            return turn
+        except _STREAM_BROKE as exc:
+            # Everything received in this attempt is dropped with the exception.
+            raise TransientFailure(f"the response stream broke off ({_describe(exc)})") from None
+        except openai.APIError as exc:  # an error event inside the stream
+            if _is_context_error(_server_text(exc), exc.code, exc.type):
+                raise EngineError("context", f"the request does not fit the model's context window: "
+                                             f"{_server_text(exc)}") from None
+            raise TransientFailure(f"the server reported an error mid-stream: {_server_text(exc)}") from None
+        finally:
+            conn.close()
+
+    def _classify_connection(self, exc: BaseException) -> Exception:
         if not self._server_seen and _is_connect_failure(exc):
             return EngineError("config", f"cannot reach the engine at {self.base_url} ({_describe(exc)}): "
                                          "is the server running, and is --base-url / KEEL_BASE_URL right?")
         return TransientFailure(f"{_describe(exc)} talking to {self.base_url}")
 
     def _classify_status(self, exc: openai.APIStatusError) -> Exception:
-        status = exc.status_code
-        text = _server_text(exc)
+        return self._status_failure(exc.status_code, _server_text(exc), exc.code, exc.type,
+                                    dict(exc.response.headers))
+
+    def _status_failure(self, status: int, text: str, code: str | None, err_type: str | None,
+                        headers: dict[str, str]) -> Exception:
         if status in (401, 403):
             return EngineError("config", f"{KEY_FIX} (HTTP {status} from {self.base_url}: {text})", status=status)
         if status == 404:
             return self._explain_not_found(text)
         if status in RETRYABLE_STATUSES or status >= 500:
             return TransientFailure(f"HTTP {status}: {text}", status=status,
-                              retry_after=parse_retry_after(dict(exc.response.headers)))
-        if _is_context_error(text, exc.code, exc.type):
+                              retry_after=parse_retry_after(headers))
+        if _is_context_error(text, code, err_type):
             return EngineError("context", f"the request does not fit the model's context window "
                                           f"(HTTP {status}: {text})", status=status)
         return EngineError("protocol", f"the engine refused the request (HTTP {status}): {text}", status=status)
@@ -253,179 +277,6 @@ class OpenAICompatEngine:
         if calls:
             self._next_text_call += len(calls)
             turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
-
-
-# ---- stream assembly ----------------------------------------------------------------------------
-
-
-def sse_events(blocks: Iterable[bytes], request: Any) -> Iterator[dict[str, Any]]:
-    """The JSON payloads of a ``text/event-stream`` body, up to ``data: [DONE]``.
-
-    Splits whole read blocks at blank lines instead of walking the body line by line; an error
-    event (``{"error": {...}}``) is raised as ``openai.APIError``, as the SDK's own stream does."""
-    pending = b""
-    for block in blocks:
-        pending += block
-        if b"\r" in pending[:-1]:  # CRLF framing; a trailing CR may pair with the next block's LF
-            pending = pending[:-1].replace(b"\r\n", b"\n") + pending[-1:]
-        if b"\n\n" not in pending:
-            continue
-        *complete, pending = pending.split(b"\n\n")
-        for event in complete:
-            data = _event_data(event)
-            if data is None:
-                continue
-            if data == b"[DONE]":
-                return
-            yield _payload(data, request)
-    data = _event_data(pending.replace(b"\r\n", b"\n").strip(b"\n"))
-    if data is not None and data != b"[DONE]":
-        yield _payload(data, request)
-
-
-def _event_data(event: bytes) -> bytes | None:
-    if event.startswith(b"data: ") and b"\n" not in event:  # the usual one-line event
-        return event[6:]
-    lines = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
-    return b"\n".join(lines) if lines else None  # comments, event:/id:/retry: lines carry no data
-
-
-def _payload(data: bytes, request: Any) -> dict[str, Any]:
-    payload = json.loads(data)
-    if isinstance(payload, dict) and payload.get("error"):
-        error = payload["error"]
-        message = error.get("message") if isinstance(error, dict) else None
-        raise openai.APIError(message if isinstance(message, str) and message else "an error event in the stream",
-                              request=request, body=error)
-    return payload if isinstance(payload, dict) else {}
-
-
-def assemble_stream(stream: Iterable[Any], on_delta: DeltaCallback | None = None,
-                    ) -> tuple[AssistantTurn, dict[str, Any] | None]:
-    """Fold Chat Completions chunks (JSON dicts, or the SDK's chunk objects) into one turn plus
-    the raw usage dict (None if not sent).
-
-    Raises ``TransientFailure`` when the stream ends without a finish_reason: whatever arrived
-    may be a cut-off tool call and must not be acted on."""
-    content: list[str] = []
-    reasoning: list[str] = []
-    calls: dict[int, _PartialCall] = {}
-    finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
-    for chunk in stream:
-        if not isinstance(chunk, dict):
-            chunk = chunk.model_dump()
-        if chunk.get("usage"):
-            usage = chunk["usage"]
-        for choice in chunk.get("choices") or ():
-            if choice.get("index") not in (0, None):
-                continue
-            delta = choice.get("delta")
-            if delta:
-                _take_delta(delta, content, reasoning, calls, on_delta)
-            if choice.get("finish_reason"):
-                finish_reason = choice["finish_reason"]
-    if finish_reason is None:
-        raise TransientFailure("the response stream ended before the server said it was finished")
-    turn = AssistantTurn(content="".join(content), reasoning="".join(reasoning), finish_reason=finish_reason)
-    for _index, partial in sorted(calls.items()):
-        if not partial.name and not partial.arguments:
-            continue
-        arguments = "".join(partial.arguments)
-        turn.tool_calls.append(ToolCall(id=partial.id or f"call_{uuid.uuid4().hex[:16]}", name=partial.name,
-                                        arguments=arguments if arguments.strip() else "{}"))
-    turn.usage = _usage_from_dict(usage)
-    return turn, (_drop_none(usage) if usage is not None else None)
-
-
-def assemble_completion(response: Any, on_delta: DeltaCallback | None = None,
-                        ) -> tuple[AssistantTurn, dict[str, Any] | None]:
-    """The same turn from a non-streaming response (for servers that cannot stream tool calls,
-    such as llama-cpp-python's chatml-function-calling format)."""
-    choice = response.choices[0] if response.choices else None
-    if choice is None or choice.message is None:
-        raise TransientFailure("the server answered without a message")
-    message = choice.message
-    extra = getattr(message, "model_extra", None) or {}
-    thought = extra.get("reasoning_content") or extra.get("reasoning")
-    turn = AssistantTurn(content=message.content or "", reasoning=thought if isinstance(thought, str) else "",
-                         finish_reason=choice.finish_reason or "stop")
-    if on_delta and turn.reasoning:
-        on_delta(StreamDelta("reasoning", turn.reasoning))
-    if on_delta and turn.content:
-        on_delta(StreamDelta("content", turn.content))
-    for tc in message.tool_calls or ():
-        fn = getattr(tc, "function", None)
-        if fn is None:
-            continue
-        turn.tool_calls.append(ToolCall(id=tc.id or f"call_{uuid.uuid4().hex[:16]}", name=fn.name or "",
-                                        arguments=fn.arguments if (fn.arguments or "").strip() else "{}"))
-    usage = response.usage
-    turn.usage = _read_usage(usage)
-    return turn, (usage.model_dump(exclude_none=True) if usage is not None else None)
-
-
-def _take_delta(delta: dict[str, Any], content: list[str], reasoning: list[str],
-                calls: dict[int, _PartialCall], on_delta: DeltaCallback | None) -> None:
-    # vLLM/SGLang/llama.cpp say reasoning_content, newer vLLM and Ollama say reasoning.
-    thought = delta.get("reasoning_content") or delta.get("reasoning")
-    if isinstance(thought, str) and thought:
-        reasoning.append(thought)
-        if on_delta:
-            on_delta(StreamDelta("reasoning", thought))
-    text = delta.get("content")
-    if text:
-        content.append(text)
-        if on_delta:
-            on_delta(StreamDelta("content", text))
-    for tc in delta.get("tool_calls") or ():
-        index = tc.get("index")
-        call_id = tc.get("id")
-        if index is None:  # some servers omit it: a new id starts a new call, otherwise continue
-            last = max(calls) if calls else -1
-            index = last + 1 if last < 0 or (call_id and calls[last].id and call_id != calls[last].id) else last
-        partial = calls.get(index)
-        if partial is None:
-            partial = calls[index] = _PartialCall()
-        if call_id and not partial.id:
-            partial.id = call_id
-        fn = tc.get("function")
-        if not fn:
-            continue
-        name, arguments = fn.get("name"), fn.get("arguments")
-        if name and name != partial.name:
-            # Whole name once (OpenAI, vLLM) or, rarely, in pieces.
-            partial.name = name if not partial.name else partial.name + name
-            if on_delta:
-                on_delta(StreamDelta("tool_call", name))
-        if arguments:
-            partial.arguments.append(arguments)
-            if on_delta:
-                on_delta(StreamDelta("tool_call", arguments))
-
-
-def _usage_from_dict(usage: dict[str, Any] | None) -> Usage:
-    if usage is None:
-        return Usage(estimated=True)
-    details = usage.get("prompt_tokens_details") or {}
-    return Usage(prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                 completion_tokens=int(usage.get("completion_tokens") or 0),
-                 cached_tokens=int(details.get("cached_tokens") or 0))
-
-
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    return value
-
-
-def _read_usage(usage: Any) -> Usage:
-    if usage is None:
-        return Usage(estimated=True)
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return Usage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0),
-                 cached_tokens=int(cached or 0))
 
 
 def _estimate_usage(messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: AssistantTurn) -> Usage:
