@@ -85,7 +85,7 @@ def bench_keel(steps: int, log_dir: Path) -> tuple[list[float], float]:
 
 def bench_mini(steps: int, log_dir: Path) -> tuple[list[float], float]:
     target = pip_target("mini", "mini-swe-agent==2.4.6", "platformdirs")
-    sys.path.insert(0, str(target))
+    sys.path.append(str(target))  # after the interpreter's own packages: keel keeps its versions
     os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
     os.environ["MSWEA_GLOBAL_CONFIG_DIR"] = str(log_dir / "mini-config")
     from minisweagent.agents.default import DefaultAgent
