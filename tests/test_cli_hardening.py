@@ -248,3 +248,19 @@ def test_no_side_effects_when_importing_the_guard():
     out = subprocess.run([sys.executable, "-c", "import keel.cli.guard, keel.cli.signals; print('ok')"],
                          capture_output=True, text=True, env={**os.environ}, timeout=30)
     assert out.stdout.strip() == "ok"
+
+
+def test_unwritable_default_log_location_is_a_usage_error(calc_repo, run_keel, keel_env):
+    env = dict(keel_env, KEEL_HOME="/proc/nope")
+    r = run_keel("run", "x", "--cwd", str(calc_repo), *NO_ENGINE, "--output-format", "json", env=env)
+    usage_error(r, "cannot write the event log")
+    assert r.result["status"] == "error"
+
+
+def test_stream_json_ends_with_a_typed_result(calc_repo, run_keel):
+    with ScriptedEngineServer([{"tool_calls": [call("list_dir")]}, {"content": "Done."}]) as server:
+        r = run_keel("run", "look", "--cwd", str(calc_repo), "--base-url", server.base_url, "--model", "scripted",
+                     "--output-format", "stream-json")
+    lines = [json.loads(line) for line in r.stdout.strip().splitlines()]
+    assert lines[-1]["type"] == "result" and "stop_reason" in lines[-1]
+    assert lines[-2]["type"] == "stop" and lines[0]["type"] == "session_start"
