@@ -11,15 +11,15 @@ from conftest import call
 from keel.testing.server import ScriptedEngineServer
 
 
-def spawn(server, repo, env, log):
-    args = ["-m", "keel.cli.main", "run", "make a marker", "--cwd", str(repo), "--base-url", server.base_url,
+def spawn(server, repo, env, log, task="make a marker"):
+    args = ["-m", "keel.cli.main", "run", task, "--cwd", str(repo), "--base-url", server.base_url,
             "--model", "scripted", "--approval", "interactive", "--log", str(log)]
     return pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", timeout=30, dimensions=(40, 200))
 
 
-def answer(server, repo, env, log, question: str, reply: str) -> int:
+def answer(server, repo, env, log, question: str, reply: str, task: str = "make a marker") -> int:
     """Run keel in a pty, wait for ``question``, type ``reply``, and return the exit status."""
-    child = spawn(server, repo, env, log)
+    child = spawn(server, repo, env, log, task)
     child.expect(question)
     child.expect(">")
     child.sendline(reply)
@@ -55,7 +55,8 @@ def test_ask_user_gets_the_persons_answer_inline(calc_repo, keel_env, tmp_path):
     s = [{"tool_calls": [call("ask_user", question="Which port should the server use?")]},
          {"tool_calls": [call("list_dir")]}, {"content": "Noted: port 8080."}]
     with ScriptedEngineServer(s) as server:
-        status = answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "Which port should the server use", "8080")
+        status = answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "Which port should the server use", "8080",
+                        task="find out which port the server should use")
         reply = server.requests[1]["messages"][-1]["content"]
     assert reply == "The user answered: 8080"
     assert status == 0

@@ -18,8 +18,11 @@ FIX = call("edit_file", path="calc.py", old_text="return a - b", new_text="retur
 TESTS = call("run_shell", command="python -m pytest -q")
 
 
-def json_run(run_keel, server, repo, *extra):
-    return run_keel("run", "fix the failing test", "--cwd", str(repo), "--base-url", server.base_url,
+EXPLAIN = "explain the bug in calc.py"   # a task answered in words: nothing needs to change
+
+
+def json_run(run_keel, server, repo, *extra, task="fix the failing test"):
+    return run_keel("run", task, "--cwd", str(repo), "--base-url", server.base_url,
                     "--model", "scripted", "--output-format", "json", *extra)
 
 
@@ -81,7 +84,8 @@ def test_question_unattended_gets_pushback_that_is_never_stored(calc_repo, run_k
     script = [
         {"content": "Should I fix calc.py or the test?"},
         {"tool_calls": [call("read_file", path="calc.py")]},
-        {"content": "calc.py subtracts instead of adding; that is the bug."},
+        {"tool_calls": [FIX]},
+        {"content": "calc.py subtracted instead of adding; fixed."},
     ]
     with ScriptedEngineServer(script) as server:
         r = json_run(run_keel, server, calc_repo)
@@ -96,14 +100,16 @@ def test_question_unattended_gets_pushback_that_is_never_stored(calc_repo, run_k
     assert [d["pushback_kind"] for d in decisions] == ["question_unattended"]
 
 
-def test_claiming_done_without_a_check_gets_pushback(calc_repo, run_keel):
-    script = [{"tool_calls": [FIX]}, {"content": "Done, fixed the bug."}, {"tool_calls": [TESTS]},
-              {"tool_calls": [call("finish", summary="fixed")]}]
+def test_claiming_done_without_running_a_check_is_verified_by_the_gate(calc_repo, run_keel):
+    """The model never ran the tests: keel ran the project's checks itself on the claim."""
+    script = [{"tool_calls": [FIX]}, {"content": "Done, fixed the bug."}]
     with ScriptedEngineServer(script) as server:
         r = json_run(run_keel, server, calc_repo)
         requests = server.requests
     assert r.code == 0 and r.result["stop_reason"] == "complete"
-    assert "not verified" in last_user_text(requests[2]) and "calc.py" in last_user_text(requests[2])
+    assert len(requests) == 2
+    [check] = r.result["verification"]["checks"]
+    assert check["command"].endswith("-m pytest -q") and check["passed"]
 
 
 def test_claiming_done_having_done_nothing_gets_pushback(calc_repo, run_keel):
@@ -130,7 +136,7 @@ def test_identical_call_and_result_is_refused_then_stops(calc_repo, run_keel):
 def test_polling_with_changing_output_is_not_refused(calc_repo, run_keel):
     poll = {"tool_calls": [call("run_shell", command="date +%s%N")]}
     with ScriptedEngineServer([poll, poll, poll, {"content": "The clock is advancing."}]) as server:
-        r = json_run(run_keel, server, calc_repo)
+        r = json_run(run_keel, server, calc_repo, task=EXPLAIN)
         requests = server.requests
     assert r.result["stop_reason"] == "complete"
     assert not any("Refused" in json.dumps(req["messages"]) for req in requests)
@@ -141,7 +147,7 @@ def test_429_is_retried_honouring_retry_after(calc_repo, run_keel):
               {"content": "It is a calculator project."}]
     with ScriptedEngineServer(script) as server:
         started = time.monotonic()
-        r = json_run(run_keel, server, calc_repo)
+        r = json_run(run_keel, server, calc_repo, task=EXPLAIN)
         elapsed = time.monotonic() - started
         assert len(server.requests) == 3
     assert r.code == 0 and r.result["stop_reason"] == "complete"
@@ -179,7 +185,7 @@ def test_both_text_tool_call_forms_are_executed(calc_repo, run_keel):
         {"content": "add() subtracts; that is the bug."},
     ]
     with ScriptedEngineServer(script) as server:
-        r = json_run(run_keel, server, calc_repo)
+        r = json_run(run_keel, server, calc_repo, task=EXPLAIN)
         requests = server.requests
     assert r.result["stop_reason"] == "complete"
     assert "return a - b" in requests[1]["messages"][-1]["content"]
@@ -196,7 +202,7 @@ def test_stream_cut_inside_a_tool_call_is_retried_and_runs_once(calc_repo, run_k
               {"tool_calls": [call("run_shell", command="python -c 'print(open(\"notes.txt\").read().count(\"hello\"))'")]},
               {"content": "Wrote notes.txt."}]
     with ScriptedEngineServer(script) as server:
-        r = json_run(run_keel, server, calc_repo)
+        r = json_run(run_keel, server, calc_repo, task="write hello 50 times into notes.txt")
     assert r.result["stop_reason"] == "complete", r.result
     writes = [e for e in r.events() if e["type"] == "tool_call" and e["name"] == "write_file"]
     assert len(writes) == 1
@@ -212,7 +218,7 @@ def test_malformed_arguments_tell_the_model_which_field(calc_repo, run_keel):
         {"content": "add() subtracts."},
     ]
     with ScriptedEngineServer(script) as server:
-        r = json_run(run_keel, server, calc_repo)
+        r = json_run(run_keel, server, calc_repo, task=EXPLAIN)
         requests = server.requests
     assert r.result["stop_reason"] == "complete"
     assert "not valid JSON" in requests[1]["messages"][-1]["content"]
@@ -245,7 +251,7 @@ def test_project_config_cannot_redirect_requests(calc_repo, run_keel):
     (calc_repo / ".keel").mkdir()
     (calc_repo / ".keel" / "config.toml").write_text('[engine]\nbase_url = "http://127.0.0.1:9/v1"\n')
     with ScriptedEngineServer([{"tool_calls": [call("list_dir")]}, {"content": "ok"}]) as server:
-        r = json_run(run_keel, server, calc_repo)
+        r = json_run(run_keel, server, calc_repo, task=EXPLAIN)
     assert r.result["stop_reason"] == "complete"
     assert "ignored [engine] base_url" in r.stderr
 

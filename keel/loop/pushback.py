@@ -38,7 +38,7 @@ def _restated(state: TaskState) -> str:
 def pushback_text(kind: str, times_before: int, state: TaskState, detail: str = "") -> str:
     """The text for one pushback; ``detail`` carries facts such as the gate's failure summaries."""
     if kind in _GATE_KINDS:
-        text = _gate_text(kind, min(times_before, 2), state, detail)
+        text = _gate_text(kind, min(times_before, 2), detail)
     else:
         text = _pushback_text(kind, min(times_before, 2), state)
     # From the second repeat on, restate the task; the count keeps consecutive texts distinct.
@@ -52,7 +52,7 @@ def pushback_text(kind: str, times_before: int, state: TaskState, detail: str = 
 _GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests"})
 
 
-def _gate_text(kind: str, level: int, state: TaskState, detail: str) -> str:
+def _gate_text(kind: str, level: int, detail: str) -> str:
     """Pushback for a completion claim the verification gate refused."""
     facts = f"\n{detail}" if detail else ""
     if kind == "no_change":
@@ -78,8 +78,8 @@ def _gate_text(kind: str, level: int, state: TaskState, detail: str) -> str:
         "before editing: read the failing test and the code it calls, fix the code, then finish again.",
         "The checks still fail." + facts + "\nDo not guess: read the code at the locations above, make one "
         "focused fix, then run the failing check yourself with run_shell before finishing.",
-        "Finishing is refused while checks fail." + facts + "\nThis is the last repair round: fix the first "
-        "failure above.",
+        "Finishing is refused while checks fail." + facts + "\nFix the first failure above, then run it "
+        "yourself before finishing.",
     ][level]
 
 

@@ -130,21 +130,23 @@ def split_failures(results: tuple[CheckOutcome, ...], baseline: Baseline | None,
     for o in results:
         if o.passed or (not o.ran and o.check.category != "acceptance"):
             continue  # an inferred check the policy would not run is no evidence either way
-        if o.check.category == "acceptance" or baseline is None:  # the task's own check: always decides
-            blocking.append(o)
-            continue
-        before = baseline.failed.get(o.check.command)
-        if before is None:                      # it passed (or was not run) at baseline: the agent broke it
-            blocking.append(o)
-        elif unchanged and change_requested:    # nothing done about a task that asks for a change
-            blocking.append(o)
-        elif change_requested and task_concerns(task, o.check.category, o.failing_tests):  # the failure is the task
-            blocking.append(o)
-        elif set(o.failing_tests) - set(before):  # new failures on top of the old ones
+        if _blocks(o, baseline, unchanged=unchanged, change_requested=change_requested, task=task):
             blocking.append(o)
         else:
             preexisting.append(o)
     return tuple(blocking), tuple(preexisting)
+
+
+def _blocks(o: CheckOutcome, baseline: Baseline | None, *, unchanged: bool, change_requested: bool,
+            task: str) -> bool:
+    if o.check.category == "acceptance" or baseline is None:
+        return True                      # the task's own check always decides; no baseline: no excuse
+    before = baseline.failed.get(o.check.command)
+    if before is None:
+        return True                      # it passed (or was not run) at baseline: the agent broke it
+    if change_requested and (unchanged or task_concerns(task, o.check.category, o.failing_tests)):
+        return True                      # nothing done about the change, or that failure is the task
+    return bool(set(o.failing_tests) - set(before))   # new failures on top of the old ones
 
 
 def render_feedback(blocking: tuple[CheckOutcome, ...], preexisting: tuple[CheckOutcome, ...],

@@ -52,7 +52,9 @@ class _ChecksApproval:
 
     def authorize_shell(self, command: str) -> Any:
         outcome = self._approver.authorize_shell(command)
-        return dataclasses.replace(outcome, network=False) if dataclasses.is_dataclass(outcome) else outcome
+        if getattr(outcome, "network", False):
+            outcome = dataclasses.replace(outcome, network=False)
+        return outcome
 
 
 def _checks_context(ctx: ToolContext) -> ToolContext:
@@ -64,7 +66,7 @@ def _checks_context(ctx: ToolContext) -> ToolContext:
 class Verifier:
     def __init__(self, plan: CheckPlan | Callable[[], CheckPlan], ctx: ToolContext, *, task: str = "",
                  artifacts_dir: Path | None = None, check_timeout_s: float = 300.0,
-                 on_plan: Callable[[CheckPlan], None] | None = None) -> None:
+                 on_plan: Callable[[CheckPlan], object] | None = None) -> None:
         self.ctx, self.task = ctx, task
         # Detection may probe interpreters (subprocesses): done on first need, not before the
         # first model call, so a configuration error still answers at once.
@@ -127,9 +129,10 @@ class Verifier:
     def change_report(self) -> dict[str, Any]:
         """The closing self-check: what changed since the start (diffstat, one line per file), plus
         debug leftovers, stray generated files and changes the task does not seem to concern."""
-        changes = diff_snapshots(self.start, take_snapshot(self.ctx.workspace))
+        now = take_snapshot(self.ctx.workspace)
+        changes = diff_snapshots(self.start, now)
         report = change_summary(changes)
-        report["debug_leftovers"] = debug_leftovers(changes)
+        report["debug_leftovers"] = debug_leftovers(changes, now)
         report["stray_files"] = stray_files(changes)
         report["unrelated"] = unrelated_changes(changes, self.task)
         return report
@@ -149,12 +152,12 @@ class Verifier:
         if "exit_code" not in result.meta and "timed_out" not in result.meta:  # the policy refused it
             outcome = CheckOutcome(check, None, elapsed, digest, refused=result.output)
         else:
-            outcome = self._judge_output(check, result.output, result.meta, elapsed, digest)
+            outcome = self._judge_output(check, result.output, result.meta, elapsed, digest, ctx.workspace)
         self._cache[key] = outcome
         return outcome
 
     def _judge_output(self, check: PlannedCheck, output: str, meta: dict[str, object], elapsed: float,
-                      digest: str) -> CheckOutcome:
+                      digest: str, workspace: Path) -> CheckOutcome:
         body = _STATUS_LINE.sub("", output, count=1)     # run_shell's first line is its exit status
         exit_code = meta.get("exit_code")
         code = exit_code if isinstance(exit_code, int) else None
@@ -166,7 +169,8 @@ class Verifier:
         if code == 0 and not timed_out:
             summary = summarize_missing_output(check.command, body, check.expect_output or "")
         else:
-            summary = summarize_failure(check.command, body, code, timed_out=timed_out)
+            summary = summarize_failure(check.command, body, code, timed_out=timed_out,
+                                        workspace=str(workspace))
         return CheckOutcome(check, code, elapsed, digest, timed_out=timed_out, output_ok=output_ok,
                             failing_tests=tuple(summary.failing_tests), summary=summary.text(), output_path=path)
 
