@@ -57,7 +57,8 @@ WRITE_LONG = frozenset({"--output", "--output-file", "--outfile", "--out-file", 
                         "--index-file", "--report-log", "--result-log", "--junitxml", "--junit-xml", "--debug-file",
                         "--html-report", "--txt-report", "--xml-report", "--cobertura-xml-report",
                         "--linecount-report", "--lineprecision-report", "--any-exprs-report", "--xslt-html-report",
-                        "--basetemp", "--trace-file", "--output-dir", "--output-directory", "--junit-file"})
+                        "--basetemp", "--trace-file", "--output-dir", "--output-directory", "--junit-file",
+                        "--cache-dir"})
 # `--opt=PATH` forms known to read PATH (or name a directory to work in) rather than write it.
 READ_LONG = frozenset({"--file", "--exclude-from", "--files-from", "--files0-from", "--config-file", "--config",
                        "--rcfile", "--ignore-file", "--reference", "--from-file", "--input", "--rawfile",
@@ -136,6 +137,12 @@ def _pathlike(value: str) -> bool:
 
 def unknown_paths(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     """A file argument only known at run time: what it opens cannot be checked."""
+    for word in inv.args:
+        name = word.value.split("=", 1)[0]
+        if name in _NAMES_FROM_FILE or (inv.name == "tar" and name in ("-T", "-X")) \
+                or (inv.name == "xargs" and name == "-a") or (inv.name == "git" and name.startswith("--batch")):
+            return [ask(f"{inv.name} {name} reads file or object names from input, only known when it runs",
+                        lift=None)]
     if inv.name in NO_PATH:
         return []
     for word in inv.args:
@@ -147,11 +154,6 @@ def unknown_paths(env: JudgeEnv, inv: Invocation) -> list[Finding]:
             return [ask(f"{inv.name} gets {word.raw!r}, a path only known when it runs", lift=None)]
     if inv.extra_args:
         return [ask(f"{inv.name} gets file names from its input (xargs), only known when it runs", lift=None)]
-    for word in inv.args:
-        name = word.value.split("=", 1)[0]
-        if name in _NAMES_FROM_FILE or (inv.name == "tar" and name in ("-T", "-X")) \
-                or (inv.name == "xargs" and name in ("-a",)):
-            return [ask(f"{inv.name} {name} reads file names from a file, only known when it runs", lift=None)]
     return []
 
 
@@ -179,6 +181,10 @@ def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     """``grep -r . .``, ``rg -uu``: a recursive reader whose tree holds a secret-looking file."""
     name = inv.name
     values = [w.value for w in inv.args]
+    if name == "git" and "grep" in values:             # git grep: every tracked file, hidden ones too
+        rest = values[values.index("grep") + 1:]
+        paths = rest[rest.index("--") + 1:] if "--" in rest else []
+        return _scan(env, inv, "git grep", [Word(p, p) for p in paths] or [Word(".", ".")], True, [])
     if name not in RECURSIVE_READERS:
         return []
     recursive = name in ("rg", "ag", "ack") or any(
@@ -194,7 +200,11 @@ def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     excluded += [v.split("=", 1)[1].lstrip("!") for v in values if v.startswith(("--glob=!", "--iglob=!"))]
     operands = [w for w in inv.args[1:] if not w.value.startswith("-")] if name != "rg" else \
         [w for w in inv.args if not w.value.startswith("-")][1:]
-    targets = operands or [Word(".", ".")]
+    return _scan(env, inv, name, operands or [Word(".", ".")], hidden, excluded)
+
+
+def _scan(env: JudgeEnv, inv: Invocation, name: str, targets: list[Word], hidden: bool,
+          excluded: list[str]) -> list[Finding]:
     for word in targets:
         for place in env.paths.places(word, inv.cwds):
             if place.real is None or place.where not in ("inside", "root"):

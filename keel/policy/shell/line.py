@@ -32,7 +32,8 @@ DECODERS = frozenset({"base64", "base32", "basenc", "xxd", "uudecode", "openssl"
 # Programs that reach the network (besides findings marked network): DNS lookups carry data too.
 NET_TOOLS = FETCHERS | frozenset({"dig", "nslookup", "host", "drill", "ping", "ping6", "traceroute", "tracepath",
                                   "whois", "getent", "mail", "sendmail", "mutt", "gh", "aws", "gcloud", "az",
-                                  "kubectl", "docker", "podman", "npm", "npx", "pip", "pip3", "gem", "wget2"})
+                                  "kubectl", "docker", "podman", "npm", "npx", "pip", "pip3", "gem", "wget2",
+                                  "openssl"})
 RUNNERS = frozenset({"python", "python3", "python2", "pypy", "pypy3", "node", "nodejs", "perl", "ruby", "php",
                      "lua", "deno", "bun", "Rscript", "source", ".", "eval", "exec", "tclsh", "osascript"}) | SHELLS
 _WITH_SCRIPT_FILE = frozenset({"awk", "gawk", "mawk", "nawk", "sed", "gsed", "make", "gmake"})
@@ -44,9 +45,13 @@ def fetched_targets(un: Unwrapped, cmd: SimpleCommand, upstream_fetches: bool) -
     """Files this command fills with downloaded or decoded data."""
     name = un.argv[0].value.rsplit("/", 1)[-1] if un.argv else ""
     if name in FETCHERS or name in DECODERS or set(un.layers) & FETCHERS:
-        options, _ = _parse_options(un.argv[1:], {"-o", "--output", "-O", "--output-document"})
-        targets = [w for w in values_of(options, "-o", "--output", "-O", "--output-document") if w.value != "-"]
-        if name == "wget" and not targets:       # wget URL saves under the URL's last component
+        with_value = {"curl": {"-o", "--output"}, "wget": {"-O", "--output-document"}}.get(name, {"-o", "--output"})
+        options, _ = _parse_options(un.argv[1:], with_value)
+        targets = [w for w in values_of(options, *with_value) if w.value != "-"]
+        values = [w.value for w in un.argv[1:]]
+        remote_name = name in ("wget", "aria2c") or any(
+            v in ("--remote-name", "--remote-name-all") or re.fullmatch(r"-[a-zA-Z]*O[a-zA-Z]*", v) for v in values)
+        if remote_name and not targets:           # saved under the URL's last component
             targets = [Word(w.value.rstrip("/").rsplit("/", 1)[-1], w.value) for w in un.argv[1:]
                        if "://" in w.value]
         return targets + [r.target for r in cmd.redirects if r.writes and r.target is not None]

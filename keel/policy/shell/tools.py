@@ -239,6 +239,12 @@ def _cargo(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     if found is None:
         return _unclear(inv)
     sub, rest = found
+    for word in inv.args:
+        text = word.value
+        if text.startswith(("+", "--config", "-Z")) or text in ("--target-dir", "--manifest-path") \
+                or text.startswith(("--target-dir=", "--manifest-path=")):
+            return [ask(f"cargo {text.split('=', 1)[0]} picks a toolchain, configuration or place the "
+                        "project's checks do not need")]
     if sub in ("test", "check", "build", "clippy", "doc", "bench", "tree", "metadata", "run", "") \
             or (sub == "fmt" and any(w.value == "--check" for w in rest)):
         return [runs_code(f"cargo {sub} {RUN}") if sub == "run" else allow(f"cargo {sub} builds or checks")]
