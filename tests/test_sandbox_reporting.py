@@ -80,3 +80,11 @@ def test_session_start_names_the_tier(tmp_path: Path) -> None:
     Agent(ScriptedModel([{"content": "nothing to do"}]), workspace=tmp_path, config=off, sinks=[events.append],
           log_path=False).run("say hi")
     assert (events[0]["sandbox"], events[0]["confining"]) == ("none (rlimits only)", False)
+
+
+def test_keel_policy_judges_with_the_tier_as_run_shell_does(tmp_path: Path, run_keel,
+                                                            keel_env: dict[str, str]) -> None:
+    on = json.loads(run_keel("policy", "mkdir build", "--json", cwd=tmp_path).stdout)
+    assert on["decision"] == ("allow" if detect_sandbox().confining else "ask")
+    off = json.loads(run_keel("policy", "mkdir build", "--json", cwd=tmp_path, env=sandbox_off(keel_env)).stdout)
+    assert off["decision"] == "ask" and off["confining"] is False

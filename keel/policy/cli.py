@@ -50,8 +50,8 @@ def honest_reason(reason: str, tier: str, confining: bool) -> str:
         return reason
     if confining:
         return _SANDBOX_CLAIM.sub(tier, reason)
-    return reason.replace("contained by the OS sandbox", f"NOT contained: no OS sandbox here, {tier}").replace(
-        "OS sandbox", f"OS sandbox (none active: {tier})")
+    # Only the affirmative claim is false here; "no OS sandbox confines it" is already true.
+    return reason.replace("contained by the OS sandbox", f"NOT contained: no OS sandbox here, {tier}")
 
 
 def judge(command: str, workspace: Path) -> dict[str, Any]:
@@ -63,9 +63,11 @@ def judge(command: str, workspace: Path) -> dict[str, Any]:
 
     config, _warnings = load_config(workspace)
     perms = config.permissions
-    evaluation = RuleSet.from_config(perms.allow, perms.ask, perms.deny).evaluate_shell(command, workspace)
-    verdict = evaluation.verdict
+    # The tier changes the verdict (workspace writes, running code), exactly as for run_shell.
     info = active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off"))
+    evaluation = RuleSet.from_config(perms.allow, perms.ask, perms.deny).evaluate_shell(
+        command, workspace, confined=info.confining, pid_namespace=info.kind == "bubblewrap")
+    verdict = evaluation.verdict
     return {"decision": verdict.decision, "reason": honest_reason(verdict.reason, info.tier, info.confining),
             "part": verdict.part, "network": evaluation.network, "sandbox": info.tier,
             "confining": info.confining}

@@ -73,7 +73,10 @@ def _authorize(command: str, ctx: ToolContext) -> _Authorization:
     except ImportError:
         return _Authorization(False, "run_shell is unavailable: no shell policy is configured, and commands "
                                      "are never run unchecked. Use the file tools instead.", "deny")
-    verdict = classify_command(command, ctx.workspace)
+    from keel.policy.sandbox import active_sandbox
+
+    tier = active_sandbox(ctx.sandbox)
+    verdict = classify_command(command, ctx.workspace, confined=tier.confining, pid_namespace=tier.kind == "bubblewrap")
     decision = str(getattr(verdict, "decision", ""))
     reason = str(getattr(verdict, "reason", "") or "").rstrip(".")
     part = getattr(verdict, "part", None)
