@@ -162,6 +162,11 @@ def test_pip_install_target_into_the_workspace_works(ws: Path, home: Path) -> No
     assert result.output.strip().endswith("42") and (ws / "lib" / "keeldemo" / "__init__.py").exists()
 
 
+def test_multiprocessing_locks_work(ws: Path) -> None:
+    result = sandboxed("python3 -c 'import multiprocessing as m; m.Lock(); print(\"lock ok\")'", ws)
+    assert result.exit_code == 0 and "lock ok" in result.output, result.output
+
+
 def test_git_works_in_the_workspace(ws: Path) -> None:
     result = sandboxed("git init -q && echo a > a.txt && git add -A && git -c user.email=t@t -c user.name=t "
                        "commit -qm one && mv a.txt b.txt && git status --short", ws)

@@ -67,7 +67,9 @@ PROC_READ = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/
              "/proc/version", "/proc/filesystems", "/proc/sys")
 # Devices commands write to as a matter of course; never raw disks or memory.
 DEVICE_PATHS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-                "/dev/ptmx", "/dev/pts", "/dev/shm")
+                "/dev/ptmx", "/dev/pts")
+# POSIX shared memory and named semaphores (Python's multiprocessing locks) are files created here.
+SHARED_MEMORY_DIR = "/dev/shm"
 # Git needs the user's identity to commit; these hold settings, not credentials (~/.git-credentials
 # stays unreadable).
 HOME_READ_FILES = (".gitconfig", ".config/git")
@@ -227,6 +229,7 @@ def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool
             continue
         read.append(real)
     rw = [os.path.realpath(workspace), os.path.realpath(temp_dir)]
+    rw += [SHARED_MEMORY_DIR] if os.path.isdir(SHARED_MEMORY_DIR) else []
     devices = [d for d in DEVICE_PATHS if os.path.exists(d)]
     return LandlockPlan(tuple(rw), tuple(read), tuple(devices), network)
 
