@@ -62,6 +62,9 @@ SPLIT_CASES = [
      "handle quotes in the parser", ["python -m pytest -q"], []),
     ("a question about the failing test changes nothing", (ran(TESTS, 1, ("test_x.py::test_old",)),),
      OLD_FAILURE, True, False, "why does the failing test fail", [], ["python -m pytest -q"]),
+    ("a bug report is about the failing test", (ran(TESTS, 1, ("test.js: AssertionError",)),),
+     Baseline("d0", {"python -m pytest -q": ("test.js: AssertionError",)}), False, True, "fix add() in calc.js",
+     ["python -m pytest -q"], []),
     ("old lint failure, task about tests only", (ran(LINT, 1),), Baseline("d0", {"ruff check .": ()}), False,
      True, "make the failing test pass", [], ["ruff check ."]),
     ("a refused check is no evidence either way",
@@ -161,3 +164,29 @@ def test_plan_orders_categories():
 ])
 def test_task_requests_change(task, expected):
     assert task_requests_change(task) is expected
+
+
+@pytest.mark.parametrize(("changed", "files", "expected"), [
+    (["calc.py"], ["calc.py", "test_calc.py", "test_other.py"], ["test_calc.py"]),
+    (["pkg/calc.py"], ["pkg/calc.py", "tests/test_calc.py", "tests/calc_test.py"],
+     ["tests/calc_test.py", "tests/test_calc.py"]),
+    (["tests/test_new.py"], ["tests/test_new.py", "calc.py"], ["tests/test_new.py"]),
+    (["README.md"], ["README.md", "test_calc.py"], []),
+    (["calc.py"], ["calc.py"], []),
+])
+def test_related_tests(changed, files, expected):
+    from keel.verify.related import related_python_tests
+    from keel.verify.snapshot import FileChange
+
+    changes = [FileChange(p, "modified", 1, 1) for p in changed]
+    assert related_python_tests(changes, files) == expected
+
+
+@pytest.mark.parametrize(("command", "narrows"), [
+    ("python -m pytest -q", True), ("python3 -m pytest", True), (".venv/bin/python -m pytest -q", True),
+    ("pytest -q", True), ("pytest -q -k slow", False), ("make test", False), ("python test_app.py", False),
+])
+def test_only_plain_pytest_runs_are_narrowed(command, narrows):
+    from keel.verify.related import narrows_by_path
+
+    assert narrows_by_path(command) is narrows

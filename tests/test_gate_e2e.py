@@ -137,6 +137,7 @@ def test_repair_cap_stops_with_an_honest_report(calc_repo, run_keel):
     failing = [c for c in res["verification"]["checks"] if not c["passed"]]
     assert failing and failing[0]["category"] == "test" and failing[0]["failing_tests"]
     assert Path(failing[0]["output_path"]).is_file()
+    assert "test-calc-py" in failing[0]["output_path"]   # the changed file's tests ran first
 
 
 def test_a_preexisting_failure_does_not_block(tmp_path, run_keel):
@@ -214,3 +215,47 @@ def test_verify_off_keeps_the_old_rule(calc_repo, run_keel):
     assert r.result["stop_reason"] == "complete"
     assert "verification" not in r.result and "changes" not in r.result
     assert not any(e["type"] == "verification" for e in r.events())
+
+
+def test_a_javascript_project_is_gated_by_npm_test(tmp_path, run_keel):
+    repo = make_repo(tmp_path / "js", {
+        "calc.js": "exports.add = (a, b) => a - b;\n",
+        "test.js": 'const assert = require("assert");\nconst { add } = require("./calc");\n'
+                   'assert.strictEqual(add(2, 3), 5);\nconsole.log("ok");\n',
+        "package.json": '{"name": "calc", "version": "1.0.0", "scripts": {"test": "node test.js"}}\n',
+    })
+    wrong = call("edit_file", path="calc.js", old_text="a - b", new_text="a * b")
+    right = call("edit_file", path="calc.js", old_text="a * b", new_text="a + b")
+    script = [{"tool_calls": [call("read_file", path="calc.js")]}, {"tool_calls": [wrong]}, {"content": "Fixed."},
+              {"tool_calls": [right]}, {"content": "Fixed add()."}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, repo, "fix add() in calc.js")
+        requests = server.requests
+    assert r.code == 0, r.stdout
+    [refusal] = pushbacks(requests)
+    assert "npm test" in refusal and "6" in refusal     # the assertion's actual value reaches the model
+    assert [c["command"] for c in r.result["verification"]["checks"]] == ["npm test"]
+
+
+def test_a_lint_failure_introduced_by_the_change_blocks(tmp_path, run_keel):
+    repo = make_repo(tmp_path / "py", {
+        "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n\n[tool.ruff]\nline-length = 100\n\n'
+                          '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+        "calc.py": "def add(a, b):\n    return a - b\n",
+        "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        "tests/conftest.py": "import sys\nimport pathlib\n\nsys.path.insert(0, str(pathlib.Path(__file__).parent.parent))\n",
+    })
+    sloppy = call("edit_file", path="calc.py", old_text="def add(a, b):\n    return a - b",
+                  new_text="import os\n\n\ndef add(a, b):\n    return a + b")
+    tidy = call("edit_file", path="calc.py", old_text="import os\n\n\n", new_text="")
+    script = [{"tool_calls": [call("read_file", path="calc.py")]}, {"tool_calls": [sloppy]},
+              {"tool_calls": [call("finish", summary="fixed")]}, {"tool_calls": [tidy]},
+              {"tool_calls": [call("finish", summary="fixed, lint clean")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run(run_keel, server, repo, "fix add() in calc.py")
+        requests = server.requests
+    assert r.code == 0, r.stdout
+    [refusal] = pushbacks(requests)
+    assert "[static] `ruff check" in refusal and "F401" in refusal and "calc.py" in refusal
+    categories = [c["category"] for c in r.result["verification"]["checks"]]
+    assert categories[0] == "static" and "test" in categories

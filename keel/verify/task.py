@@ -40,9 +40,14 @@ def task_requests_change(task: str) -> bool:
 
 # Words that tie a task to a category of checks: "fix the failing test" is about the tests, so a
 # test failure that was there before the agent started is the task, not someone else's problem.
+# A bug report ("fix add()", "it crashes", "wrong result") is about the tests too: a test that
+# fails before the fix is the likeliest witness of that very bug. Accepting it as "pre-existing"
+# would turn a wrong fix into a false "done"; when it really is unrelated the run ends
+# incomplete with the failure reported, which is the honest outcome.
 _CONCERNS = {
     "test": re.compile(r"\b(?:tests?|testing|failing|fails|failure|pytest|unittest|specs?|suite|passe?s?|"
-                       r"green|ci)\b", re.IGNORECASE),
+                       r"green|ci|fix\w*|bugs?|broken|breaks?|crash\w*|errors?|exceptions?|wrong|incorrect\w*|"
+                       r"regressions?)\b", re.IGNORECASE),
     "static": re.compile(r"\b(?:lint|linter|linting|ruff|flake8|eslint|pylint|style|warnings?)\b", re.IGNORECASE),
     "types": re.compile(r"\b(?:types?|typing|typed|mypy|pyright|tsc|type-?check\w*)\b", re.IGNORECASE),
     "build": re.compile(r"\b(?:build|builds|compile|compiles|compilation|compiler)\b", re.IGNORECASE),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -24,6 +25,7 @@ from keel.tools.base import ToolContext
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckPlan, PlannedCheck
+from keel.verify.related import narrows_by_path, related_python_tests
 from keel.verify.selfcheck import (
     change_summary,
     debug_leftovers,
@@ -113,7 +115,8 @@ class Verifier:
         if tampered:
             results = self._run_on_restored_tests(snap, tampered)
         else:
-            results = tuple(self._run(c, snap.digest, self.ctx) for c in self.plan.ordered())
+            related = related_python_tests(diff_snapshots(self.start, snap), snap.files)
+            results = tuple(self._run_related_first(c, snap.digest, related) for c in self.plan.ordered())
         if self.baseline is None and unchanged:
             # Nothing changed yet: this run is the baseline, no need to run the checks twice.
             self.baseline = Baseline.from_results(snap.digest, tuple(r for r in results
@@ -140,6 +143,16 @@ class Verifier:
     # -- running ---------------------------------------------------------------------------------
     def _inferred(self) -> list[PlannedCheck]:
         return [c for c in self.plan.ordered() if c.category != "acceptance"]
+
+    def _run_related_first(self, check: PlannedCheck, digest: str, related: list[str]) -> CheckOutcome:
+        """For a test run that takes paths, the tests of the changed files first: when they fail,
+        that is the feedback (the whole suite is not worth waiting for); else the whole suite."""
+        if related and check.category == "test" and narrows_by_path(check.command):
+            narrowed = dataclasses.replace(check, command=f"{check.command} {' '.join(map(shlex.quote, related))}")
+            first = self._run(narrowed, digest, self.ctx)
+            if first.ran and not first.passed:
+                return dataclasses.replace(first, check=check)
+        return self._run(check, digest, self.ctx)
 
     def _run(self, check: PlannedCheck, digest: str, ctx: ToolContext) -> CheckOutcome:
         key = (check.command, digest)
