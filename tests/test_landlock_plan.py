@@ -9,7 +9,7 @@ from keel.policy import landlock
 
 def test_plan_grants_the_workspace_and_temp_dir_and_never_a_home(tmp_path: Path) -> None:
     home, ws, tmp, tool = tmp_path / "home", tmp_path / "ws", tmp_path / "t", tmp_path / "home" / ".local" / "bin"
-    for d in (ws, tmp, tool, home / ".config" / "git"):
+    for d in (ws, tmp, tool, home / ".config" / "git", home / ".cargo" / "bin"):
         d.mkdir(parents=True)
     (home / ".gitconfig").write_text("[user]\n")
     env = {"HOME": str(home), "PATH": f"{tool}:{tmp_path}:/usr/bin"}
@@ -19,6 +19,8 @@ def test_plan_grants_the_workspace_and_temp_dir_and_never_a_home(tmp_path: Path)
     assert str(tmp_path) not in plan.read_exec            # on PATH, but it contains HOME
     assert str(home) not in plan.read_exec
     assert {str(home / ".gitconfig"), str(home / ".config" / "git")} <= set(plan.read_exec)
+    assert str(home / ".cargo" / "bin") in plan.read_exec
+    assert str(home / ".cargo") not in plan.read_exec    # only its bin/registry/git, never credentials
     assert "/proc" not in plan.read_exec and "/proc/cpuinfo" in plan.read_exec
     assert "/dev/null" in plan.devices and not plan.network
     assert landlock.LandlockPlan.from_json(plan.to_json()) == plan

@@ -73,6 +73,13 @@ SHARED_MEMORY_DIR = "/dev/shm"
 # Git needs the user's identity to commit; these hold settings, not credentials (~/.git-credentials
 # stays unreadable).
 HOME_READ_FILES = (".gitconfig", ".config/git")
+# Toolchains users install under $HOME, read-only as bubblewrap leaves them: only the parts that
+# hold compilers and downloaded packages, never the files beside them that hold tokens
+# (~/.cargo/credentials.toml, ~/.m2/settings.xml, ~/.gradle/gradle.properties, ~/.npmrc).
+HOME_TOOLCHAINS = (".rustup", ".cargo/bin", ".cargo/registry", ".cargo/git", ".pyenv", ".nvm", ".volta",
+                   ".asdf", ".bun/bin", ".deno/bin", ".local/bin", ".local/lib", ".local/share/uv",
+                   "go/bin", "go/pkg/mod", ".m2/repository", ".gradle/caches", ".gradle/wrapper",
+                   ".sdkman/candidates", ".npm/_cacache")
 
 
 class LandlockError(OSError):
@@ -216,7 +223,7 @@ def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool
     homes = [h for h in {env.get("HOME", ""), os.environ.get("HOME", ""), os.path.expanduser("~")}
              if os.path.isabs(h) and h != "/"]
     guarded = [os.path.realpath(p) for p in [*homes, *protected] if os.path.isabs(p)]
-    home_files = [os.path.join(h, name) for h in homes for name in HOME_READ_FILES]
+    home_files = [os.path.join(h, name) for h in homes for name in (*HOME_READ_FILES, *HOME_TOOLCHAINS)]
     candidates = [*SYSTEM_READ_DIRS, *PROC_READ, *toolchain_dirs(env), *extra_read, *home_files]
     resolv = os.path.realpath("/etc/resolv.conf")     # often a link into /run
     candidates.append(resolv)

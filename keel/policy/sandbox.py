@@ -374,6 +374,7 @@ def build_sandboxed(
         temp = session_temp_dir(policy)
         env["TMPDIR"] = temp
         env["XDG_CACHE_HOME"] = os.path.join(temp, ".cache")
+        env["npm_config_cache"] = os.path.join(temp, ".npm")    # ~/.npm is read-only here
         # Not every account's home (as for bubblewrap): system accounts have /bin or /dev as theirs.
         homes = [h for h in (command_env.get("HOME", ""), os.path.expanduser("~")) if os.path.isabs(h) and h != "/"]
         protected = [*_keel_dirs(command_env), *(p for entry in policy.hide_paths for p in _expand(entry, homes))]
