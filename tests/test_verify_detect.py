@@ -189,6 +189,20 @@ def test_workspace_virtualenv_is_the_interpreter_and_its_tools_are_found(tmp_pat
     assert "ruff found at .venv/bin/ruff" in plan.checks[0].reason
 
 
+def test_a_workspace_virtualenv_is_inspected_on_disk_never_executed(tmp_path: Path) -> None:
+    write(tmp_path, {"pytest.ini": "[pytest]\n", "tests/test_x.py": "def test_x():\n    pass\n",
+                     ".venv/bin/python": f"#!/bin/sh\ntouch {tmp_path}/EXECUTED\n"})
+    (tmp_path / ".venv" / "bin" / "python").chmod(0o755)
+    plan = detect_checks(tmp_path, which=fake_which("python3"))
+    assert commands(plan) == []
+    assert "pytest is not installed for the workspace's virtualenv .venv/" in skipped(plan)[
+        ".venv/bin/python -m pytest -q"]
+    write(tmp_path, {".venv/lib/python3.11/site-packages/pytest/__init__.py": ""})
+    plan = detect_checks(tmp_path, which=fake_which("python3"))
+    assert commands(plan) == [("test", ".venv/bin/python -m pytest -q")]
+    assert not (tmp_path / "EXECUTED").exists()
+
+
 def test_node_modules_bin_is_searched_by_the_default_which(tmp_path: Path) -> None:
     exe = write(tmp_path, {"node_modules/.bin/tsc": "#!/bin/sh\n"}) / "node_modules" / ".bin" / "tsc"
     exe.chmod(0o755)

@@ -34,18 +34,48 @@ _USES_UNITTEST = re.compile(r"\bunittest\b|\bTestCase\b")
 
 
 def default_module_probe(interpreter: str, module: str) -> bool:
-    """Can ``interpreter`` import ``module``? Asked of that interpreter, in a subprocess.
+    """Can ``interpreter`` import ``module``?
 
-    The checks run with the project's interpreter, which is usually not the one running keel
-    (keel may live in its own virtualenv), so an in-process ``importlib.util.find_spec`` would answer
-    for the wrong environment. ``find_spec`` in the target interpreter does not import the module,
-    so one probe costs an interpreter start (tens of milliseconds) and runs no project code."""
+    A virtualenv (pyvenv.cfg next to its bin/) is inspected on disk and never executed: a venv in
+    the workspace came with the project, and starting its interpreter would run its ``.pth`` files
+    (or a fake ``python``) outside the sandbox. Any other interpreter is asked in a subprocess:
+    the checks run with the project's interpreter, usually not the one running keel, so an
+    in-process ``importlib.util.find_spec`` would answer for the wrong environment; ``find_spec``
+    does not import the module, so the probe costs one interpreter start and runs no project code."""
+    venv = Path(interpreter).parent.parent
+    if (venv / "pyvenv.cfg").is_file():
+        return venv_has_module(venv, module)
+    return _ask_interpreter(interpreter, module)
+
+
+def _workspace_safe(workspace: Path, probe: ModuleProbe) -> ModuleProbe:
+    """``probe``, except that an interpreter inside the workspace is never started: its venv is
+    inspected on disk (see default_module_probe)."""
+
+    def safe(interpreter: str, module: str) -> bool:
+        if Path(interpreter).is_relative_to(workspace):
+            return venv_has_module(Path(interpreter).parent.parent, module)
+        return probe(interpreter, module)
+
+    return safe
+
+
+def _ask_interpreter(interpreter: str, module: str) -> bool:
     probe = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)"
     try:
         done = subprocess.run([interpreter, "-c", probe, module], capture_output=True, timeout=15)
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
+
+
+def venv_has_module(venv: Path, module: str) -> bool:
+    """Is ``module`` installed in the virtualenv's own site-packages (a package, a module file, or
+    an editable install's dist-info)?"""
+    for site in [*venv.glob("lib/python*/site-packages"), *venv.glob("Lib/site-packages")]:
+        if (site / module).is_dir() or (site / f"{module}.py").is_file() or any(site.glob(f"{module}-*.dist-info")):
+            return True
+    return False
 
 
 class _Config:
@@ -152,6 +182,8 @@ def _interpreter(workspace: Path, found: Findings) -> tuple[str, str, str] | Non
             return f"{venv}/bin/python", str(python), f"the workspace's virtualenv {venv}/"
     for name in ("python3", "python"):
         at = found.which(name)
+        if at and not os.path.isabs(at):   # inside the workspace (workspace_which answers relative paths)
+            return at, str(workspace / at), f"the workspace's {at}"
         if at:
             return name, at, f"{name} at {at}"
     return None
@@ -223,7 +255,7 @@ def _mypy_args(config: _Config) -> str:
 def detect_python(workspace: Path, found: Findings, has_module: ModuleProbe | None = None) -> None:
     if not is_python_project(workspace):
         return
-    probe = has_module or default_module_probe
+    probe = has_module or _workspace_safe(workspace, default_module_probe)
     config = _Config(workspace, found)
 
     def use(category: Any, tool: str, args: str, why: list[str]) -> None:
