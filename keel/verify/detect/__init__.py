@@ -48,7 +48,8 @@ def detect_checks(workspace: Path, *, which: Which | None = None,
 
     ``which`` decides what is installed (default: the workspace's .venv/bin, venv/bin and
     node_modules/.bin, then PATH); ``has_module(interpreter, module)`` whether an interpreter can
-    import a module (default: ask that interpreter)."""
+    import a module (default: ask a system interpreter; a workspace virtualenv is inspected on disk,
+    never run). Detection reads files and starts nothing from the workspace."""
     workspace = Path(workspace)
     found = Findings(workspace=workspace, which=which or workspace_which(workspace))
     detect_agents_md(workspace, found)
