@@ -58,7 +58,8 @@ WRITE_LONG = frozenset({"--output", "--output-file", "--outfile", "--out-file", 
                         "--html-report", "--txt-report", "--xml-report", "--cobertura-xml-report",
                         "--linecount-report", "--lineprecision-report", "--any-exprs-report", "--xslt-html-report",
                         "--basetemp", "--trace-file", "--output-dir", "--output-directory", "--junit-file",
-                        "--cache-dir"})
+                        "--cache-dir", "--outDir", "--outdir", "--outFile", "--out-dir", "--declarationDir",
+                        "--tsBuildInfoFile", "--outputFile", "--data-file", "--json-report-file"})
 # `--opt=PATH` forms known to read PATH (or name a directory to work in) rather than write it.
 READ_LONG = frozenset({"--file", "--exclude-from", "--files-from", "--files0-from", "--config-file", "--config",
                        "--rcfile", "--ignore-file", "--reference", "--from-file", "--input", "--rawfile",
@@ -114,9 +115,7 @@ def option_writes(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     """``--output=F`` / ``--log-file F`` on any command; unknown ``--opt=PATH`` as a possible write."""
     out: list[Finding] = []
     args = inv.args
-    for i, word in enumerate(args):
-        if word.value == "--":
-            break
+    for i, word in enumerate(args):                 # past `--` too: npm test -- --outputFile=F
         name, eq, value = word.value.partition("=")
         if not name.startswith("--"):
             continue
@@ -126,8 +125,9 @@ def option_writes(env: JudgeEnv, inv: Invocation) -> list[Finding]:
             if target is not None and not target.value.startswith("-"):
                 out += judge_write(env, target, inv.cwds, verb=f"{name} writes")
         elif eq and name not in READ_LONG and _pathlike(value):
-            out += judge_write(env, Word(value, value, word.params, word.subs), inv.cwds,
-                               verb=f"{name}= may write")
+            for part in {value, value.split(":", 1)[-1]}:      # --cov-report=html:DIR
+                out += judge_write(env, Word(part, part, word.params, word.subs), inv.cwds,
+                                   verb=f"{name}= may write")
     return out
 
 

@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import Path
 
+from keel.policy.shell import builds as shell_builds
 from keel.policy.shell import commands as shell_commands
 from keel.policy.shell import git as shell_git
 from keel.policy.shell import system as shell_system
@@ -49,7 +50,7 @@ from keel.policy.shell.walk import walk_script
 
 MAX_DEPTH = 6
 
-JUDGES = {**shell_commands.JUDGES, **shell_system.JUDGES, **shell_text.JUDGES, **shell_tools.JUDGES, **shell_git.JUDGES}
+JUDGES = {**shell_commands.JUDGES, **shell_builds.JUDGES, **shell_system.JUDGES, **shell_text.JUDGES, **shell_tools.JUDGES, **shell_git.JUDGES}
 XARGS_SAFE = frozenset({"grep", "egrep", "fgrep", "cat", "head", "tail", "wc", "ls", "file", "stat", "du",
                         "basename", "dirname", "echo", "printf", "realpath", "readlink", "md5sum", "sha1sum",
                         "sha256sum"})

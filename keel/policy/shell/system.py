@@ -165,6 +165,8 @@ def _names_assigned(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     names = values_of(options, "-v", "-a") + (operands if inv.name == "read" else [])
     out = [allow(f"{inv.name} only prints or reads input")]
     for word in names:
+        if not word.literal:
+            out.append(ask(f"{inv.name} assigns {word.raw!r}, a variable named only at run time", lift=None))
         risk = env_name_risk(word.value)
         if risk is not None:
             out.append(Finding(risk[0], risk[1], lift=None))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from keel.policy.shell.builds import JUDGES as BUILD_JUDGES
+from keel.policy.shell.builds import subcommand, unclear
 from keel.policy.shell.commands import (
     Finding,
     Invocation,
@@ -30,27 +32,6 @@ from keel.policy.shell.unwrap import SHELLS
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?|pypy3?")
 INTERPRETERS = frozenset({"node", "perl", "ruby", "php", "lua", "Rscript", "deno", "bun"})
 RUN = "runs code (allowed unasked only when an OS tier confines it)"
-
-
-def _subcommand(args: list[Word], flags: set[str], with_value: set[str] = frozenset()  # type: ignore[assignment]
-                ) -> tuple[str, list[Word]] | None:
-    """The first word after global options; None when an unknown option comes first."""
-    i = 0
-    while i < len(args) and args[i].value.startswith(("-", "+")):
-        opt = args[i].value.split("=", 1)[0]
-        if opt in with_value and "=" not in args[i].value:
-            i += 2
-        elif opt in flags or opt in with_value or args[i].value.startswith("+"):
-            i += 1
-        else:
-            return None
-    if i >= len(args):
-        return "", []
-    return args[i].value, args[i + 1:]
-
-
-def _unclear(inv: Invocation) -> list[Finding]:
-    return [ask(f"{inv.name}: options before the subcommand are not understood")]
 
 
 # -- python ------------------------------------------------------------------------------------
@@ -94,7 +75,7 @@ def _is_test_script(word: Word, inv: Invocation, env: JudgeEnv) -> bool:
 
 def _python_module(module: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if module in _CHECK_MODULES:
-        judge = JUDGES.get(module)
+        judge = JUDGES.get(module) or BUILD_JUDGES.get(module)
         if judge is None:
             return [allow(f"python -m {module} is a check")]
         return judge(Invocation([Word(module, module)] + rest, inv.cwds, inv.extra_args), env)
@@ -148,10 +129,10 @@ _RUFF_SUBCOMMANDS = frozenset({"check", "format", "rule", "config", "linter", "c
 
 
 def _ruff(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    found = _subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--version", "-V", "-h", "--help",
+    found = subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--version", "-V", "-h", "--help",
                                    "--no-cache", "--isolated"}, {"--config"})
     if found is None:
-        return _unclear(inv)
+        return unclear(inv)
     sub, rest = found
     if sub in ("rule", "config", "linter", "version", "help") or (sub == "" and inv.args):
         return [allow("ruff prints information")]
@@ -187,141 +168,17 @@ def _formatter(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     return [ask(f"{inv.name} rewrites files", destructive=True)]
 
 
-# -- package managers and builds -----------------------------------------------------------------
-
-def _pip(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    found = _subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--version", "-V", "--no-color",
-                                   "--disable-pip-version-check", "--isolated", "--no-input", "-h", "--help"})
-    if found is None:
-        return _unclear(inv)
-    sub, _ = found
-    if sub in ("", "list", "show", "freeze", "check", "help", "debug", "inspect"):
-        return [allow(f"pip {sub} only reads")]
-    network = sub in ("install", "download", "wheel", "index", "search")
-    return [ask(f"pip {sub} changes installed packages", network=network, destructive=sub == "uninstall")]
-
-
-_NPM_CHECK_SCRIPTS = frozenset({"test", "lint", "build", "typecheck", "type-check", "check", "tsc",
-                                "format:check", "lint:check"})
-_NPM_INSTALL = frozenset({"install", "i", "ci", "add", "uninstall", "un", "remove", "rm", "update", "up",
-                          "upgrade", "exec", "x", "dlx", "publish", "audit", "outdated", "view", "info",
-                          "link", "login", "create", "init"})
-
-
-def _node_packages(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    """npm / yarn / pnpm."""
-    found = _subcommand(inv.args, {"-s", "--silent", "-q", "--quiet", "--no-color", "--if-present",
-                                   "--version", "-v", "--yes", "-y"})
-    if found is None:
-        return _unclear(inv)
-    sub, rest = found
-    name = inv.name
-    first = rest[0].value if rest else ""
-    if sub == "":
-        if not inv.args and name == "yarn":
-            return [ask("yarn installs packages", network=True)]
-        return [allow(f"{name} prints information")]
-    if sub in ("test", "t", "tst") or (sub in ("run", "run-script") and first in _NPM_CHECK_SCRIPTS | {""}):
-        return [allow(f"{name} runs the project's checks")]
-    if name in ("yarn", "pnpm") and sub in _NPM_CHECK_SCRIPTS:
-        return [allow(f"{name} runs the project's checks")]
-    if sub in ("ls", "list", "why", "help", "version") or (sub == "config" and first in ("get", "list", "ls")):
-        return [allow(f"{name} {sub} only reads")]
-    if sub in _NPM_INSTALL:
-        return [ask(f"{name} {sub} installs or publishes packages", network=True,
-                    destructive=sub in ("uninstall", "un", "remove", "rm"))]
-    return [ask(f"{name} {sub} runs a package script")]
-
-
-def _cargo(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    found = _subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--locked", "--offline", "--frozen",
-                                   "--version", "-V"})
-    if found is None:
-        return _unclear(inv)
-    sub, rest = found
-    for word in inv.args:
-        text = word.value
-        if text.startswith(("+", "--config", "-Z")) or text in ("--target-dir", "--manifest-path") \
-                or text.startswith(("--target-dir=", "--manifest-path=")):
-            return [ask(f"cargo {text.split('=', 1)[0]} picks a toolchain, configuration or place the "
-                        "project's checks do not need")]
-    if sub in ("test", "check", "build", "clippy", "doc", "bench", "tree", "metadata", "run", "") \
-            or (sub == "fmt" and any(w.value == "--check" for w in rest)):
-        return [runs_code(f"cargo {sub} {RUN}") if sub == "run" else allow(f"cargo {sub} builds or checks")]
-    network = sub in ("install", "add", "update", "fetch", "publish", "search", "login", "vendor")
-    return [ask(f"cargo {sub} needs approval", network=network)]
-
-
-def _go(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    found = _subcommand(inv.args, set())
-    if found is None:
-        return _unclear(inv)
-    sub, rest = found
-    values = [w.value for w in rest]
-    if any(v.lstrip("-").split("=", 1)[0] in ("exec", "toolexec", "vettool", "overlay", "modfile")
-           for v in values if v.startswith("-")):
-        return [ask(f"go {sub} -exec/-toolexec/-vettool runs another program")]
-    remote = next((v for v in values if not v.startswith("-") and ("@" in v or _remote_package(v))), None)
-    if remote is not None and sub in ("run", "build", "test", "vet", "install", "get", "list", "doc"):
-        return [ask(f"go {sub} {remote} fetches and runs code from the network", network=True)]
-    if sub in ("test", "vet", "build", "run", "version", "list", "doc") or (sub == "env" and "-w" not in values
-                                                                           and "-u" not in values):
-        out = [runs_code(f"go {sub} {RUN}") if sub == "run" else allow(f"go {sub} builds or checks")]
-        for i, word in enumerate(rest):
-            flag = word.value.lstrip("-").split("=", 1)
-            if word.value.startswith("-") and flag[0] in ("o", "coverprofile", "cpuprofile", "memprofile"):
-                target = Word(flag[1], flag[1], word.params, word.subs) if len(flag) == 2 else \
-                    (rest[i + 1] if i + 1 < len(rest) else None)
-                if target is not None:
-                    out += judge_write(env, target, inv.cwds)
-        return out
-    network = sub in ("get", "install", "mod")
-    return [ask(f"go {sub} needs approval", network=network)]
-
-
-def _remote_package(value: str) -> bool:
-    """``example.com/x/y``: a package path whose first element is a host, not a local directory."""
-    first = value.split("/", 1)[0]
-    return "/" in value and "." in first and first not in (".", "..") and not value.endswith(".go")
-
-
-_MAKE_TARGETS = frozenset({"test", "tests", "check", "lint", "build", "all", "typecheck", "compile"})
-
-
-def _make(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    args: list[Word] = []
-    skip_number = False
-    for word in inv.args:              # -j/-l take an optional number: never let them eat a target
-        if skip_number and word.value.isdigit():
-            skip_number = False
-            continue
-        skip_number = word.value in ("-j", "--jobs", "-l", "--load-average")
-        if not (skip_number or re.fullmatch(r"-[jl]\d*(\.\d+)?|--(jobs|load-average)=\S*", word.value)):
-            args.append(word)
-    options, operands = parse_options(args, {"-C", "-f", "--directory", "--file"})
-    unknown = [opt for opt, _ in options if opt not in ("-k", "-s", "--silent", "-C", "-f", "--directory",
-                                                         "--file", "--keep-going", "-B", "--always-make")]
-    if unknown:
-        return [ask(f"make option {unknown[0]!r} is not understood")]
-    if any("=" in w.value for w in operands):
-        return [ask("make variables on the command line can change recipes")]
-    for word in values_of(options, "-C", "--directory", "-f", "--file"):
-        if any(p.where not in ("inside", "root") for p in env.paths.places(word, inv.cwds)):
-            return [ask(f"make uses {word.value!r}, outside the workspace")]
-    targets = [w.value for w in operands]
-    if all(t in _MAKE_TARGETS for t in targets):
-        return [allow(f"make {' '.join(targets) or '(default)'} builds or checks the project")]
-    return [ask(f"make {' '.join(targets)} runs project recipes that are not checks")]
-
-
-def _system_packages(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    """apt, apt-get, brew, dnf, yum, apk, pacman, gem, conda: installing asks."""
-    found = _subcommand(inv.args, {"-y", "--yes", "-q", "--quiet"})
-    sub = found[0] if found else ""
-    if sub in ("list", "show", "search", "info", "policy", "--version"):
-        return [allow(f"{inv.name} {sub} only reads")]
-    return [ask(f"{inv.name} {sub} changes installed software", network=True,
-                destructive=sub in ("remove", "purge", "uninstall", "autoremove", "erase"))]
+def _coverage(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """coverage run/report/html/xml: its -o/-d/--data-file targets are writes."""
+    options, _ = parse_options(inv.args, {"-o", "-d", "--directory", "--data-file", "--rcfile", "-m", "--include",
+                                          "--omit", "--source", "--precision", "--fail-under", "--title"})
+    values = [w.value for w in inv.args]
+    checks = values[:1] == ["run"] and any(w.value in _CHECK_MODULES for w in values_of(options, "-m"))
+    out = [allow(f"{inv.name} measures test coverage") if checks or values[:1] != ["run"]
+           else runs_code(f"coverage run {RUN}")]
+    for word in values_of(options, "-o", "-d", "--directory", "--data-file"):
+        out += judge_write(env, word, inv.cwds)
+    return out
 
 
 def _check(what: str) -> Judge:
@@ -392,11 +249,10 @@ JUDGES: dict[str, Judge] = {
     "pyright": _check("checks types"), "pyflakes": _check("lints"), "flake8": _check("lints"),
     "pylint": _check("lints"), "pycodestyle": _check("lints"), "unittest": _check("runs tests"),
     "doctest": _check("runs tests"), "py_compile": _check("compiles"), "compileall": _check("compiles"),
-    "coverage": _check("measures test coverage"), "tsc": _check("type-checks"), "jest": _check("runs tests"),
+    "coverage": _coverage, "tsc": _check("type-checks"), "jest": _check("runs tests"),
     "vitest": _check("runs tests"), "mocha": _check("runs tests"),
     "black": _formatter, "isort": _formatter, "prettier": _formatter, "eslint": _formatter,
-    "pip": _pip, "pip3": _pip, "npm": _node_packages, "yarn": _node_packages, "pnpm": _node_packages,
-    "cargo": _cargo, "go": _go, "make": _make, "gmake": _make, "node": _node, "nodejs": _node,
+    "node": _node, "nodejs": _node,
     "npx": _ask_tool("downloads and runs packages", network=True),
     "pnpx": _ask_tool("downloads and runs packages", network=True),
     "bunx": _ask_tool("downloads and runs packages", network=True),
@@ -406,8 +262,6 @@ JUDGES: dict[str, Judge] = {
     "docker": _ask_tool("controls containers"), "podman": _ask_tool("controls containers"),
     "kubectl": _ask_tool("controls a cluster", network=True),
 }
-JUDGES.update({name: _system_packages for name in ("apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman",
-                                                   "zypper", "snap", "gem", "conda", "mamba", "bundle")})
 JUDGES.update({name: _interpreter for name in INTERPRETERS - {"node"}})
 JUDGES.update({name: _shell_script for name in SHELLS})
 

@@ -314,6 +314,9 @@ def _runner(argv: list[Word], out: Unwrapped) -> list[Word] | None:
         if opt == "--":
             i += 1
             break
+        if opt in ("--with", "--with-requirements", "--index", "--python", "-p", "--env-file"):
+            out.issues.append(("ask", f"{argv[0].value} run {opt} installs packages, fetches a Python or reads "
+                                      "an env file the project's checks do not need"))
         if opt in with_value:
             i += 1 if attached is not None else 2
         elif opt in flags:
