@@ -1,14 +1,18 @@
-"""The shell risk policy: parse a command line, find every command that would run, judge each.
+"""The shell policy: parse a command line, find every command that would run, judge each.
 
-Modules, in the order a command passes through them:
+Modules, in the order a command passes through them (docs/policy.md follows the same order):
 
-- ``parse``    — tree records (Word, Redirect, SimpleCommand) and the bash parser;
-- ``walk``     — flattens the syntax tree into the simple commands that would run;
-- ``unwrap``   — peels wrappers (env, sudo, xargs, bash -c ...) and judges env assignments;
-- ``paths``    — where a word points (workspace, outside, secret, protected);
-- ``commands`` — findings, option parsing, file writers and deleters, read-only utilities;
-- ``text``, ``tools``, ``git``, ``system`` — per-command judges by family;
-- ``risk``     — the classifier: ``classify_command(command, workspace) -> Verdict``.
+- ``parse``, ``walk``, ``words`` — the tree-sitter-bash parse, flattened into the simple
+  commands that would run, with their words and redirections;
+- ``unwrap``   — peels wrappers (env, sudo, xargs, bash -c ...) and classifies env assignments;
+- ``paths``, ``secrets`` — where a word points (workspace, outside, protected, runs-later) and
+  which files look like secrets;
+- ``commands``, ``text``, ``tools``, ``builds``, ``git``, ``system`` — findings, option parsing
+  and the per-command judges by family;
+- ``args``     — rules every command's arguments pass (allow only on positive knowledge);
+- ``line``     — rules about the whole line (exfiltration, downloads that run, detached processes);
+- ``decision``, ``risk`` — the OS tier applied and the verdict:
+  ``classify_command(command, workspace, confined=...) -> Verdict``.
 
 Importing this package has no side effects; import the module you need.
 """
