@@ -60,6 +60,7 @@ WORKSPACE_WRITES = [
     "git stash pop", "git restore --staged f.py", "git branch new", "git branch -d old", "git merge --no-ff topic",
     "git rebase main", "git rebase --continue", "cat f.py | tee copy.py", "cd src && touch b.py",
     "[[ -d build ]] || mkdir build", "git commit -qm msg", "git stash push -m wip",
+    "git commit -m \"$(cat <<'EOF'\nfix: x\nEOF\n)\"", "find . -name '*.pyc' -delete", ": > notes.txt",
 ]
 STILL_ASK = [
     "git push", "git fetch", "git pull", "git clone https://example.com/x", "git remote add o https://x",
@@ -70,6 +71,7 @@ STILL_ASK = [
     "git commit --amen -m x", "git commit -m x --template=t", "mv $X g.py", "cp $(cat list) dst", "chmod +x f.py",
     "ln -s f.py g.py", "git -c core.x=y commit -m x", "touch \"$F\"", "for f in a b; do touch $f.txt; done", "echo x > ~+/f",
     "git config user.name bob", "git reset --hard", "git clean -fdx", "xargs rm < list", "tee .envrc",
+    "git commit -F \"$F\"", "echo x > .git/HEAD",
 ]
 DENIED = [
     "echo x > ~/x", "touch /tmp/x", "echo x > .git/hooks/pre-commit", "cp f.py ../x", "rm -rf .", "rm -rf .git", "rm -r .*",

@@ -145,7 +145,10 @@ def unknown_paths(env: JudgeEnv, inv: Invocation) -> list[Finding]:
                         lift=None)]
     if inv.name in NO_PATH:
         return []
-    for word in inv.args:
+    not_paths = _NOT_PATH_VALUES.get(inv.name, frozenset())
+    for i, word in enumerate(inv.args):
+        if i and inv.args[i - 1].value in not_paths or word.value.split("=", 1)[0] in not_paths:
+            continue                              # git commit -m "$(cat <<EOF …)": a message, not a path
         if word.value.startswith("-") and "=" not in word.value and word.literal:
             continue
         if word.subs and all(sub.kind == "process" for sub in word.subs) and not word.params:
@@ -157,6 +160,11 @@ def unknown_paths(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     return []
 
 
+# Options whose value is text, not a file: a value built at run time there opens nothing.
+_NOT_PATH_VALUES = {"git": frozenset({"-m", "--message", "--author", "--date", "--format", "--pretty", "--grep",
+                                      "-S", "-G", "--since", "--until", "--after", "--before", "--committer"}),
+                    "grep": frozenset({"-e", "--regexp"}), "rg": frozenset({"-e", "--regexp"}),
+                    "pytest": frozenset({"-k", "-m"})}
 _NAMES_FROM_FILE = frozenset({"--files0-from", "--files-from", "--arg-file", "--exclude-from", "--pathspec-from-file"})
 
 

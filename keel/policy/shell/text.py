@@ -61,7 +61,7 @@ def _find(inv: Invocation, env: JudgeEnv) -> list[Finding]:
             i = end + 1
             continue
         if token == "-delete":
-            out.append(ask("find -delete deletes files", destructive=True))
+            out.append(ws_write("find -delete deletes files", destructive=True))
             for start in starts:
                 out += judge_delete(env, start if not filtered else _child(start), inv.cwds, recursive=True)
         elif token in _FIND_WRITE and i + 1 < len(args):
