@@ -28,22 +28,26 @@ def answer(server, repo, env, log, question: str, reply: str, task: str = "make 
     return child.exitstatus
 
 
+# `install` asks under every OS tier (unlike `touch`, a workspace write that a confining tier allows).
+MAKE_MARKER = "install -m 644 /dev/null marker.txt"
+
+
 def script():
-    return [{"tool_calls": [call("run_shell", command="touch marker.txt")]},
+    return [{"tool_calls": [call("run_shell", command=MAKE_MARKER)]},
             {"tool_calls": [call("run_shell", command="ls")]},
             {"content": "Done."}]
 
 
 def test_yes_runs_the_command(calc_repo, keel_env, tmp_path):
     with ScriptedEngineServer(script()) as server:
-        status = answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "keel wants to run: touch marker.txt", "y")
+        status = answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "keel wants to run: " + MAKE_MARKER, "y")
     assert status == 0
     assert (calc_repo / "marker.txt").exists()
 
 
 def test_no_refuses_and_the_model_is_told(calc_repo, keel_env, tmp_path):
     with ScriptedEngineServer(script()) as server:
-        answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "keel wants to run: touch marker.txt", "n")
+        answer(server, calc_repo, keel_env, tmp_path / "log.jsonl", "keel wants to run: " + MAKE_MARKER, "n")
         told = server.requests[1]["messages"][-1]["content"]
     assert not (calc_repo / "marker.txt").exists()
     assert "refused by the user" in told
