@@ -114,7 +114,7 @@ def tier_missing(tier: str) -> str | None:
     from keel.policy.sandbox import detect_sandbox
 
     info = detect_sandbox(tier)
-    return None if info.kind == tier else f"needs {tier}, which is not usable here: {info.detail}"
+    return None if info.kind == tier else info.detail
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

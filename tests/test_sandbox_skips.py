@@ -26,7 +26,7 @@ def test_bubblewrap_tests_skip_with_the_reason_when_bwrap_is_missing(tmp_path: P
     run = pytest_without_bwrap(tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed, 1 skipped" in run.stdout
-    assert "needs bubblewrap" in run.stdout and "bubblewrap (bwrap) is not installed" in run.stdout
+    assert "bubblewrap is not usable here: bubblewrap (bwrap) is not installed" in run.stdout
 
 
 def test_keel_require_sandbox_turns_the_skip_into_a_failure(tmp_path: Path) -> None:

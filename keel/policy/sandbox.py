@@ -193,6 +193,8 @@ def _probe(tier: str) -> SandboxInfo:
         if landlock_why is None:
             return SandboxInfo("landlock", f"{landlock.describe(abi)} ({why})", abi, network_confined=abi >= 4)
         why += f"; {landlock_why}"
+    if tier != "auto":      # only this tier was asked about: say why it is unusable, nothing more
+        return SandboxInfo("rlimits", f"{tier} is not usable here: {landlock_why if tier == 'landlock' else why}")
     return SandboxInfo("rlimits", _NONE_DETAIL.format(why=why))
 
 
