@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import openai
-
 from keel.engine import sse
 from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
 from keel.engine.recovery import recover_text_tool_calls
@@ -46,9 +44,19 @@ def _transport_error_types() -> tuple[type[BaseException], ...]:
 
 
 # A body that stopped arriving, or arrived garbled: the attempt is dropped and retried.
-_STREAM_BROKE: tuple[type[BaseException], ...] = (openai.APIConnectionError, *_transport_error_types(),
-                                                  http.client.HTTPException, json.JSONDecodeError,
-                                                  UnicodeDecodeError)
+_RAW_STREAM_BROKE = (OSError, http.client.HTTPException, json.JSONDecodeError, UnicodeDecodeError)
+
+
+def _openai() -> Any:
+    """The SDK, imported on first use: it takes over a second to import, and a streamed call
+    (every call of a normal run) does not need it."""
+    import openai
+
+    return openai
+
+
+def _sdk_stream_broke() -> tuple[type[BaseException], ...]:
+    return (_openai().APIConnectionError, *_transport_error_types(), *_RAW_STREAM_BROKE)
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
                    "exceeds the context window", "exceed_context_size_error",
@@ -88,8 +96,7 @@ class OpenAICompatEngine:
         self._api_key = api_key or "EMPTY"
         self._headers = dict(headers or {})
         self._raw_stream = sse.can_stream_raw(self.base_url)
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", max_retries=0,
-                                     default_headers=headers)
+        self._sdk: Any = None  # the openai client, made on first use (see _openai)
         # Until the server has answered once, a refused connection means a wrong URL, not a blip.
         self._server_seen = False
         self._next_text_call = 1
@@ -151,10 +158,11 @@ class OpenAICompatEngine:
 
     def _attempt(self, params: dict[str, Any], on_delta: DeltaCallback | None) -> AssistantTurn:
         connect = LATER_CONNECT_TIMEOUT_S if self._server_seen else FIRST_CONNECT_TIMEOUT_S
-        timeout = openai.Timeout(self.timeout_s, connect=min(connect, self.timeout_s))
-        completions = self._client.chat.completions
         if self.stream and self._raw_stream:
             return self._attempt_raw(params, on_delta, min(connect, self.timeout_s))
+        openai = _openai()
+        timeout = openai.Timeout(self.timeout_s, connect=min(connect, self.timeout_s))
+        completions = self._client.chat.completions
         try:
             if self.stream:
                 # The raw body, not the SDK's Stream: it builds a pydantic object per SSE event,
@@ -174,13 +182,13 @@ class OpenAICompatEngine:
             return turn
         try:
             # No chunk size: each block as it arrives (a size makes the reader wait to fill it).
-            events = sse.sse_events(response.iter_bytes(), response.http_request)
+            events = sse.sse_events(response.iter_bytes())
             turn, self.last_usage_raw = assemble_stream(events, on_delta)
             return turn
-        except _STREAM_BROKE as exc:
+        except _sdk_stream_broke() as exc:
             # Everything received in this attempt is dropped with the exception.
             raise TransientFailure(f"the response stream broke off ({_describe(exc)})") from None
-        except openai.APIError as exc:  # an error event inside the stream
+        except (sse.StreamErrorEvent, openai.APIError) as exc:  # an error event inside the stream
             if _is_context_error(_server_text(exc), exc.code, exc.type):
                 raise EngineError("context", f"the request does not fit the model's context window: "
                                              f"{_server_text(exc)}") from None
@@ -207,12 +215,12 @@ class OpenAICompatEngine:
             if response.status >= 400:
                 text, code, kind = sse.error_details(response.read(sse.ERROR_BODY_BYTES), response.reason)
                 raise self._status_failure(response.status, text, code, kind, dict(response.getheaders()))
-            turn, self.last_usage_raw = assemble_stream(sse.sse_events(sse.read_blocks(response), None), on_delta)
+            turn, self.last_usage_raw = assemble_stream(sse.sse_events(sse.read_blocks(response)), on_delta)
             return turn
-        except _STREAM_BROKE as exc:
+        except _RAW_STREAM_BROKE as exc:
             # Everything received in this attempt is dropped with the exception.
             raise TransientFailure(f"the response stream broke off ({_describe(exc)})") from None
-        except openai.APIError as exc:  # an error event inside the stream
+        except sse.StreamErrorEvent as exc:  # an error event inside the stream
             if _is_context_error(_server_text(exc), exc.code, exc.type):
                 raise EngineError("context", f"the request does not fit the model's context window: "
                                              f"{_server_text(exc)}") from None
@@ -226,7 +234,14 @@ class OpenAICompatEngine:
                                          "is the server running, and is --base-url / KEEL_BASE_URL right?")
         return TransientFailure(f"{_describe(exc)} talking to {self.base_url}")
 
-    def _classify_status(self, exc: openai.APIStatusError) -> Exception:
+    @property
+    def _client(self) -> Any:
+        if self._sdk is None:
+            self._sdk = _openai().OpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0,
+                                         default_headers=self._headers or None)
+        return self._sdk
+
+    def _classify_status(self, exc: Any) -> Exception:
         return self._status_failure(exc.status_code, _server_text(exc), exc.code, exc.type,
                                     dict(exc.response.headers))
 
@@ -259,6 +274,10 @@ class OpenAICompatEngine:
 
     def list_models(self) -> list[str] | None:
         """Model ids the server lists, or None when it cannot say (quickly)."""
+        if self._raw_stream:
+            return sse.list_model_ids(self.base_url, {"Authorization": f"Bearer {self._api_key}", **self._headers},
+                                      MODEL_LIST_TIMEOUT_S)
+        openai = _openai()
         try:
             page = self._client.models.list(timeout=openai.Timeout(MODEL_LIST_TIMEOUT_S))
             return [m.id for m in page.data]
@@ -290,7 +309,8 @@ def _estimate_usage(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
 # ---- error helpers -----------------------------------------------------------------------------
 
 
-def _server_text(exc: openai.APIError) -> str:
+def _server_text(exc: Any) -> str:
+    """The server's own words from an SDK APIError or a StreamErrorEvent."""
     body = exc.body
     if isinstance(body, dict):
         message = body.get("message") or body.get("detail") or body.get("error")
@@ -323,7 +343,7 @@ def _describe(exc: BaseException) -> str:
             return "connection refused"
     if _connect_timed_out(exc):
         return "connection timed out"
-    if isinstance(exc, openai.APITimeoutError):
+    if type(exc).__name__ == "APITimeoutError":
         return "no data before the read timeout"
     root = list(_chain(exc))[-1]
     return str(root) or type(root).__name__

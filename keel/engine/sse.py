@@ -19,10 +19,20 @@ from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import openai
-
 READ_BYTES = 1 << 16
 ERROR_BODY_BYTES = 1 << 20
+
+
+class StreamErrorEvent(Exception):
+    """An ``{"error": {...}}`` event inside a stream; shaped like the SDK's APIError (message,
+    body, code, type) so one description serves both."""
+
+    def __init__(self, message: str, body: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.body = body
+        self.code = str(body["code"]) if isinstance(body, dict) and body.get("code") is not None else None
+        self.type = str(body["type"]) if isinstance(body, dict) and body.get("type") is not None else None
 
 
 class ConnectTimeout(OSError):
@@ -69,6 +79,24 @@ def open_stream(url: str, body: bytes, headers: dict[str, str], connect_timeout:
     except BaseException:
         conn.close()
         raise
+
+
+def list_model_ids(base_url: str, headers: dict[str, str], timeout: float) -> list[str] | None:
+    """``GET /models`` without the SDK (explaining a 404 should not cost the SDK's import)."""
+    parts = urlsplit(f"{base_url}/models")
+    conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = conn_cls(parts.hostname or "", parts.port, timeout=timeout)
+    try:
+        conn.request("GET", parts.path, headers=headers)
+        response = conn.getresponse()
+        if response.status != 200:
+            return None
+        data = json.loads(response.read(ERROR_BODY_BYTES)).get("data")
+        return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    except (OSError, http.client.HTTPException, ValueError, TypeError, AttributeError):
+        return None
+    finally:
+        conn.close()
 
 
 def read_blocks(response: http.client.HTTPResponse) -> Iterator[bytes]:
@@ -123,12 +151,12 @@ def error_details(raw: bytes, reason: str) -> tuple[str, str | None, str | None]
     return text, None if code is None else str(code), None if kind is None else str(kind)
 
 
-def sse_events(blocks: Iterable[bytes], request: Any) -> Iterator[dict[str, Any]]:
+def sse_events(blocks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
     """The JSON payloads of a ``text/event-stream`` body, up to ``data: [DONE]``.
 
     Works on whole read blocks: the events in a block are cut at blank lines and decoded with one
     ``json.loads`` of a JSON array, not one call per event. An error event (``{"error": {...}}``)
-    is raised as ``openai.APIError``, as the SDK's own stream does."""
+    is raised as ``StreamErrorEvent``."""
     pending = b""
     for block in blocks:
         pending += block
@@ -137,15 +165,15 @@ def sse_events(blocks: Iterable[bytes], request: Any) -> Iterator[dict[str, Any]
         if b"\n\n" not in pending:
             continue
         *complete, pending = pending.split(b"\n\n")
-        done = yield from _decode(complete, request)
+        done = yield from _decode(complete)
         if done:
             return
     tail = pending.replace(b"\r\n", b"\n").strip(b"\n")
     if tail:
-        yield from _decode([tail], request)
+        yield from _decode([tail])
 
 
-def _decode(events: list[bytes], request: Any) -> Generator[dict[str, Any], None, bool]:
+def _decode(events: list[bytes]) -> Generator[dict[str, Any], None, bool]:
     """Payloads of complete events; returns True once ``[DONE]`` was seen."""
     found = [e[6:] if e.startswith(b"data: ") and b"\n" not in e else _event_data(e) for e in events]
     datas = [d for d in found if d is not None]
@@ -162,8 +190,8 @@ def _decode(events: list[bytes], request: Any) -> Generator[dict[str, Any], None
         if isinstance(payload, dict) and payload.get("error"):
             error = payload["error"]
             message = error.get("message") if isinstance(error, dict) else None
-            raise openai.APIError(message if isinstance(message, str) and message else
-                                  "an error event in the stream", request=request, body=error)
+            raise StreamErrorEvent(message if isinstance(message, str) and message else
+                                   "an error event in the stream", body=error)
         if isinstance(payload, dict):
             yield payload
     return done
