@@ -105,3 +105,21 @@ def test_sigterm_during_keel_tool_kills_the_command(calc_repo, keel_env):
     assert proc.returncode == 143 and "Traceback" not in err
     time.sleep(0.3)
     assert _survivors(token) == []
+
+
+def test_an_ignored_hangup_stays_ignored(calc_repo, keel_env, tmp_path):
+    """`nohup keel run …`: SIGHUP was ignored before keel started, so it must not stop the run."""
+    script = [{"tool_calls": [call("run_shell", command="sleep 2")]}, {"content": "Done."}]
+    log = tmp_path / "log.jsonl"
+    with ScriptedEngineServer(script) as server:
+        proc = subprocess.Popen(["nohup", sys.executable, "-m", "keel.cli.main", "run", "x", "--cwd", str(calc_repo),
+                                 "--base-url", server.base_url, "--model", "scripted", "--log", str(log),
+                                 "--output-format", "json"], env=keel_env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "model_call" not in (log.read_text() if log.exists() else ""):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 129, err
+    assert json.loads(out.strip().splitlines()[-1])["stop_reason"] != "interrupted"

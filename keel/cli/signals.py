@@ -36,7 +36,9 @@ class SignalStop:
 @contextmanager
 def stop_on_signals() -> Iterator[SignalStop]:
     state = SignalStop()
-    previous = {sig: signal.signal(sig, state.handle) for sig in STOP_SIGNALS}
+    # A signal already ignored stays ignored: `nohup keel run …` must survive the hangup.
+    previous = {sig: signal.signal(sig, state.handle) for sig in STOP_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield state
     finally:
