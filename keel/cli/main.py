@@ -148,8 +148,7 @@ def _run_task(args: argparse.Namespace) -> int:
     prompt = None
     if config.permissions.approval == "interactive":
         if not sys.stdin.isatty():
-            print("keel: --approval interactive needs a terminal on stdin", file=sys.stderr)
-            return EXIT_USAGE
+            return fail("--approval interactive needs a terminal on stdin")
         from keel.cli.prompt import terminal_prompt
         prompt = terminal_prompt
     try:
