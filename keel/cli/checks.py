@@ -11,20 +11,16 @@ Usage errors (a missing or refused --cwd, a broken config) exit 2.
 from __future__ import annotations
 
 import argparse
-import copy
-import dataclasses
 import json
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from keel.verify.gate import CheckOutcome
 from keel.verify.plan import CheckPlan, PlannedCheck
 
 EXIT_USAGE = 2
-_FAILURE_TAIL_LINES = 15
-_MAX_SHELL_TIMEOUT_S = 600      # run_shell's own ceiling
 
 
 class _UsageError(Exception):
@@ -97,64 +93,37 @@ def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, Ch
     return config, build_plan(workspace, args.task, accept=accept, pinned=pinned, enabled=enabled)
 
 
-class _PlanApproval:
-    """Authorizes the plan's commands the way the gate does (keel.verify.verifier): deny rules and
-    deny-class commands refuse; ask-class commands (e.g. `.venv/bin/python -m pytest`, a program
-    given by path) proceed without a prompt, because the plan comes from the project's files, the
-    task and --accept rather than from a model; the network is never opened for a check."""
-
-    def __init__(self, approver: Any) -> None:
-        self._approver = copy.copy(approver)
-        if getattr(self._approver, "mode", None) in ("unattended", "interactive"):
-            self._approver.mode = "auto-edit"
-
-    def authorize_shell(self, command: str) -> Any:
-        outcome = self._approver.authorize_shell(command)
-        if dataclasses.is_dataclass(outcome) and not isinstance(outcome, type):
-            return dataclasses.replace(outcome, network=False)
-        return outcome
-
-
 def run_plan(plan: CheckPlan, workspace: Path, config: Any, *, echo: bool = True) -> list[CheckResult]:
-    """Run every planned check in gate order through the run_shell tool; print a line per check."""
+    """Run every planned check once, in gate order, exactly as the verification gate runs it (same
+    authorization, sandbox, timeouts and failure summaries); print a line per check as it ends."""
     from keel.agent import build_context
-    from keel.engine.types import ToolCall
-    from keel.tools.catalog import default_tools
-    from keel.tools.registry import ToolRegistry
+    from keel.verify.verifier import Verifier
 
-    registry = ToolRegistry(default_tools())
-    ctx = build_context(workspace, config, attended=False)
-    if ctx.approval is not None:
-        ctx = dataclasses.replace(ctx, approval=_PlanApproval(ctx.approval))
-    default_timeout = getattr(getattr(config, "verify", None), "check_timeout_s", None)
+    verifier = Verifier(plan, build_context(workspace, config, attended=False),
+                        check_timeout_s=config.verify.check_timeout_s)
     results: list[CheckResult] = []
-    for check in plan.ordered():
-        arguments: dict[str, Any] = {"command": check.command}
-        timeout = check.timeout_s or default_timeout
-        if timeout:
-            arguments["timeout"] = max(1, min(int(timeout), _MAX_SHELL_TIMEOUT_S))
-        started = time.monotonic()
-        outcome = registry.execute(ToolCall(f"check-{len(results)}", "run_shell", json.dumps(arguments)), ctx)
-        result = _judge(check, outcome, time.monotonic() - started)
+
+    def show(outcome: CheckOutcome) -> None:
+        result = _result(outcome)
         results.append(result)
         if echo:
             print(_result_line(result), flush=True)
             if not result.passed and result.output:
-                tail = result.output.rstrip("\n").splitlines()[-_FAILURE_TAIL_LINES:]
-                print("\n".join(f"    {line}" for line in tail), flush=True)
+                print("\n".join(f"    {line}" for line in result.output.splitlines()), flush=True)
+
+    verifier.run_plan(on_result=show)
     return results
 
 
-def _judge(check: PlannedCheck, outcome: Any, elapsed: float) -> CheckResult:
-    exit_code = outcome.check.exit_code if outcome.check is not None else None
-    if outcome.check is None:          # refused by the policy or could not start: never a pass
-        return CheckResult(check, False, None, elapsed, note="not run", output=outcome.output)
-    if outcome.check.timed_out:
-        return CheckResult(check, False, exit_code, elapsed, note="timed out", output=outcome.output)
-    if exit_code == 0 and check.expect_output is not None and check.expect_output not in outcome.output:
-        return CheckResult(check, False, 0, elapsed, note=f"output does not contain {check.expect_output!r}",
-                           output=outcome.output)
-    return CheckResult(check, exit_code == 0, exit_code, elapsed, output=outcome.output)
+def _result(o: CheckOutcome) -> CheckResult:
+    if not o.ran:                       # refused by the policy or could not start: never a pass
+        return CheckResult(o.check, False, None, o.duration_s, note="not run", output=o.refused or "")
+    note = ""
+    if o.timed_out:
+        note = "timed out"
+    elif o.exit_code == 0 and not o.output_ok:
+        note = f"output does not contain {o.check.expect_output!r}"
+    return CheckResult(o.check, o.passed, o.exit_code, o.duration_s, note=note, output=o.summary)
 
 
 def _result_line(result: CheckResult) -> str:

@@ -129,6 +129,16 @@ class Verifier:
                               plan_empty=self.plan.empty, feedback=render_feedback(blocking, preexisting))
         return self.last
 
+    def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:
+        """Every planned check once on the current files, in gate order (`keel checks --run`)."""
+        digest = take_snapshot(self.ctx.workspace).digest
+        outcomes = []
+        for check in self.plan.ordered():
+            outcomes.append(self._run(check, digest, self.ctx))
+            if on_result is not None:
+                on_result(outcomes[-1])
+        return tuple(outcomes)
+
     def change_report(self) -> dict[str, Any]:
         """The closing self-check: what changed since the start (diffstat, one line per file), plus
         debug leftovers, stray generated files and changes the task does not seem to concern."""
