@@ -142,3 +142,21 @@ def path_without(program: str, shadow: Path, path: str | None = None) -> str:
         dirs.append(str(copy))
     return os.pathsep.join(dirs)
 
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (relative path -> text) under ``root``, creating folders; returns ``root``."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def fake_which(*installed: str):
+    """A ``which`` for check detection that finds exactly ``installed``."""
+    return lambda name: f"/fake/bin/{name}" if name in installed else None
+
+
+def module_probe_yes(_interp: str, _module: str) -> bool:
+    return True

@@ -7,30 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import fake_which
+from conftest import module_probe_yes as yes
+from conftest import write_tree as write
 
 from keel.verify.detect import build_plan, detect_checks, pinned_plan, workspace_which
 from keel.verify.detect.makefile import makefile_targets
 from keel.verify.plan import CheckPlan
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-def fake_which(*installed: str) -> Callable[[str], str | None]:
-    return lambda name: f"/fake/bin/{name}" if name in installed else None
-
-
-def yes(_interp: str, _module: str) -> bool:
-    return True
 
 
 def no(_interp: str, _module: str) -> bool:

@@ -4,32 +4,18 @@ A fake ``which`` (and ``has_module``) decides what is "installed"."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import fake_which
+from conftest import module_probe_yes as yes
+from conftest import write_tree as write
 
 from keel.verify.detect import detect_checks
 from keel.verify.detect.agents_md import commands_in_markdown
 from keel.verify.detect.ci import run_commands
 from keel.verify.detect.commands import categorize
 from keel.verify.plan import CheckPlan
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-def fake_which(*installed: str) -> Callable[[str], str | None]:
-    return lambda name: f"/fake/bin/{name}" if name in installed else None
-
-
-def yes(_interp: str, _module: str) -> bool:
-    return True
 
 
 def commands(plan: CheckPlan) -> list[tuple[str, str]]:

@@ -17,23 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from keel.cli.usage import RaisingParser, UsageError
 from keel.verify.gate import CheckOutcome
 from keel.verify.plan import CheckPlan, PlannedCheck
 
 EXIT_USAGE = 2
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="keel checks", description="Show (and run) the checks that verify work in a project.")
+    parser = RaisingParser(prog="keel checks", description="Show (and run) the checks that verify work in a project.")
     parser.add_argument("--cwd", default=".", help="the project directory (default: current directory)")
     parser.add_argument("--allow-any-cwd", action="store_true",
                         help="accept a system directory, $HOME or one of its ancestors as the project")
@@ -138,7 +130,7 @@ def checks_main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"keel checks: {exc}\n{parser.format_usage().strip()}", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exc:          # --help

@@ -21,18 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(message)
+from keel.cli.usage import RaisingParser, UsageError
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="keel policy", description="Show how keel's shell policy judges a command.")
+    parser = RaisingParser(prog="keel policy", description="Show how keel's shell policy judges a command.")
     parser.add_argument("command", help="the shell command to judge (quote it)")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument("--cwd", default=None, help="the workspace to judge paths against and load "
@@ -80,7 +73,7 @@ def policy_main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"keel policy: {exc}\n{parser.format_usage().strip()}", file=sys.stderr)
         return 2
     except SystemExit as exc:          # --help
