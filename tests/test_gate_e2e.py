@@ -93,6 +93,7 @@ def test_a_real_fix_is_verified_and_completes(settings_repo, run_keel):
     assert accept and accept[0]["command"] == "python test_app.py" and accept[0]["passed"]
     assert [f["path"] for f in res["changes"]["files"]] == ["settings.json"]
     assert "1 file changed" in res["changes"]["diffstat"]
+    assert res["changes"]["summary"] == "M settings.json (+1 -1)"
 
 
 def test_a_wrong_change_with_a_fake_check_is_refused(settings_repo, run_keel):

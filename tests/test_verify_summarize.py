@@ -483,8 +483,7 @@ def test_missing_output():
     (("settings.py: KeyError: 'port'",), ("settings.py: KeyError: 'host'",), ("settings.py: KeyError: 'host'",)),
 ])
 def test_failing_ids_new(before, now, new):
-    baseline = FailureSummary("b", failing_tests=before) if before is not None else None
-    assert failing_ids_new(baseline, FailureSummary("n", failing_tests=now)) == new
+    assert failing_ids_new(before, now) == new
 
 
 def test_ids_are_stable_across_runs_with_different_addresses_and_timings():
@@ -493,7 +492,7 @@ def test_ids_are_stable_across_runs_with_different_addresses_and_timings():
     two = summarize_failure("python app.py", "Traceback (most recent call last):\n  File \"app.py\", line 9, in <module>\n"
                             "    f()\nValueError: bad object at 0x7f00deadbeef\n", 1)
     assert one.failing_tests == two.failing_tests == ("app.py: ValueError: bad object at 0x…",)
-    assert failing_ids_new(one, two) == ()
+    assert failing_ids_new(one.failing_tests, two.failing_tests) == ()
 
 
 def test_text_is_headline_then_indented_body():

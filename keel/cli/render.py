@@ -115,6 +115,8 @@ class TextRenderer:
             flags = [f"{len(event[k])} {k.replace('_', ' ')}" for k in ("debug_leftovers", "stray_files", "unrelated")
                      if event.get(k)]
             self._line(f"changes: {event['diffstat']}" + (f" · flagged: {', '.join(flags)}" if flags else ""))
+            for line in (event.get("summary") or "").splitlines()[:20]:
+                self._line(f"  {line}")
         elif kind == "decision" and event.get("pushback_kind"):
             self._line(f"[step {event['step']}] pushback: {event['pushback_kind']}")
         elif kind == "stop":

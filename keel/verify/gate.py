@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from keel.verify.plan import CATEGORY_ORDER, PlannedCheck
+from keel.verify.summarize import failing_ids_new
 from keel.verify.task import task_concerns
 
 
@@ -146,7 +147,7 @@ def _blocks(o: CheckOutcome, baseline: Baseline | None, *, unchanged: bool, chan
         return True                      # it passed (or was not run) at baseline: the agent broke it
     if change_requested and (unchanged or task_concerns(task, o.check.category, o.failing_tests)):
         return True                      # nothing done about the change, or that failure is the task
-    return bool(set(o.failing_tests) - set(before))   # new failures on top of the old ones
+    return bool(failing_ids_new(before, o.failing_tests))   # new failures on top of the old ones
 
 
 def render_feedback(blocking: tuple[CheckOutcome, ...], preexisting: tuple[CheckOutcome, ...],

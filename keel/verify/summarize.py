@@ -84,12 +84,12 @@ def summarize_missing_output(command: str, output: str, expected: str, *, max_li
                           lines=_bounded(body, max_lines))
 
 
-def failing_ids_new(baseline: FailureSummary | None, now: FailureSummary) -> tuple[str, ...]:
-    """Ids failing now that did not fail in the baseline run (all of them without a baseline)."""
-    if baseline is None:
-        return now.failing_tests
-    before = set(baseline.failing_tests)
-    return tuple(i for i in now.failing_tests if i not in before)
+def failing_ids_new(before: tuple[str, ...] | None, now: tuple[str, ...]) -> tuple[str, ...]:
+    """Failure ids in ``now`` that were not failing ``before`` (all of them without a baseline)."""
+    if before is None:
+        return now
+    seen = set(before)
+    return tuple(i for i in now if i not in seen)
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -23,12 +23,14 @@ from typing import Any
 
 from keel.tools.base import ToolContext
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
+from keel.trace.events import data_dir
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckPlan, PlannedCheck
 from keel.verify.related import narrows_by_path, related_python_tests
 from keel.verify.selfcheck import (
     change_summary,
     debug_leftovers,
+    render_changes,
     stray_files,
     tampered_tests,
     unrelated_changes,
@@ -37,6 +39,8 @@ from keel.verify.snapshot import Snapshot, diff_snapshots, take_snapshot
 from keel.verify.summarize import summarize_failure, summarize_missing_output
 from keel.verify.task import task_requests_change
 
+# Dependency folders a scratch copy links to instead of copying (big, and not what the agent edits).
+_LINKED_DIRS = ("node_modules", ".venv", "venv")
 CHECK_OUTPUT_CAP = 2_000_000     # the saved log keeps this much; the model sees only the summary
 _STATUS_LINE = re.compile(r"\A[^\n]*\n?")
 
@@ -145,6 +149,7 @@ class Verifier:
         now = take_snapshot(self.ctx.workspace)
         changes = diff_snapshots(self.start, now)
         report = change_summary(changes)
+        report["summary"] = render_changes(changes)   # one line per file: "M app.py (+2 -1)"
         report["debug_leftovers"] = debug_leftovers(changes, now)
         report["stray_files"] = stray_files(changes)
         report["unrelated"] = unrelated_changes(changes, self.task)
@@ -200,13 +205,16 @@ class Verifier:
     def _run_on_restored_tests(self, snap: Snapshot, tampered: tuple[str, ...]) -> tuple[CheckOutcome, ...]:
         """Run the plan on a copy of the workspace whose edited tests are put back as they were:
         the original tests are the evidence, whatever the agent did to its copies."""
-        base = self.artifacts_dir or Path(tempfile.gettempdir())
+        base = self.artifacts_dir or data_dir() / "scratch"   # keel's own data dir, never elsewhere
         base.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix="restored-tests-", dir=base))
         try:
             work = scratch / self.ctx.workspace.name
             shutil.copytree(self.ctx.workspace, work, symlinks=True,
-                            ignore=shutil.ignore_patterns(".git", "node_modules", ".venv", "__pycache__"))
+                            ignore=shutil.ignore_patterns(".git", "__pycache__", *_LINKED_DIRS))
+            for name in _LINKED_DIRS:  # installed dependencies: linked, not copied (the checks need them)
+                if (self.ctx.workspace / name).is_dir():
+                    (work / name).symlink_to(self.ctx.workspace / name, target_is_directory=True)
             for path in tampered:
                 original = self.start.text(path)
                 target = work / path
