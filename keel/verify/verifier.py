@@ -85,7 +85,6 @@ class Verifier:
         self.start: Snapshot = take_snapshot(ctx.workspace)
         self.baseline: Baseline | None = None
         self.last: GateFacts | None = None
-        self.runs = 0                       # gate runs (each claim that needed fresh evidence)
         self._cache: dict[tuple[str, str], CheckOutcome] = {}
         self._saved = 0
 
@@ -127,7 +126,6 @@ class Verifier:
                                                                      if r.check.category != "acceptance"))
         blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged,
                                                change_requested=self.change_requested, task=self.task)
-        self.runs += 1
         self.last = GateFacts(digest=snap.digest, results=results, blocking=blocking, preexisting=preexisting,
                               tampered=tampered, unchanged=unchanged, change_requested=self.change_requested,
                               plan_empty=self.plan.empty, feedback=render_feedback(blocking, preexisting))
