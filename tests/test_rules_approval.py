@@ -272,3 +272,16 @@ def test_policy_command_usage_errors(ws: Path) -> None:
     assert bad_dir.returncode == 2 and "not a directory" in bad_dir.stderr
     unknown = policy("ls", "--frobnicate", cwd=ws)
     assert unknown.returncode == 2 and "--frobnicate" in unknown.stderr
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("prod.env", True), (".envrc", True), (".vault-token", True), ("terraform.tfvars", True), ("deploy.token", True),
+    ("client_secret_123.json", True), ("auth.json", True),
+    ("credentials.py", False), ("secrets.py", False), ("env.py", False), (".env.example", False), ("id_rsa.pub", False),
+])
+def test_file_tools_know_the_same_secret_names_as_the_shell(ws: Path, name: str, secret: bool) -> None:
+    """read_file asks for a person on every name the shell policy treats as a secret file — except
+    source files that merely carry the word (credentials.py), which the model must be able to read."""
+    (ws / name).write_text("x\n")
+    gate = Approver("unattended", workspace=ws)
+    assert gate.authorize_read(name).allowed is not secret

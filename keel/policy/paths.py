@@ -27,9 +27,11 @@ class PathJailError(Exception):
 MAX_SYMLINK_HOPS = 40
 
 # Files whose content is a secret: reading them needs explicit approval.
-SECRET_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ed25519*", "id_ecdsa*",
-                   ".netrc", ".npmrc", ".pypirc", "credentials", "*.p12", "*.pfx", ".git-credentials",
-                   ".htpasswd", "*.jks", "*.keystore", "*.kdbx")
+SECRET_PATTERNS = (".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ed25519*",
+                   "id_ecdsa*", ".netrc", ".npmrc", ".pypirc", "credentials", "*.p12", "*.pfx", ".git-credentials",
+                   ".htpasswd", "*.jks", "*.keystore", "*.kdbx", ".vault-token", "*.tfvars", "*.tfstate", "*.ovpn",
+                   ".dockercfg", "client_secret*.json", "service-account*.json", "*.token", ".authinfo*", ".boto",
+                   ".s3cfg", "*.secret", "*.secrets", "auth.json", "token.json")
 # Names that match a secret pattern but are, by convention, committed templates or public keys.
 NOT_SECRET_PATTERNS = (".env.example", ".env.sample", ".env.template", ".env.dist", "*.pub")
 # Directories whose every file holds credentials or keys.

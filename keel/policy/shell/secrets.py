@@ -14,10 +14,10 @@ from pathlib import Path
 
 from keel.policy.paths import is_secret_name
 
-# Names that hold credentials in addition to the file tools' list (case-insensitive globs).
-EXTRA_SECRET_PATTERNS = ("*.env", ".envrc", ".vault-token", "*.tfvars", "*.tfstate", "*.ovpn", ".dockercfg",
-                         "client_secret*.json", "service-account*.json", "*credentials*", "*.token", ".authinfo*",
-                         ".boto", ".s3cfg", "secrets.*", "*.secret", "*.secrets", "auth.json", "token.json")
+# Names a shell command is refused for in addition to the file tools' list (case-insensitive globs).
+# Broader than the file tools' list on purpose: `cat secrets.yaml` is one line of a command, while
+# read_file of a source file named credentials.py is ordinary work the model must be able to do.
+EXTRA_SECRET_PATTERNS = ("*credentials*", "secrets.*")
 _EXTRA = re.compile("|".join(fnmatch.translate(p) for p in EXTRA_SECRET_PATTERNS), re.IGNORECASE)
 # Exemplars a glob is tried against: `cat .en?` or `cat *.pem` names a secret even if none exists yet.
 EXEMPLARS = (".env", ".env.local", "prod.env", ".envrc", "id_rsa", "id_ed25519", "key.pem", "server.key",
