@@ -363,3 +363,18 @@ def test_detection_runs_nothing_and_tolerates_unreadable_files(tmp_path: Path) -
     plan = detect_checks(tmp_path, which=fake_which("npm", "make", "python3"), has_module=no)
     assert plan.checks == ()
     assert any("package.json does not parse" in h for h in plan.hints)
+
+
+@pytest.mark.parametrize(("system_site", "found"), [("true", True), ("false", False)])
+def test_a_system_site_packages_venv_sees_its_base_installation(tmp_path: Path, system_site: str, found: bool):
+    """pip installs nothing into a --system-site-packages venv that the base already has: pytest
+    living only in the base interpreter's site-packages is still importable from the venv."""
+    from keel.verify.detect.python import venv_has_module
+
+    base = write(tmp_path / "base", {"bin/python3": "", "lib/python3.11/site-packages/pytest/__init__.py": ""})
+    venv = write(tmp_path / "venv", {
+        "pyvenv.cfg": f"home = {base / 'bin'}\ninclude-system-site-packages = {system_site}\nversion = 3.11.7\n",
+        "lib/python3.11/site-packages/other/__init__.py": "",
+    })
+    assert venv_has_module(venv, "pytest") is found
+    assert venv_has_module(venv, "other")

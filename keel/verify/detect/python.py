@@ -70,12 +70,29 @@ def _ask_interpreter(interpreter: str, module: str) -> bool:
 
 
 def venv_has_module(venv: Path, module: str) -> bool:
-    """Is ``module`` installed in the virtualenv's own site-packages (a package, a module file, or
-    an editable install's dist-info)?"""
-    for site in [*venv.glob("lib/python*/site-packages"), *venv.glob("Lib/site-packages")]:
-        if (site / module).is_dir() or (site / f"{module}.py").is_file() or any(site.glob(f"{module}-*.dist-info")):
-            return True
+    """Is ``module`` installed for the virtualenv (a package, a module file, or an editable
+    install's dist-info) — in its own site-packages, or in its base interpreter's when the venv
+    was made with --system-site-packages (pip then installs nothing the base already has)?"""
+    roots = [venv]
+    base = _system_site_base(venv / "pyvenv.cfg")
+    if base is not None:
+        roots.append(base)
+    for root in roots:
+        for site in [*root.glob("lib/python*/site-packages"), *root.glob("Lib/site-packages")]:
+            if (site / module).is_dir() or (site / f"{module}.py").is_file() or any(site.glob(f"{module}-*.dist-info")):
+                return True
     return False
+
+
+def _system_site_base(cfg: Path) -> Path | None:
+    """The base installation a ``--system-site-packages`` venv also imports from (pyvenv.cfg's
+    ``home`` is the base interpreter's bin directory), else None."""
+    text = read_text(cfg) or ""
+    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    values = {k.strip().lower(): v.strip() for k, v in values.items()}
+    if values.get("include-system-site-packages", "").lower() != "true" or not values.get("home"):
+        return None
+    return Path(values["home"]).parent
 
 
 class _Config:
