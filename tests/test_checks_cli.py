@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,7 +107,8 @@ def test_run_authorizes_like_the_gate(project: Path, keel_env: dict[str, str]) -
     """A virtualenv interpreter (a program given by path: ask-class) runs as it would in the gate;
     a deny-class command is refused and counts as a failure, never as a pass."""
     (project / ".venv" / "bin").mkdir(parents=True)
-    (project / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    # the real interpreter, not a venv's link to it: a venv under /tmp is invisible in bubblewrap's private /tmp
+    (project / ".venv" / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
     out = keel_checks(keel_env, "--cwd", str(project), "--run")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "PASS [test] .venv/bin/python test_app.py (" in out.stdout
