@@ -21,6 +21,7 @@ from keel.tools.session import FileSession
 from keel.trace.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
 
 if TYPE_CHECKING:
+    from keel.policy.sandbox import SandboxInfo
     from keel.verify.verifier import Verifier
 
 
@@ -40,16 +41,18 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
                               extra_body=e.extra_body or None, stream=e.stream)
 
 
+def _active_sandbox(config: Config) -> SandboxInfo:
+    """The OS tier commands get under this config (detection is cached per process)."""
+    from keel.policy.sandbox import SandboxPolicy, active_sandbox
+
+    return active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off"))
+
+
 def _tier(config: Config) -> tuple[bool, bool]:
     """(an OS tier confines the filesystem, commands get their own PID namespace). The shell policy
     allows running code and workspace writes unasked only under the first (docs/policy.md, "Tiers")."""
-    if config.shell.sandbox == "off":
-        return False, False
-    from keel.policy.sandbox import detect_sandbox
-
-    info = detect_sandbox()
-    kind = getattr(info, "kind", "none")
-    return bool(getattr(info, "confining", kind in ("bubblewrap", "landlock"))), kind == "bubblewrap"
+    info = _active_sandbox(config)
+    return info.confining, info.kind == "bubblewrap"
 
 
 def build_context(workspace: Path, config: Config, *, attended: bool,
@@ -97,16 +100,12 @@ def limits_from(config: Config, overrides: dict[str, Any] | None = None) -> Limi
 def protection_summary(config: Config) -> str:
     """What confines commands, starting with the tier: ``bubblewrap``, ``landlock (ABI n: fs+net)``
     or ``none (...)``, then what it does and does not stop."""
-    from keel.policy.sandbox import SandboxPolicy, active_sandbox
-
-    return active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off")).detail
+    return _active_sandbox(config).detail
 
 
 def sandbox_tier(config: Config) -> tuple[str, bool]:
     """The tier's short name and whether it confines the filesystem (for session_start)."""
-    from keel.policy.sandbox import SandboxPolicy, active_sandbox
-
-    info = active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off"))
+    info = _active_sandbox(config)
     return info.tier, info.confining
 
 
@@ -170,9 +169,10 @@ class Agent:
     def continue_run(self, messages: list[dict[str, Any]], *, limits: Limits | None = None,
                      task: str | None = None) -> RunResult:
         """Drive an existing message history (owned by the caller, appended in place)."""
+        tier, confining = sandbox_tier(self.config)
         self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
                       task=task, attended=self.attended, protection=self.protection,
-                      sandbox=sandbox_tier(self.config)[0], confining=sandbox_tier(self.config)[1],
+                      sandbox=tier, confining=confining,
                       tools=self.registry.names)
         p = self.config.prices
         runner = Runner(self.engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
@@ -181,7 +181,6 @@ class Agent:
         result = runner.run(messages)
         result.log = str(self.log_path) if self.log_path else None
         return result
-
 
     def build_verifier(self, task: str) -> Verifier | None:
         """The verification gate for this run: the project's checks plus the task's acceptance."""

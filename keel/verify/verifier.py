@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from keel.tools.base import ToolContext
+from keel.tools.base import CheckRun, ToolContext
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
 from keel.trace.events import data_dir
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
@@ -175,19 +175,17 @@ class Verifier:
         started = time.monotonic()
         result = run_shell(RunShellArgs(command=check.command, timeout=max(1, int(timeout))), _checks_context(ctx))
         elapsed = time.monotonic() - started
-        if "exit_code" not in result.meta and "timed_out" not in result.meta:  # the policy refused it
+        if result.check is None:  # refused by the policy, or it could not start: no evidence either way
             outcome = CheckOutcome(check, None, elapsed, digest, refused=result.output)
         else:
-            outcome = self._judge_output(check, result.output, result.meta, elapsed, digest, ctx.workspace)
+            outcome = self._judge_output(check, result.output, result.check, elapsed, digest, ctx.workspace)
         self._cache[key] = outcome
         return outcome
 
-    def _judge_output(self, check: PlannedCheck, output: str, meta: dict[str, object], elapsed: float,
+    def _judge_output(self, check: PlannedCheck, output: str, ran: CheckRun, elapsed: float,
                       digest: str, workspace: Path) -> CheckOutcome:
         body = _STATUS_LINE.sub("", output, count=1)     # run_shell's first line is its exit status
-        exit_code = meta.get("exit_code")
-        code = exit_code if isinstance(exit_code, int) else None
-        timed_out = bool(meta.get("timed_out"))
+        code, timed_out = ran.exit_code, ran.timed_out
         output_ok = not check.expect_output or check.expect_output in body
         path = self._save(check, output)
         if code == 0 and not timed_out and output_ok:
