@@ -12,9 +12,9 @@ import os
 import tomllib
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 
 class _Section(BaseModel):
@@ -78,7 +78,7 @@ class VerifySettings(_Section):
     types: bool = True
     build: bool = True
     test: bool = True
-    accept: list[str] = Field(default_factory=list)
+    accept: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]] = Field(default_factory=list)
     plan: list[PinnedCheckSettings] | None = None
     check_timeout_s: float = Field(default=300.0, gt=0)
     max_repair_rounds: int = Field(default=2, ge=0)

@@ -100,8 +100,10 @@ def test_looks_like_command(text: str, ok: bool) -> None:
 
 
 def test_accept_checks_take_any_command_as_written() -> None:
-    checks = accept_checks(["curl -fsS localhost:8000/health", " python test_app.py ", "", "python test_app.py"])
+    checks = accept_checks(["curl -fsS localhost:8000/health", " python test_app.py ", "python test_app.py"])
     assert [(c.command, c.source, c.category) for c in checks] == [
         ("curl -fsS localhost:8000/health", "accept", "acceptance"), ("python test_app.py", "accept", "acceptance")]
     assert checks[1].protects == ("test_app.py",)
     assert checks[0].reason == "given by the user (--accept or [verify] accept)"
+    with pytest.raises(ValueError, match="empty"):   # a blank one is an error, never silently dropped
+        accept_checks(["python test_app.py", "  "])

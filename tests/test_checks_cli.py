@@ -135,3 +135,13 @@ def test_config_pins_the_plan_switches_categories_and_adds_acceptance(project: P
     (project / ".keel" / "config.toml").write_text('[[verify.plan]]\ncategory = "unit"\ncommand = "x"\n')
     out = keel_checks(keel_env, "--cwd", str(project))
     assert out.returncode == 2 and "configuration error" in out.stderr and "verify.plan" in out.stderr
+
+
+def test_a_blank_acceptance_command_is_an_error_not_a_silent_skip(project: Path, keel_env: dict[str, str]) -> None:
+    """`--accept "$CMD"` with CMD unset must not give a run verified without the gate the user asked for."""
+    out = keel_checks(keel_env, "--cwd", str(project), "--accept", "  ")
+    assert out.returncode == 2 and "acceptance command" in out.stderr and "empty" in out.stderr
+    (project / ".keel").mkdir()
+    (project / ".keel" / "config.toml").write_text('[verify]\naccept = [""]\n')
+    out = keel_checks(keel_env, "--cwd", str(project))
+    assert out.returncode == 2 and "verify.accept.0" in out.stderr

@@ -260,3 +260,10 @@ def test_a_lint_failure_introduced_by_the_change_blocks(tmp_path, run_keel):
     assert "[static] `ruff check" in refusal and "F401" in refusal and "calc.py" in refusal
     categories = [c["category"] for c in r.result["verification"]["checks"]]
     assert categories[0] == "static" and "test" in categories
+
+
+def test_a_blank_accept_flag_stops_before_any_model_call(calc_repo, run_keel):
+    with ScriptedEngineServer([{"content": "unreachable"}]) as server:
+        r = run(run_keel, server, calc_repo, "fix the failing test", "--accept", "")
+        assert server.requests == []
+    assert r.code == 2 and r.result["status"] == "error" and "--accept" in r.result["error"]

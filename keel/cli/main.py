@@ -117,6 +117,8 @@ def _run_task(args: argparse.Namespace) -> int:
         return fail(problem)
     if args.log is not None and (problem := log_path_problem(args.log)):
         return fail(problem)
+    if args.accept and not all(a.strip() for a in args.accept):
+        return fail("--accept needs a command; one was empty (an unset shell variable?)")
     flags = {
         "engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env},
         "limits": {"max_steps": args.max_steps, "max_seconds": args.max_seconds,

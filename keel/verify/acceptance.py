@@ -171,11 +171,15 @@ def _quote(text: str, limit: int = 120) -> str:
 
 def accept_checks(commands: Iterable[str], *, workspace: Path | None = None) -> list[PlannedCheck]:
     """Acceptance checks given by the user (``--accept CMD`` or ``[verify] accept``): taken as
-    written, any command — the user, not the task text, vouches for them."""
+    written, any command — the user, not the task text, vouches for them. A blank one is an error,
+    not skipped: the user asked for a gate (often through an empty shell variable) and would
+    otherwise get a run verified without it."""
     checks: list[PlannedCheck] = []
     for raw in commands:
         command = raw.strip()
-        if command and all(c.command != command for c in checks):
+        if not command:
+            raise ValueError("an acceptance command (--accept or [verify] accept) is empty")
+        if all(c.command != command for c in checks):
             checks.append(PlannedCheck(category="acceptance", command=command, source="accept",
                                        reason="given by the user (--accept or [verify] accept)",
                                        protects=protected_files(command, workspace)))
