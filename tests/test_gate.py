@@ -82,11 +82,14 @@ def test_split_failures(results, baseline, unchanged, asked, task, blocking, pre
     assert [o.check.command for o in p] == pre
 
 
-def gate_state(*, rounds: dict[str, int] | None = None, changed: bool = True) -> TaskState:
+def gate_state(*, rounds: dict[str, int] | None = None, changed: bool = True,
+               own_check: tuple[str, int] | None = None) -> TaskState:
     s = TaskState(task="fix it", gate_on=True)
     s.record_tool_call()
     if changed:
         s.record_file_change("app.py")
+    if own_check is not None:
+        s.record_check(own_check[0], own_check[1], "run")
     for k, v in (rounds or {}).items():
         s.repair_rounds[k] = v
     return s
@@ -119,6 +122,15 @@ DECIDE_CASES = [
      gate_state(changed=False, rounds={"no_change": 2}), "stop", "limit:verification"),
     ("nothing to run and no evidence of the agent's own", FINISH,
      GateFacts("d1", plan_empty=True), gate_state(), "continue", "unverified"),
+    ("nothing to run: a check that runs the changed file counts", FINISH, GateFacts("d1", plan_empty=True),
+     gate_state(own_check=("python app.py", 0)), "stop", "complete"),
+    ("nothing to run: importing the changed module counts", FINISH, GateFacts("d1", plan_empty=True),
+     gate_state(own_check=("python3 -c 'import app; assert app.f() == 2'", 0)), "stop", "complete"),
+    ("nothing to run: a check that never touches the change is the model's word", FINISH,
+     GateFacts("d1", plan_empty=True), gate_state(own_check=("python3 -c \"print('all good')\"", 0)),
+     "continue", "unverified"),
+    ("nothing to run: the changed file's run failed", FINISH, GateFacts("d1", plan_empty=True),
+     gate_state(own_check=("python app.py", 1)), "continue", "unverified"),
 ]
 
 

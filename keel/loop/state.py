@@ -6,6 +6,7 @@ sequence number so "a check passed after the last file change" is a comparison o
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
@@ -29,6 +30,16 @@ class CheckEvidence:
     @property
     def passed(self) -> bool:
         return self.exit_code == 0
+
+
+def _names_any(command: str, paths: list[str]) -> bool:
+    """Does ``command`` mention one of ``paths`` — by path, file name or module name?"""
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        stem = name.rsplit(".", 1)[0]
+        if path in command or name in command or (len(stem) > 1 and re.search(rf"\b{re.escape(stem)}\b", command)):
+            return True
+    return False
 
 
 @dataclass
@@ -74,10 +85,17 @@ class TaskState:
     def checks_since_last_change(self) -> list[CheckEvidence]:
         return [c for c in self.checks if c.seq > self.last_change_seq]
 
-    def fresh_verification(self) -> bool:
-        """A check passed after the last file change, and the latest run of each kind since passed."""
+    def fresh_verification(self, *, exercising_changes: bool = False) -> bool:
+        """A check passed after the last file change, and the latest run of each kind since passed.
+
+        ``exercising_changes``: the passing check must also name a changed file or its module
+        (`python hello.py`, `python -c "import calc; …"`). Where the project has no checks of its own,
+        that is the only evidence there is; `python -c "print('all good')"` is the model's word."""
         recent = self.checks_since_last_change()
-        if not any(c.passed for c in recent):
+        passing = [c for c in recent if c.passed]
+        if exercising_changes:
+            passing = [c for c in passing if _names_any(c.command, self.files_changed)]
+        if not passing:
             return False
         latest_by_kind: dict[str, CheckEvidence] = {}
         for c in recent:
