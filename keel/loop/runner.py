@@ -173,11 +173,16 @@ class Runner:
                              "cached_tokens": u.cached_tokens, "estimated": u.estimated},
                       finish_reason=turn.finish_reason, tool_calls=len(turn.tool_calls),
                       tool_call_format=turn.tool_call_format, retries=turn.retries,
-                      content=turn.content[:2000], reasoning=turn.reasoning[:2000])
+                      content=turn.content[:2000], reasoning=turn.reasoning[:2000],
+                      # whole, so `keel replay` can re-serve this turn exactly (content past 2000 too)
+                      replay={"content": turn.content if len(turn.content) > 2000 else None,
+                              "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                        for c in turn.tool_calls]})
 
     def _emit_tool_call(self, call: ToolCall, result: ToolResult, repeat: int) -> None:
         self.bus.emit("tool_call", step=self.steps, call_id=call.id, name=call.name,
                       arguments=call.arguments[:4000], ok=result.ok and not repeat, repeat=repeat,
+                      invalid=bool(result.meta.get("invalid")),
                       result_preview=result.output[:300], files_changed=result.files_changed,
                       elapsed_ms=round(result.meta.get("elapsed_ms", 0.0), 2))
 
