@@ -91,6 +91,9 @@ class ToolContext:
     deadline: float | None = None
     output_cap_bytes: int = 30_000
     ask_user: Callable[[str], str] | None = None
+    # The run's session directory (set by keel.agent): run_shell saves long output under it, and
+    # read_file may read those saved outputs. None: nothing is saved, long output is only capped.
+    session_dir: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from keel.context.output import saved_output
 from keel.policy.paths import PathJailError, display_path, is_secret_path, resolve_in_workspace
 from keel.tools.base import (
     Tool,
@@ -221,8 +222,10 @@ def _authorize_read(ctx: ToolContext, shown: str, *, secret: bool) -> str | None
 
 
 def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
+    # A command output run_shell saved in the session directory (its reduced view names the file).
+    saved = saved_output(ctx.session_dir, args.path)
     try:
-        real = resolve_in_workspace(ctx.workspace, args.path)
+        real = saved or resolve_in_workspace(ctx.workspace, args.path)
     except PathJailError as exc:
         return ToolResult.error(str(exc))
     shown = display_path(ctx.workspace, real)
@@ -232,7 +235,7 @@ def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(f"{shown} is a directory; use list_dir to see what it contains")
     if not real.is_file():
         return ToolResult.error(f"{shown} is not a regular file (a device, socket or pipe); it cannot be read")
-    refusal = _authorize_read(ctx, shown, secret=is_secret_path(real) or is_secret_path(Path(args.path)))
+    refusal = None if saved else _authorize_read(ctx, shown, secret=is_secret_path(real) or is_secret_path(Path(args.path)))
     if refusal is not None:
         return ToolResult.error(refusal)
     try:

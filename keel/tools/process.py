@@ -56,8 +56,9 @@ class CommandInterrupted(KeyboardInterrupt):
 class CappedOutput:
     """Keeps the first ~40% of ``cap`` bytes and the last ~60%, counting what falls between."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, tee: Callable[[bytes], None] | None = None) -> None:
         cap = max(cap, _MIN_CAP)
+        self.tee = tee   # also receives every chunk, e.g. to save the whole output to a file
         self.head_cap = int(cap * _HEAD_SHARE)
         self.tail_cap = cap - self.head_cap
         self.head = bytearray()
@@ -67,6 +68,8 @@ class CappedOutput:
         self.dropped_lines = 0
 
     def feed(self, chunk: bytes) -> None:
+        if self.tee is not None:
+            self.tee(chunk)
         self.total += len(chunk)
         room = self.head_cap - len(self.head)
         if room > 0:
@@ -219,8 +222,11 @@ def run_command(
     env: dict[str, str],
     argv_prefix: list[str] | None = None,
     preexec: Callable[[], None] | None = None,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> CommandResult:
     """Run ``bash -c command`` (inside ``argv_prefix``, e.g. a bwrap argv ending in ``--``).
+
+    ``on_output`` gets every byte the command writes, also the ones the cap leaves out.
 
     Raises OSError when the command cannot be started at all (missing bash or bwrap, bad cwd).
     """
@@ -240,7 +246,7 @@ def run_command(
         close_fds=True,
     )
     assert proc.stdout is not None
-    captured = CappedOutput(output_cap_bytes)
+    captured = CappedOutput(output_cap_bytes, tee=on_output)
     timed_out = False
     kill_signal: int | None = None
     try:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
 from keel.policy.sandbox import SandboxPolicy, build_sandboxed
 from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.process import CommandResult, run_command
@@ -49,8 +50,9 @@ DESCRIPTION = (
     "such as -y, --yes, --no-edit or -m. Each call starts a fresh shell in the workspace root: "
     "`cd` and exported variables do not carry over. Background processes are stopped when the "
     "command ends, so start a server and the client that tests it in the same command. Files "
-    "outside the workspace may be read-only and network access may be blocked. Long output is "
-    "cut in the middle; filter it (e.g. `| tail -50`, `pytest -q`) to keep what matters."
+    "outside the workspace may be read-only and network access may be blocked. Long output of "
+    "tests, builds, linters and failed commands is reduced to the failures, errors and summary line, "
+    "and the full output is saved to a file whose path is given (read it with read_file)."
 )
 
 
@@ -150,7 +152,10 @@ def _check_kind(command: str) -> str | None:
     return classify_check(command)
 
 
-def run_shell(args: RunShellArgs, ctx: ToolContext) -> ToolResult:
+def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) -> ToolResult:
+    """Run one command. ``for_model``: long output is reduced to what matters and saved in full under
+    the session directory (keel.context.output); the verification gate calls without it and judges
+    the output itself."""
     command = args.command
     if "\x00" in command:
         return ToolResult.error("The command contains a NUL byte; bash cannot run it.")
@@ -173,26 +178,39 @@ def run_shell(args: RunShellArgs, ctx: ToolContext) -> ToolResult:
                                     decision=auth.decision)
         run_capped = remaining < timeout_s
         timeout_s = min(timeout_s, remaining)
+    spill = OutputSpill(ctx.session_dir / OUTPUTS_DIR, command) if for_model and ctx.session_dir else None
     try:
         result = run_command(command, ctx.workspace, timeout_s=timeout_s, output_cap_bytes=ctx.output_cap_bytes,
-                             env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn)
+                             env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn,
+                             on_output=spill.feed if spill else None)
     except OSError as exc:
         return ToolResult.error(f"Could not start the command: {exc}", sandbox=launch.kind)
+    except BaseException:
+        if spill is not None:
+            spill.discard()
+        raise
 
     status = _status_line(result, timeout_s)
     if result.timed_out and run_capped:
         status += " (the timeout was cut to the run's remaining wall-clock time)"
-    lines = [status, result.output if result.output else "(no output)"]
+    kind = _check_kind(command)
+    body, saved = result.output, None
+    if spill is not None:
+        facts = OutputFacts(command, spill.text(), result.total_bytes, result.exit_code, result.timed_out, kind,
+                            str(ctx.workspace))
+        body, saved = present(spill, facts, result.output, result.truncated)
+    lines = [status, body if body else "(no output)"]
     lines += _sandbox_hints(result.output, launch.kind, network)
     meta: dict[str, Any] = {
         "elapsed_s": round(result.elapsed_s, 3), "sandbox": launch.kind, "truncated": result.truncated,
         "total_bytes": result.total_bytes, "timed_out": result.timed_out, "exit_code": result.exit_code,
         "signal": result.signal, "network": network, "decision": auth.decision,
+        "saved_output": str(saved) if saved else None,
     }
     return ToolResult(
         ok=result.exit_code == 0,
         output="\n".join(line.rstrip("\n") for line in lines),
-        check=CheckRun(command=command, exit_code=result.exit_code, kind=_check_kind(command),
+        check=CheckRun(command=command, exit_code=result.exit_code, kind=kind,
                        timed_out=result.timed_out),
         meta=meta,
     )
@@ -205,5 +223,5 @@ RUN_SHELL = Tool(
         args=RunShellArgs,
         annotations=ToolAnnotations(read_only=False, destructive=True),
     ),
-    execute=run_shell,
+    execute=lambda args, ctx: run_shell(args, ctx, for_model=True),   # reduced, long output saved
 )
