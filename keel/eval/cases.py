@@ -315,9 +315,11 @@ def apply_solution(case: Case, workspace: Path) -> None:
             continue
         target = workspace / entry.name
         if entry.is_dir():
-            shutil.copytree(entry, target, dirs_exist_ok=True, symlinks=True)
+            shutil.copytree(entry, target, dirs_exist_ok=True, symlinks=True, copy_function=shutil.copy)
         else:
-            shutil.copy2(entry, target)
+            # Not copy2: a solution file of the same size keeping the original's mtime looks unchanged
+            # to git's stat check, so the solution's own edit would be graded "not changed".
+            shutil.copy(entry, target)
     if delete.is_file():
         for line in delete.read_text(encoding="utf-8").splitlines():
             rel = line.strip()
