@@ -15,12 +15,15 @@ from keel.engine.types import Engine, EngineError
 from keel.loop.limits import Limits, Prices
 from keel.loop.result import RunResult
 from keel.loop.runner import Runner
+from keel.loop.state import TaskState
 from keel.tools.base import Tool, ToolContext
 from keel.tools.registry import ToolRegistry
 from keel.tools.session import FileSession
 from keel.trace.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
+from keel.trace.schema import config_summary
 
 if TYPE_CHECKING:
+    from keel.context.manager import ContextManager
     from keel.policy.sandbox import SandboxInfo
     from keel.verify.verifier import Verifier
 
@@ -29,6 +32,10 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
     from keel.engine.client import OpenAICompatEngine
 
     e = config.engine
+    if e.local_model is not None:  # in process, no server (keel run --local)
+        from keel.engine.local import build_local_engine
+
+        return build_local_engine(e)
     if not e.base_url:
         raise EngineError("config", "no engine URL: pass --base-url, set KEEL_BASE_URL (or OPENAI_BASE_URL), "
                                     "or set [engine] base_url in ~/.config/keel/config.toml")
@@ -126,7 +133,8 @@ class Agent:
                  config: Config | None = None, attended: bool = False,
                  prompt: Callable[[str], str] | None = None, ask_user: Callable[[str], str] | None = None,
                  sinks: list[EventSink] | None = None, log_path: Path | None | bool = None,
-                 tools: list[Tool] | None = None, system_prompt: str | None = None) -> None:
+                 tools: list[Tool] | None = None, system_prompt: str | None = None,
+                 session_id: str | None = None, plan_mode: bool = False) -> None:
         from keel.engine.prompts import system_prompt as default_prompt
         from keel.tools.catalog import default_tools
 
@@ -139,11 +147,15 @@ class Agent:
             raise EngineError("config", f"refusing {self.workspace} as the workspace: choose a project directory")
         self.engine = engine or build_engine(self.config)
         self.attended = attended
-        self.registry = ToolRegistry(tools if tools is not None else default_tools())
+        self.plan_mode = plan_mode
+        from keel.ext.setup import Extensions
+        self.ext = Extensions(self, prompt=prompt)  # trust, hooks, skills, MCP, plugins (docs/extensions.md)
+        base = tools if tools is not None else default_tools() + self.ext.extra_tools()
+        self.registry = ToolRegistry(self.ext.wrap(base, plan_mode=plan_mode))
         self.ctx = build_context(self.workspace, self.config, attended=attended, prompt=prompt,
                                  ask_user=ask_user)
-        self.system_prompt = system_prompt if system_prompt is not None else default_prompt()
-        self.session_id = new_session_id()
+        self.system_prompt = system_prompt if system_prompt is not None else default_prompt() + self.ext.prompt_addendum()
+        self.session_id = session_id or new_session_id()  # given: a resumed session (keel.trace.sessions)
         self.bus = EventBus(self.session_id, sinks)
         self.log_path: Path | None = None
         if log_path is not False:
@@ -151,36 +163,80 @@ class Agent:
             self.log_path = path
             self._writer = JsonlWriter(path)
             self.bus.subscribe(self._writer)
+            self.ctx.session_dir = path.with_suffix("")   # saved command output, handoff note
+        from keel.trace.sessions import attach_session
+        self.recorder = attach_session(self)  # state after every step, checkpoints of every file change
 
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
         from keel.engine.prompts import task_message
 
+        from keel.context.memory import project_memory
+
+        first = task_message(task, str(self.workspace), self.protection, top_level_entries(self.workspace))
+        memory = project_memory(self.workspace)   # AGENTS.md files: in the cached prefix, read once
         return [{"role": "system", "content": self.system_prompt},
-                {"role": "user", "content": task_message(task, str(self.workspace), self.protection,
-                                                         top_level_entries(self.workspace))}]
+                {"role": "user", "content": f"{first}\n\n{memory}" if memory else first}]
 
     @property
     def protection(self) -> str:
         return protection_summary(self.config)
 
-    def run(self, task: str, *, limits: Limits | None = None) -> RunResult:
-        return self.continue_run(self.initial_messages(task), limits=limits, task=task)
+    def run(self, task: str, *, limits: Limits | None = None, approved_plan: str | None = None) -> RunResult:
+        """``approved_plan``: execute a plan a person approved (plan mode's output), its steps as todos."""
+        from keel.ext.plan import start_run
+
+        messages, state, refused = start_run(self, task, approved_plan)
+        if refused is not None:
+            return refused
+        return self.continue_run(messages, limits=limits, task=task, state=state)
 
     def continue_run(self, messages: list[dict[str, Any]], *, limits: Limits | None = None,
-                     task: str | None = None) -> RunResult:
+                     task: str | None = None, state: TaskState | None = None) -> RunResult:
         """Drive an existing message history (owned by the caller, appended in place)."""
         tier, confining = sandbox_tier(self.config)
         self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
                       task=task, attended=self.attended, protection=self.protection,
-                      sandbox=tier, confining=confining,
+                      sandbox=tier, confining=confining, config=config_summary(self.config),
                       tools=self.registry.names)
         p = self.config.prices
-        runner = Runner(self.engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
+        from keel.engine.runaway import GuardedEngine
+
+        engine = GuardedEngine(self.engine, lambda: self.ctx.deadline)  # runaway and deadline cuts
+        runner = Runner(engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
                         prices=Prices(p.input_per_m, p.cached_input_per_m, p.output_per_m),
-                        attended=self.attended, task=task or "", verifier=self.build_verifier(task or ""))
+                        attended=self.attended, task=task or "", state=state, plan_mode=self.plan_mode,
+                        verifier=None if self.plan_mode else self.build_verifier(task or ""),
+                        on_stop=self.ext.hooks.on_stop if self.ext.hooks.has("Stop") else None)
+        runner.context = self.context_manager(engine)  # the window: compaction and prefix accounting
+        self.runner = runner  # sub-agents (keel.tools.delegate) read the budget left from it
+        if self.recorder is not None:
+            runner.on_step = self.recorder.on_step
+            self.recorder.prepare(runner, messages)
         result = runner.run(messages)
         result.log = str(self.log_path) if self.log_path else None
+        if result.stop_reason == "awaiting_plan_approval":
+            from keel.ext.plan import keep_plan
+            keep_plan(self, result)
         return result
+
+    def context_manager(self, engine: Any = None) -> ContextManager:
+        """One per agent: the window, the prefix measure and the compaction count outlive a run."""
+        if getattr(self, "_context", None) is None:
+            from keel.context.manager import build_context_manager
+            self._context = build_context_manager(self.config, self.engine, self.bus, self.workspace)
+        if engine is not None:
+            self._context.summarizer = engine
+        return self._context
+
+    def compact(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """Fold ``messages`` (owned by the caller) now, as the REPL's /compact does; the compaction event."""
+        runner = getattr(self, "runner", None)
+        return self.context_manager().compact(messages, self.registry.schemas(), runner.state if runner else None,
+                                              step=runner.steps if runner else 0)
+
+    def close(self) -> None:
+        """Stop what the extensions started (MCP servers)."""
+        self.ext.close()
 
     def build_verifier(self, task: str) -> Verifier | None:
         """The verification gate for this run: the project's checks plus the task's acceptance."""

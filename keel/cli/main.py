@@ -18,6 +18,10 @@ def _run_parser(sub: Any) -> None:
                               "130 interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP")
     p.add_argument("task", nargs="?", help="what to do; '-' reads it from stdin (or use --task-file)")
     p.add_argument("--task-file", type=Path, metavar="PATH", help="read the task from this file")
+    p.add_argument("--resume", metavar="SESSION", help="pick up a stopped or crashed session (id or log path) "
+                                                       "from its last saved step; no task needed")
+    p.add_argument("--continue", dest="continue_session", action="store_true",
+                   help="resume the latest session in this workspace (--cwd)")
     p.add_argument("--cwd", default=".", help="the workspace (default: current directory)")
     p.add_argument("--allow-any-cwd", action="store_true",
                    help="accept a system directory, $HOME or one of its ancestors as the workspace")
@@ -26,6 +30,9 @@ def _run_parser(sub: Any) -> None:
     p.add_argument("--model", help="model name as the server lists it (default: KEEL_MODEL); "
                                    "the scripted engine serves 'scripted'")
     p.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
+    p.add_argument("--local", nargs="?", const="", metavar="MODEL",
+                   help="run a GGUF model in this process (llama.cpp, no server): a .gguf path or a Hugging "
+                        "Face repo:file; without MODEL the default small Qwen2.5-Coder (needs keel[local])")
     p.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N model calls (default 50)")
     p.add_argument("--max-seconds", type=positive_float, metavar="S", help="stop after S seconds of wall clock")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="token budget for the whole run")
@@ -74,8 +81,15 @@ def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser
     d.add_argument("--base-url", help="the engine's OpenAI-compatible URL (default: KEEL_BASE_URL)")
     d.add_argument("--model", help="model name to probe (default: KEEL_MODEL, or the only one served)")
     d.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
+    d.add_argument("--local", nargs="?", const="", metavar="MODEL",
+                   help="check the in-process engine instead: MODEL loads and answers a tool call")
     sub.add_parser("policy", help="judge a shell command: allow / ask / deny", add_help=False)
+    sub.add_parser("log", help="sessions newest first; with SESSION, its events", add_help=False)
+    sub.add_parser("stats", help="tokens, cache, tools, cost and hotspots of a session", add_help=False)
+    sub.add_parser("undo", help="restore the files the latest session here changed", add_help=False)
     sub.add_parser("checks", help="show (and --run) the checks that verify work here", add_help=False)
+    sub.add_parser("eval", help="run eval cases, grade, compare and report", add_help=False)
+    sub.add_parser("replay", help="re-feed a recorded run through the scripted engine", add_help=False)
     sub.add_parser("scripted-engine", help="serve a scripted OpenAI-compatible engine", add_help=False)
     return parser
 
@@ -109,9 +123,15 @@ def _run_task(args: argparse.Namespace) -> int:
             print_json(result_object(error, args.output_format))
         return EXIT_USAGE
 
-    task, problem = read_task(args.task, args.task_file, sys.stdin)
+    from keel.trace.sessions import resume_target
+    saved, problem = resume_target(args.resume, args.continue_session, args.cwd, args.task or args.task_file)
     if problem:
         return fail(problem)
+    task, problem = (saved.task, None) if saved else read_task(args.task, args.task_file, sys.stdin)
+    if problem:
+        return fail(problem)
+    if saved:  # the session's own workspace, log and model
+        args.cwd, args.log, args.model = saved.workspace, saved.log_path, args.model or saved.data.get("model")
     workspace, problem = check_workspace(args.cwd, args.allow_any_cwd)
     if problem:
         return fail(problem)
@@ -120,7 +140,8 @@ def _run_task(args: argparse.Namespace) -> int:
     if args.accept and not all(a.strip() for a in args.accept):
         return fail("--accept needs a command; one was empty (an unset shell variable?)")
     flags = {
-        "engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env},
+        "engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
+                   "local_model": _local_flag(args.local)},
         "limits": {"max_steps": args.max_steps, "max_seconds": args.max_seconds,
                    "max_tokens": args.max_tokens, "budget_usd": args.budget_usd},
         "permissions": {"approval": args.approval},
@@ -155,8 +176,12 @@ def _run_task(args: argparse.Namespace) -> int:
         prompt = terminal_prompt
     try:
         agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
-                      ask_user=prompt)
-        result = agent.run(task)
+                      ask_user=prompt, session_id=saved.id if saved else None)
+        if saved:
+            from keel.trace.sessions import resume_run
+            result = resume_run(agent, saved)
+        else:
+            result = agent.run(task)
     except EngineError as e:  # configuration problems found before the first call
         result = RunResult(status="error", stop_reason="config_error", error=e.message)
         if args.output_format == "text":
@@ -208,7 +233,20 @@ def _cmd_tool(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _local_flag(value: str | None) -> str | None:
+    """--local without MODEL means the documented default model."""
+    if value is None:
+        return None
+    from keel.engine.local_model import DEFAULT_LOCAL_MODEL
+
+    return value or DEFAULT_LOCAL_MODEL
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    if args.local is not None:
+        from keel.engine.local_doctor import local_doctor_main
+
+        return local_doctor_main(_local_flag(args.local) or "")
     import os
 
     from keel.config import ConfigError, load_config, resolve_api_key
@@ -231,9 +269,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "policy":
         from keel.policy.cli import policy_main
         return policy_main(argv[1:])
+    if argv and argv[0] in ("log", "stats", "undo"):  # keel.cli.log / stats / undo: sessions after the fact
+        import importlib
+        return int(getattr(importlib.import_module(f"keel.cli.{argv[0]}"), f"{argv[0]}_main")(argv[1:]))
     if argv and argv[0] == "checks":
         from keel.cli.checks import checks_main
         return checks_main(argv[1:])
+    if argv and argv[0] == "eval":
+        from keel.cli.eval import eval_main
+        return eval_main(argv[1:])
+    if argv and argv[0] == "replay":
+        from keel.cli.replay import replay_main
+        return replay_main(argv[1:])
     if argv and argv[0] == "scripted-engine":
         from keel.testing.server import serve_main
         return serve_main(argv[1:])

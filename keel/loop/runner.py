@@ -25,6 +25,7 @@ from keel.tools.registry import ToolRegistry
 from keel.trace.events import EventBus
 
 if TYPE_CHECKING:
+    from keel.context.manager import ContextManager
     from keel.verify.verifier import Verifier
 
 INTERRUPTED = "Interrupted by the user before this call finished; it may not have run."
@@ -35,17 +36,23 @@ class Runner:
                  limits: lim.Limits | None = None, prices: lim.Prices | None = None,
                  attended: bool = False, plan_mode: bool = False, state: TaskState | None = None,
                  task: str = "", verifier: Verifier | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_stop: Callable[[str], str | None] | None = None, context: ContextManager | None = None) -> None:
         self.engine, self.registry, self.ctx, self.bus = engine, registry, ctx, bus
         self.limits, self.prices = limits or lim.Limits(), prices or lim.Prices()
         self.attended, self.plan_mode, self.clock = attended, plan_mode, clock
         self.state = state or TaskState(task=task)
         self.verifier = verifier
+        self.context = context  # keeps every request inside the window (keel.context.manager); None: unmanaged
+        self.on_stop = on_stop  # Stop hooks (keel.ext.hooks): text that vetoes a completion, or None
         self.state.gate_on = verifier is not None
         self.repeats = RepetitionGuard()
         self.usage = Usage()
         self.steps = 0
         self.phase = "initial"
+        # called with (runner, messages, decision) after each reply (decision None) and each decision:
+        # the session recorder saves the run there (keel.trace.sessions)
+        self.on_step: Callable[[Runner, list[dict[str, Any]], Decision | None], None] | None = None
         self.tools = registry.schemas()  # computed once: byte-stable request prefix
 
     def run(self, messages: list[dict[str, Any]]) -> RunResult:
@@ -58,10 +65,18 @@ class Runner:
         try:
             while decision is None or not decision.stop:
                 self.phase = "thinking"
-                request = messages + [{"role": "user", "content": pushback}] if pushback else messages
+                extra: list[dict[str, Any]] = [{"role": "user", "content": pushback}] if pushback else []
+                if self.context is not None and not self.context.fit(messages, extra, self.tools, self.state, self.steps):
+                    engine_error = "the request does not fit the context window, even after compaction"
+                    decision = self._decide(TurnOutcome(engine_failure="context"), started)
+                    break
+                request = messages + extra if extra else messages
                 try:
                     turn = self.engine.complete(request, self.tools, self._on_delta)
                 except EngineError as e:
+                    if e.kind == "context" and self.context is not None and self.context.recover(
+                            messages, self.tools, self.state, self.steps):
+                        continue  # compacted: the same turn once more
                     if e.kind in ("config", "protocol"):
                         return self._result(messages, started, "error", f"{e.kind}_error", summary, e.message)
                     engine_error = e.message  # the server's own words go into the stop event
@@ -69,18 +84,25 @@ class Runner:
                     break
                 self.steps += 1
                 self.usage.add(turn.usage)
-                self._emit_model_call(turn)
+                reuse = self.context.observe(request, self.tools, turn.usage, self.steps) if self.context else None
+                self._emit_model_call(turn, reuse)
                 messages.append(turn.to_message())
+                self._saved(messages, None)
                 outcome, finish_summary = self._run_tools(turn, messages)
                 summary = finish_summary or turn.content.strip() or summary
                 decision = self._decide(outcome, started)
                 pushback = decision.pushback
+                self._saved(messages, decision)
         except KeyboardInterrupt:
             return self._result(messages, started, "incomplete", "interrupted", summary)
         finally:
             self.phase = "end_turn"
         status = "complete" if decision.reason == "complete" else "incomplete"
         return self._result(messages, started, status, decision.reason, summary, engine_error)
+
+    def compact(self, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Fold ``messages`` now (the REPL's /compact): the compaction event, or None when unmanaged."""
+        return self.context.compact(messages, self.tools, self.state, step=self.steps) if self.context else None
 
     # -- one turn's tools ----------------------------------------------------------------------
     def _run_tools(self, turn: AssistantTurn, messages: list[dict[str, Any]]) -> tuple[TurnOutcome, str | None]:
@@ -119,9 +141,10 @@ class Runner:
             raise
         self.phase = "tool_result" if calls else "thinking"
         malformed = not calls and looks_like_tool_call(turn.content, set(self.registry.names))
+        planned = finished is not None or (not calls and bool(turn.content.strip()))  # plan mode: the plan
         outcome = TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress,
                               malformed_call=malformed, finished=finished is not None, asked_user=asked,
-                              plan_submitted=self.plan_mode and not calls and bool(turn.content.strip()),
+                              plan_submitted=self.plan_mode and planned,
                               truncated=turn.finish_reason == "length")
         return outcome, finished
 
@@ -129,6 +152,8 @@ class Runner:
         """Move the facts a tool reported into the task state the decider reads."""
         for path in result.files_changed:
             self.state.record_file_change(path)
+        if isinstance(spent := result.meta.get("usage"), Usage):  # a sub-agent's tokens count as ours
+            self.usage.add(spent)
         if result.check is not None and result.check.kind:
             self.state.record_check(result.check.command, result.check.exit_code, result.check.kind)
         if result.todos is not None:
@@ -148,6 +173,9 @@ class Runner:
                               plan_mode=self.plan_mode)
             if decision.pushback is not None:
                 self.state.repair_rounds.update(facts.round_keys)
+        if decision.reason == "complete" and self.on_stop is not None and \
+                (objection := self.on_stop(outcome.text)) is not None:  # a Stop hook may only say "not yet"
+            decision = Decision("continue", "stop_hook", objection)
         self.state.idle_turns = 0 if outcome.progress else self.state.idle_turns + 1
         if decision.pushback is not None:
             self.state.pushback_counts[decision.reason] += 1
@@ -158,6 +186,10 @@ class Runner:
                       pushback_kind=decision.pushback_kind, pushback=decision.pushback)
         return decision
 
+    def _saved(self, messages: list[dict[str, Any]], decision: Decision | None) -> None:
+        if self.on_step is not None:
+            self.on_step(self, messages, decision)
+
     def _cost(self) -> float:
         u = self.usage
         return self.prices.cost(u.prompt_tokens, u.cached_tokens, u.completion_tokens)
@@ -166,9 +198,10 @@ class Runner:
     def _on_delta(self, delta: StreamDelta) -> None:
         self.bus.emit("assistant_delta", step=self.steps + 1, kind=delta.kind, text=delta.text)
 
-    def _emit_model_call(self, turn: AssistantTurn) -> None:
+    def _emit_model_call(self, turn: AssistantTurn, prefix_reuse: float | None = None) -> None:
         u = turn.usage
         self.bus.emit("model_call", step=self.steps, model=self.engine.model, latency_s=round(turn.latency_s, 4),
+                      prefix_reuse=None if prefix_reuse is None else round(prefix_reuse, 4),
                       usage={"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
                              "cached_tokens": u.cached_tokens, "estimated": u.estimated},
                       finish_reason=turn.finish_reason, tool_calls=len(turn.tool_calls),
@@ -183,7 +216,8 @@ class Runner:
         self.bus.emit("tool_call", step=self.steps, call_id=call.id, name=call.name,
                       arguments=call.arguments[:4000], ok=result.ok and not repeat, repeat=repeat,
                       invalid=bool(result.meta.get("invalid")),
-                      result_preview=result.output[:300], files_changed=result.files_changed,
+                      result_preview=result.output[:300], output_bytes=len(result.output.encode("utf-8", "replace")),
+                      files_changed=result.files_changed,
                       elapsed_ms=round(result.meta.get("elapsed_ms", 0.0), 2))
 
     def _result(self, messages: list[dict[str, Any]], started: float, status: str, reason: str,

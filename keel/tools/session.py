@@ -3,7 +3,9 @@
 - which files this session has read, and what they looked like then (so an overwrite of a
   file that changed on disk since it was read is refused instead of silently lost);
 - a snapshot of every file's previous bytes before keel first changes it, so it can be
-  restored byte for byte.
+  restored byte for byte;
+- when the session has a checkpoint store (keel.trace.checkpoints), the bytes before each *step's*
+  first change, on disk before the write happens, so `keel undo` works even after a kill -9.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 def _digest(data: bytes) -> str:
@@ -23,12 +26,18 @@ class FileSession:
     seen: dict[Path, str] = field(default_factory=dict)
     # real path -> bytes before keel's first change (None: the file did not exist)
     snapshots: dict[Path, bytes | None] = field(default_factory=dict)
+    # keel.trace.checkpoints.CheckpointStore, or None (no session directory: `keel tool`, tests)
+    store: Any = None
 
     def record_read(self, path: Path, data: bytes) -> None:
         self.seen[path] = _digest(data)
+        if self.store is not None:
+            self.store.seen(path, data)
 
     def record_write(self, path: Path, data: bytes) -> None:
         self.seen[path] = _digest(data)
+        if self.store is not None:
+            self.store.after_change(path, data)
 
     def was_read(self, path: Path) -> bool:
         return path in self.seen
@@ -44,6 +53,8 @@ class FileSession:
 
     def snapshot(self, path: Path) -> None:
         """Keep the bytes of ``path`` as they were before keel's first change to it."""
+        if self.store is not None:
+            self.store.before_change(path)
         if path in self.snapshots:
             return
         self.snapshots[path] = path.read_bytes() if path.exists() else None

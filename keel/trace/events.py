@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from keel.trace.schema import SCHEMA_VERSION, read_log
+
 Event = dict[str, Any]
 EventSink = Callable[[Event], None]
 
@@ -44,7 +46,8 @@ class EventBus:
         self.sinks.append(sink)
 
     def emit(self, type_: str, **data: Any) -> Event:
-        event: Event = {"type": type_, "ts": round(time.time(), 3), "session_id": self.session_id, **data}
+        event: Event = {"type": type_, "schema": SCHEMA_VERSION, "ts": round(time.time(), 3),
+                        "session_id": self.session_id, **data}
         for sink in self.sinks:
             sink(event)
         return event
@@ -57,6 +60,8 @@ class JsonlWriter:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: IO[str] = path.open("a", encoding="utf-8")
+        if self._fh.tell() and _torn(path):  # a resumed log whose writer was killed mid-line
+            self._fh.write("\n")
 
     def __call__(self, event: Event) -> None:
         if event["type"] in NOT_LOGGED:
@@ -68,6 +73,12 @@ class JsonlWriter:
         self._fh.close()
 
 
+def _torn(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) != b"\n"
+
+
 def read_events(path: Path) -> list[Event]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """The log's events; a line torn by a crash is skipped (keel.trace.schema.read_log says which)."""
+    return read_log(path).events

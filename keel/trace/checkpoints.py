@@ -1,0 +1,164 @@
+"""Checkpoints: the bytes of every file before each step changed it, kept outside the project's .git.
+
+Layout under the session directory (``<data>/sessions/<id>/checkpoints/``)::
+
+    blobs/<sha256>      file contents, stored once however many times they recur
+    manifest.jsonl      one line per fact: {"kind", "step", "path", "by", "before", "after", "mode"}
+
+``kind`` is "before" (a file tool is about to write: the old bytes), "after" (what it wrote),
+"change" (a shell command changed the file: both sides as far as known) or "undo" (`keel undo` put
+these bytes back; its ``step`` is the step undone to).
+
+``before``/``after`` are blob hashes, ``null`` for "the file did not exist", or ``"?"`` when keel
+never saw those bytes (a shell command changed a file keel had not read or written). The manifest is
+appended to *before* a file tool writes, so a ``kill -9`` at any moment leaves every change keel made
+undoable. Shell commands are observed from the outside (keel.trace.shellwatch): what they created
+can be removed, what they changed is restorable only when keel had the earlier bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+UNKNOWN = "?"
+BLOB_CAP = 8 * 2**20          # larger files are hashed but their bytes are not kept
+
+
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` in one rename: a reader (or a crash) sees old or new, never half."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def stat_key(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str                  # "before" | "after" | "change"
+    step: int
+    path: str                  # relative to the workspace, posix
+    by: str                    # the tool ("write_file", "edit_file", "run_shell", …)
+    before: str | None         # blob sha, None (absent) or UNKNOWN
+    after: str | None          # blob sha, None (absent) or UNKNOWN
+    mode: int | None = None    # permission bits of the file before, when it existed
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "step": self.step, "path": self.path, "by": self.by, "before": self.before,
+                "after": self.after, "mode": self.mode}
+
+
+class CheckpointStore:
+    def __init__(self, directory: Path, workspace: Path) -> None:
+        self.dir = directory
+        self.workspace = Path(os.path.realpath(workspace))
+        self.step = 0                        # the step whose tools are running (set by the recorder)
+        self.tool = "edit"                   # the tool running now, for the manifest's "by"
+        self._recorded: set[tuple[str, int]] = set()
+        # rel path -> (stat key, sha) of bytes keel has seen there: a shell command that changes the
+        # file afterwards is undoable because those bytes are in blobs/
+        self.known: dict[str, tuple[tuple[int, int, int], str]] = {}
+        self._lock = threading.Lock()
+
+    # -- paths and blobs -------------------------------------------------------------------------
+    @property
+    def manifest(self) -> Path:
+        return self.dir / "manifest.jsonl"
+
+    def rel(self, path: Path) -> str | None:
+        try:
+            return Path(os.path.realpath(path)).relative_to(self.workspace).as_posix()
+        except ValueError:
+            return None
+
+    def put_blob(self, data: bytes) -> str | None:
+        """Store ``data`` once; its sha, or None when it is too big to keep."""
+        if len(data) > BLOB_CAP:
+            return None
+        digest = sha256(data)
+        blob = self.dir / "blobs" / digest
+        if not blob.exists():
+            blob.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(blob, data)
+        return digest
+
+    def blob(self, digest: str) -> bytes | None:
+        try:
+            return (self.dir / "blobs" / digest).read_bytes()
+        except OSError:
+            return None
+
+    def append(self, change: Change) -> None:
+        with self._lock:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            with self.manifest.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(change.to_json()) + "\n")
+
+    # -- what FileSession reports ----------------------------------------------------------------
+    def before_change(self, path: Path) -> None:
+        """Keep ``path``'s bytes before this step's first change to it (called before the write)."""
+        rel = self.rel(path)
+        if rel is None or (rel, self.step) in self._recorded:
+            return
+        try:
+            data: bytes | None = path.read_bytes()
+            mode: int | None = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            data, mode = None, None
+        before = None if data is None else (self.put_blob(data) or UNKNOWN)
+        self._recorded.add((rel, self.step))
+        self.append(Change("before", self.step, rel, self.tool, before, UNKNOWN, mode))
+
+    def after_change(self, path: Path, data: bytes) -> None:
+        rel = self.rel(path)
+        if rel is None:
+            return
+        digest = self.put_blob(data) or UNKNOWN
+        self.append(Change("after", self.step, rel, self.tool, UNKNOWN, digest))
+        self.remember(path, rel, digest)
+
+    def seen(self, path: Path, data: bytes) -> None:
+        """keel read these bytes: keep them, so a shell command that rewrites the file can be undone."""
+        rel = self.rel(path)
+        if rel is not None and (digest := self.put_blob(data)) is not None:
+            self.remember(path, rel, digest)
+
+    def remember(self, path: Path, rel: str, digest: str) -> None:
+        try:
+            self.known[rel] = (stat_key(os.stat(path)), digest)
+        except OSError:
+            self.known.pop(rel, None)
+
+
+def read_manifest(directory: Path) -> list[Change]:
+    """The recorded changes, in order; a line torn by a crash is skipped."""
+    path = directory / "manifest.jsonl"
+    out: list[Change] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return out
+    for line in lines:
+        try:
+            d = json.loads(line)
+            out.append(Change(str(d["kind"]), int(d["step"]), str(d["path"]), str(d["by"]), d["before"],
+                              d["after"], d.get("mode")))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+    return out

@@ -1,0 +1,333 @@
+"""Persisted sessions: the run's state after every step, and picking a run up again after a crash.
+
+``<data>/sessions/<id>.jsonl`` is the event log; ``<data>/sessions/<id>/`` holds ``state.json``
+(history, task state, counters, what the limits have used, the gate's baseline) and the
+checkpoints (keel.trace.checkpoints). state.json is replaced atomically twice per step: once the
+model's reply is in the history (so a kill during its tool calls still knows they were asked
+for) and once the step is decided. A ``kill -9`` loses at most the step in flight (docs/sessions.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from keel.loop.state import CheckEvidence, TaskState, Todo
+from keel.trace.checkpoints import CheckpointStore, write_atomic
+from keel.trace.events import Event, data_dir
+
+if TYPE_CHECKING:
+    from keel.agent import Agent
+    from keel.loop.decider import Decision
+    from keel.loop.result import RunResult
+    from keel.loop.runner import Runner
+
+STATE_VERSION = 1
+INTERRUPTED_BY_CRASH = ("keel stopped (killed or crashed) while this call ran or before it started, so it may "
+                        "have run partly, fully or not at all. Check the files it would touch before repeating it.")
+RESUME_NOTE = ("keel was stopped and has been resumed here from its saved state. Calls marked as interrupted may "
+               "or may not have run; check before repeating them, then continue the task.")
+FINISHED = ("complete",)
+
+
+def sessions_root() -> Path:
+    return data_dir() / "sessions"
+
+
+def session_dir_for(log_path: Path) -> Path:
+    return log_path.with_suffix("")
+
+
+# -- (de)serialising the task state ------------------------------------------------------------
+def task_state_to_json(state: TaskState) -> dict[str, Any]:
+    out = dataclasses.asdict(state)
+    out["pushback_counts"] = dict(state.pushback_counts)
+    out["repair_rounds"] = dict(state.repair_rounds)
+    return out
+
+
+def task_state_from_json(data: dict[str, Any]) -> TaskState:
+    fields = {f.name for f in dataclasses.fields(TaskState)}
+    kept = {k: v for k, v in data.items() if k in fields}
+    kept["todos"] = [Todo(t["content"], t["status"]) for t in kept.get("todos", [])]
+    kept["checks"] = [CheckEvidence(**c) for c in kept.get("checks", [])]
+    kept["pushback_counts"] = Counter(kept.get("pushback_counts", {}))
+    kept["repair_rounds"] = Counter(kept.get("repair_rounds", {}))
+    return TaskState(**kept)
+
+
+def _baseline_to_json(baseline: Any) -> dict[str, Any] | None:
+    if baseline is None:
+        return None
+    return {"digest": baseline.digest, "failed": {k: list(v) for k, v in baseline.failed.items()},
+            "passed": sorted(baseline.passed)}
+
+
+def _baseline_from_json(data: dict[str, Any] | None) -> Any:
+    if data is None:
+        return None
+    from keel.verify.gate import Baseline
+
+    return Baseline(data["digest"], {k: tuple(v) for k, v in data["failed"].items()}, frozenset(data["passed"]))
+
+
+def repair_history(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A copy of ``messages`` in which every assistant tool call has its tool message, in order;
+    calls that had none get a synthesised "interrupted" result. Returns (history, interrupted ids)."""
+    out: list[dict[str, Any]] = []
+    interrupted: list[str] = []
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        out.append(msg)
+        i += 1
+        if msg.get("role") != "assistant" or not msg.get("tool_calls"):
+            continue
+        answers: dict[str, dict[str, Any]] = {}
+        while i < len(messages) and messages[i].get("role") == "tool":
+            answers[messages[i].get("tool_call_id", "")] = messages[i]
+            i += 1
+        for call in msg["tool_calls"]:
+            answer = answers.get(call["id"])
+            if answer is None:
+                interrupted.append(call["id"])
+                answer = {"role": "tool", "tool_call_id": call["id"], "content": INTERRUPTED_BY_CRASH}
+            out.append(answer)
+    return out, interrupted
+
+
+# -- a saved session ---------------------------------------------------------------------------
+@dataclass
+class SavedSession:
+    dir: Path
+    data: dict[str, Any] = field(repr=False)
+
+    @property
+    def id(self) -> str:
+        return str(self.data["session_id"])
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.data.get("log") or self.dir.with_suffix(".jsonl"))
+
+    @property
+    def workspace(self) -> str:
+        return str(self.data["workspace"])
+
+    @property
+    def task(self) -> str:
+        return str(self.data.get("task") or "")
+
+    @property
+    def status(self) -> str:
+        """complete / incomplete / error as the run ended, "running", or "crashed" (its process is gone)."""
+        status = str(self.data.get("status", "running"))
+        if status == "running" and not _alive(self.data.get("pid")):
+            return "crashed"
+        return status
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed, not yet reaped by its parent) is gone too
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        return stat[stat.rfind(b")") + 2:][:1] != b"Z"
+    except OSError:
+        return True
+
+
+def load_session(ref: str) -> SavedSession:
+    """A session by id, by its log path (.jsonl) or by its directory. Raises ValueError when none."""
+    candidates = [Path(ref), sessions_root() / ref]
+    for path in candidates:
+        directory = session_dir_for(path) if path.suffix == ".jsonl" else path
+        state = directory / "state.json"
+        if state.is_file():
+            return SavedSession(directory, _read_state(state))
+    raise ValueError(f"no saved session {ref!r} (looked in {sessions_root()}; `keel log` lists them)")
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"the saved state {path} cannot be read: {exc}") from exc
+    if not isinstance(data, dict) or data.get("version", 0) > STATE_VERSION:
+        raise ValueError(f"the saved state {path} was written by a newer keel")
+    return data
+
+
+def saved_sessions() -> list[SavedSession]:
+    """Every session with a saved state, newest first."""
+    found = []
+    root = sessions_root()
+    for state in root.glob("*/state.json") if root.is_dir() else []:
+        try:
+            found.append(SavedSession(state.parent, _read_state(state)))
+        except ValueError:
+            continue
+    return sorted(found, key=lambda s: s.data.get("started", 0), reverse=True)
+
+
+def latest_session(workspace: Path) -> SavedSession | None:
+    real = os.path.realpath(workspace)
+    return next((s for s in saved_sessions() if os.path.realpath(s.workspace) == real), None)
+
+
+def resumable(ref: str | None, workspace: Path) -> tuple[SavedSession | None, str | None]:
+    """The session `keel run --resume REF` (or `--continue`, ref None) picks up, or why none."""
+    if ref is None:
+        session = latest_session(workspace)
+        if session is None:
+            return None, f"no saved session for {workspace} to continue (`keel log` lists sessions)"
+    else:
+        try:
+            session = load_session(ref)
+        except ValueError as exc:
+            return None, str(exc)
+    if session.status == "running":
+        return None, f"session {session.id} is still running (pid {session.data.get('pid')})"
+    if session.status in FINISHED:
+        return None, f"session {session.id} already finished ({session.status}); start a new run instead"
+    if not Path(session.workspace).is_dir():
+        return None, f"session {session.id}'s workspace {session.workspace} no longer exists"
+    return session, None
+
+
+# -- recording ---------------------------------------------------------------------------------
+class SessionRecorder:
+    """Saves the run after every step and feeds the checkpoint store the step number."""
+
+    def __init__(self, agent: Agent, directory: Path, store: CheckpointStore) -> None:
+        self.agent, self.dir, self.store = agent, directory, store
+        self.resume_from: SavedSession | None = None
+        self.interrupted: list[str] = []
+        self.runner: Runner | None = None
+        self.messages: list[dict[str, Any]] = []
+        self.pushback: str | None = None
+        self.started = time.time()
+        self.elapsed_before = 0.0
+        self.run_t0 = time.time()
+        self.step_base = 0
+        self.status = "running"
+
+    def prepare(self, runner: Runner, messages: list[dict[str, Any]]) -> None:
+        """Called once the runner exists: on a resume, give it back the saved counters."""
+        self.runner, self.messages, self.run_t0, self.status = runner, messages, time.time(), "running"
+        # a second task in one session (the REPL) goes on numbering steps where the first stopped
+        self.step_base = self.store.step
+        saved, self.resume_from = self.resume_from, None
+        if saved is not None:
+            data = saved.data
+            self.started = data.get("started", self.started)
+            self.elapsed_before = float(data.get("elapsed_s", 0.0))
+            runner.steps = int(data.get("steps", 0))
+            runner.usage.add(_usage_from(data.get("usage", {})))
+            runner.state = task_state_from_json(data["task_state"])
+            runner.state.gate_on = runner.verifier is not None
+            if runner.verifier is not None:
+                from keel.trace.resume import restore_verifier
+                restore_verifier(runner.verifier, data.get("baseline"), self.store)
+            self.store.step, self.step_base = runner.steps, 0
+            self.agent.bus.emit("resume", from_step=runner.steps, interrupted_calls=self.interrupted,
+                                previous_status=saved.status)
+        self.save()
+
+    def on_step(self, runner: Runner, messages: list[dict[str, Any]], decision: Decision | None) -> None:
+        """After the model's reply is in the history (decision None), and after the step's decision."""
+        self.store.step = self.step_base + runner.steps
+        self.messages = messages
+        self.pushback = decision.pushback if decision is not None else None
+        self.save()
+
+    def on_event(self, event: Event) -> None:
+        if event["type"] == "stop":
+            self.status = str(event.get("status") or "incomplete")
+            if event.get("reason") == "interrupted":
+                self.status = "interrupted"
+            self.save()
+
+    def save(self) -> None:
+        runner = self.runner
+        if runner is None:
+            return
+        state = {
+            "version": STATE_VERSION, "session_id": self.agent.session_id, "pid": os.getpid(),
+            "workspace": str(self.agent.workspace), "task": runner.state.task, "model": self.agent.engine.model,
+            "log": str(self.agent.log_path), "status": self.status, "started": self.started,
+            "updated": time.time(), "elapsed_s": self.elapsed_before + (time.time() - self.run_t0),
+            "steps": runner.steps, "usage": dataclasses.asdict(runner.usage), "pushback": self.pushback,
+            "task_state": task_state_to_json(runner.state),
+            "baseline": _baseline_to_json(getattr(runner.verifier, "baseline", None)),
+            "messages": self.messages,
+        }
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.dir / "state.json", json.dumps(state, ensure_ascii=False, default=str).encode("utf-8"))
+
+
+def _usage_from(data: dict[str, Any]) -> Any:
+    from keel.engine.types import Usage
+
+    return Usage(int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0)),
+                 int(data.get("cached_tokens", 0)), bool(data.get("estimated", False)))
+
+
+def attach_session(agent: Agent) -> SessionRecorder | None:
+    """Give ``agent`` a checkpoint store and a recorder under its session directory (none without a log)."""
+    if agent.log_path is None:
+        return None
+    from keel.trace.resume import watch_tools
+
+    directory = session_dir_for(agent.log_path)
+    store = CheckpointStore(directory / "checkpoints", agent.workspace)
+    if agent.ctx.session is not None:
+        agent.ctx.session.store = store
+    watch_tools(agent.registry, store, agent.bus.emit)
+    recorder = SessionRecorder(agent, directory, store)
+    agent.bus.subscribe(recorder.on_event)
+    return recorder
+
+
+def resume_run(agent: Agent, saved: SavedSession) -> RunResult:
+    """Carry ``saved`` on from its last saved step with ``agent`` (built on the same session id and log)."""
+    from keel.agent import limits_from
+
+    recorder = agent.recorder
+    assert recorder is not None, "resuming needs a session log"
+    recorder.resume_from = saved
+    messages, interrupted = repair_history(saved.data["messages"])
+    recorder.interrupted = interrupted
+    pushback = saved.data.get("pushback")
+    if pushback:
+        messages.append({"role": "user", "content": pushback})
+    elif interrupted or (messages and messages[-1].get("role") == "assistant"):
+        messages.append({"role": "user", "content": RESUME_NOTE})
+    limits = limits_from(agent.config)
+    if limits.max_seconds is not None:  # the wall clock already spent counts against the limit
+        spent = float(saved.data.get("elapsed_s", 0.0))
+        limits = dataclasses.replace(limits, max_seconds=max(limits.max_seconds - spent, 0.001))
+    return agent.continue_run(messages, limits=limits, task=saved.task)
+
+
+def resume_target(ref: str | None, latest: bool, cwd: str, task_given: object) -> tuple[SavedSession | None, str | None]:
+    """For `keel run`: the session --resume/--continue names (None when neither is given), or the problem."""
+    if ref is None and not latest:
+        return None, None
+    if ref is not None and latest:
+        return None, "--resume and --continue exclude each other"
+    if task_given:
+        return None, "--resume and --continue take no task: the session's own task goes on"
+    return resumable(ref, Path(cwd).resolve())
