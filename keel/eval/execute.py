@@ -1,0 +1,224 @@
+"""One eval job: a case in a fresh temporary workspace, run by an agent, graded, measured.
+
+``run_job`` is a top-level function over a plain, picklable ``JobSpec`` so the same code runs in a
+local process pool and as a Ray task. It returns the record and the run's event log as text instead
+of writing into the output folder, because a Ray worker may sit on another machine: the driver
+writes both. keel itself runs as a ``keel run`` subprocess, exactly as a user would start it — same
+config loading, sandbox, policy and verification gate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from keel.eval.cases import Case, CaseError, Grade, case_summary, grade, load_case, materialize
+from keel.eval.metrics import outcome, run_metrics
+
+SCHEMA = 1
+KEEL = "keel"
+HARNESS_GRACE_S = 60.0  # past --timeout, keel's own wall-clock limit should already have stopped it
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    case_id: str
+    case_dir: str
+    repeat: int = 1
+    agent: str = KEEL
+    engine: str = "live"  # "live" (base_url + model) or "scripted" (the case's script.jsonl)
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    max_steps: int = 50
+    timeout_s: float = 900.0
+    temperature: float = 0.0
+    keep_workspace: bool = False
+    # The case folder packed as tar.gz, for workers that cannot see case_dir (a Ray cluster).
+    case_archive: bytes | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        return result_key(self.case_id, self.agent, self.repeat)
+
+    def settings(self) -> dict[str, Any]:
+        """What must match for results in one output folder to be comparable."""
+        return {"agent": self.agent, "engine": self.engine, "model": self.model if self.engine == "live" else "scripted",
+                "base_url": self.base_url if self.engine == "live" else None,
+                "max_steps": self.max_steps, "timeout_s": self.timeout_s, "temperature": self.temperature}
+
+
+def result_key(case_id: str, agent: str, repeat: int) -> str:
+    return f"{case_id}__{agent}__r{repeat}"
+
+
+def pack_case(case_dir: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(case_dir, arcname=case_dir.name)
+    return buf.getvalue()
+
+
+def _unpack_case(archive: bytes, dest: Path) -> Path:
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")
+        top = tar.getnames()[0].split("/")[0]
+    return dest / top
+
+
+@dataclass
+class JobOutput:
+    record: dict[str, Any]
+    log_text: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_job(spec: JobSpec) -> JobOutput:
+    """Never raises for a case's or an agent's failure: that is a record with outcome ``error``."""
+    started = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix=f"keel-eval-{spec.case_id}-"))
+    base: dict[str, Any] = {"schema": SCHEMA, "key": spec.key, "case": {"id": spec.case_id},
+                            "repeat": spec.repeat, "agent": spec.agent, **_engine_fields(spec)}
+    try:
+        case_dir = _unpack_case(spec.case_archive, tmp / "case") if spec.case_archive else Path(spec.case_dir)
+        case = load_case(case_dir)
+        base["case"] = case_summary(case)
+        workspace = materialize(case, tmp / "workspace")
+        if spec.agent == KEEL:
+            run = _run_keel(spec, case, workspace, tmp)
+        else:
+            from keel.eval.peer import run_peer
+
+            run = run_peer(spec, case, workspace, tmp)
+        graded = grade(case, workspace)
+        record = _record(base, run, graded, time.monotonic() - started)
+        if spec.keep_workspace:
+            record["workspace"] = str(workspace)
+        return JobOutput(record, run.log_text)
+    except (CaseError, OSError, subprocess.SubprocessError, ValueError) as exc:
+        return JobOutput({**base, "status": None, "stop_reason": None, "passed": False, "outcome": "error",
+                          "false_done": False, "error": f"{type(exc).__name__}: {exc}", "grade": None,
+                          "metrics": {"wall_s": round(time.monotonic() - started, 3)},
+                          "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    finally:
+        if not spec.keep_workspace:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _engine_fields(spec: JobSpec) -> dict[str, Any]:
+    return {"engine": spec.engine, "model": spec.model if spec.engine == "live" else "scripted"}
+
+
+@dataclass
+class AgentRun:
+    """What any agent's run leaves for grading and metrics."""
+
+    status: str | None            # complete | incomplete | error (None: no result at all)
+    stop_reason: str | None
+    result: dict[str, Any] | None  # keel's result object, or the peer's equivalent
+    events: list[dict[str, Any]]
+    log_text: str = ""
+    error: str | None = None
+    exit_code: int | None = None
+
+
+def _record(base: dict[str, Any], run: AgentRun, graded: Grade, wall_s: float) -> dict[str, Any]:
+    error = run.error
+    if error is None and run.status in (None, "error"):
+        error = str((run.result or {}).get("error") or "the agent ended in an error")
+    metrics = run_metrics(run.result, run.events)
+    metrics["wall_s"] = round(wall_s, 3)
+    word = outcome(run.status, graded.passed, error)
+    return {**base, "status": run.status, "stop_reason": run.stop_reason, "exit_code": run.exit_code,
+            "summary": str((run.result or {}).get("summary") or "")[:500], "passed": graded.passed,
+            "outcome": word, "false_done": word == "false_done", "error": error, "grade": graded.to_dict(),
+            "metrics": metrics, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def scripted_server(case: Case) -> Any:
+    from keel.testing.server import ScriptedEngineServer
+
+    if case.script_path is None:
+        raise CaseError(f"{case.path}: no script.jsonl, so it cannot run with --engine scripted")
+    return ScriptedEngineServer(case.script_path, canned_probes=True)
+
+
+def _run_keel(spec: JobSpec, case: Case, workspace: Path, tmp: Path) -> AgentRun:
+    log = tmp / "session.jsonl"
+    with contextlib.ExitStack() as stack:
+        if spec.engine == "scripted":
+            server = stack.enter_context(scripted_server(case))
+            base_url, model = server.base_url, server.model
+        else:
+            base_url, model = spec.base_url or "", spec.model or ""
+        cmd = [sys.executable, "-m", "keel.cli.main", "run", "--task-file", str(case.path / "task.md"),
+               "--cwd", str(workspace), "--base-url", base_url, "--model", model, "--output-format", "json",
+               "--log", str(log), "--max-steps", str(spec.max_steps), "--max-seconds", f"{spec.timeout_s:g}"]
+        if spec.api_key_env:
+            cmd += ["--api-key-env", spec.api_key_env]
+        # keel's data dir (the gate's restored-test copies, …) is the job's own, like its workspace.
+        env = {**os.environ, "KEEL_HOME": str(tmp / "keel-home"), "PYTHONPATH": keel_pythonpath()}
+        code, stdout, stderr, timed_out = run_process(cmd, cwd=workspace, env=env,
+                                                      timeout_s=spec.timeout_s + HARNESS_GRACE_S)
+    log_text = log.read_text(encoding="utf-8") if log.exists() else ""
+    events = [json.loads(line) for line in log_text.splitlines() if line.strip()]
+    result = last_json_object(stdout)
+    if timed_out:
+        return AgentRun(None, "harness_timeout", result, events, log_text,
+                        f"keel run did not stop within {spec.timeout_s + HARNESS_GRACE_S:g}s; killed", code)
+    if result is None:
+        return AgentRun(None, None, None, events, log_text,
+                        f"keel run exited {code} without a result object: {stderr.strip()[-2000:]}", code)
+    return AgentRun(result.get("status"), result.get("stop_reason"), result, events, log_text,
+                    result.get("error") if result.get("status") == "error" else None, code)
+
+
+def keel_pythonpath() -> str:
+    """This keel first on the path, so the subprocess runs the same code from any workspace."""
+    import keel
+
+    source = str(Path(keel.__file__).resolve().parent.parent)
+    rest = os.environ.get("PYTHONPATH")
+    return source + (os.pathsep + rest if rest else "")
+
+
+def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
+                stdin: str | None = None) -> tuple[int | None, str, str, bool]:
+    """(exit code, stdout, stderr, timed out); the whole process group dies on a timeout."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout_s)
+        return proc.returncode, out, err, False
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return None, out, err, True
+
+
+def last_json_object(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None
