@@ -90,8 +90,6 @@ def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser
     sub.add_parser("checks", help="show (and --run) the checks that verify work here", add_help=False)
     sub.add_parser("eval", help="run eval cases, grade, compare and report", add_help=False)
     sub.add_parser("replay", help="re-feed a recorded run through the scripted engine", add_help=False)
-    sub.add_parser("eval", help="run eval cases, grade, compare and report", add_help=False)
-    sub.add_parser("replay", help="re-feed a recorded run through the scripted engine", add_help=False)
     sub.add_parser("scripted-engine", help="serve a scripted OpenAI-compatible engine", add_help=False)
     return parser
 
@@ -277,12 +275,6 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "checks":
         from keel.cli.checks import checks_main
         return checks_main(argv[1:])
-    if argv and argv[0] == "eval":
-        from keel.cli.eval import eval_main
-        return eval_main(argv[1:])
-    if argv and argv[0] == "replay":
-        from keel.cli.replay import replay_main
-        return replay_main(argv[1:])
     if argv and argv[0] == "eval":
         from keel.cli.eval import eval_main
         return eval_main(argv[1:])
