@@ -214,6 +214,13 @@ class Agent:
             self.recorder.prepare(runner, messages)
         result = runner.run(messages)
         result.log = str(self.log_path) if self.log_path else None
+        if result.stop_reason.startswith("limit:") and self.ctx.session_dir is not None:
+            from keel.context.handoff import facts_from, write_handoff  # what the next session needs
+
+            note = write_handoff(self.ctx.session_dir, facts_from(task or "", result.stop_reason, result.steps,
+                                                                  result.session_id, runner.state,
+                                                                  result.verification, result.messages))
+            result.handoff = str(note) if note else None
         if result.stop_reason == "awaiting_plan_approval":
             from keel.ext.plan import keep_plan
             keep_plan(self, result)

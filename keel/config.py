@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from keel.context.budget import ContextSettings
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -33,6 +35,12 @@ class EngineSettings(_Section):
     max_attempts: int = Field(default=4, ge=1)
     stream: bool = True              # false for servers that cannot stream tool calls
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    context_window: int | None = Field(default=None, ge=1024)  # tokens; unset: the server's word, else 32768
+    # In-process engine (keel.engine.local): a GGUF path or Hugging Face "repo:file"; set = used.
+    local_model: str | None = None
+    local_context: int = Field(default=8192, ge=512)   # tokens of KV cache kept across steps
+    # auto: on for the in-process engine (grammar), off for HTTP servers (see keel/engine/grammar.py)
+    constrain_tool_calls: Literal["auto", "on", "off"] = "auto"
 
 
 class LimitSettings(_Section):
@@ -87,6 +95,35 @@ class VerifySettings(_Section):
         return {"static": self.static, "types": self.types, "build": self.build, "test": self.test}
 
 
+class HookEntry(_Section):
+    """One command hook (docs/extensions.md). ``source`` is set by the loader, never by a file."""
+
+    matcher: str = ""                # PreToolUse/PostToolUse: a regex on the tool name; "" or "*": all
+    command: str = Field(min_length=1)
+    timeout: float = Field(default=60.0, gt=0)   # seconds, as in Claude Code's settings
+    source: Literal["user", "project"] = "user"
+
+
+class HookSettings(_Section):
+    PreToolUse: list[HookEntry] = Field(default_factory=list)
+    PostToolUse: list[HookEntry] = Field(default_factory=list)
+    UserPromptSubmit: list[HookEntry] = Field(default_factory=list)
+    Stop: list[HookEntry] = Field(default_factory=list)
+    SessionStart: list[HookEntry] = Field(default_factory=list)
+    PreCompact: list[HookEntry] = Field(default_factory=list)
+
+
+class ExtensionSettings(_Section):
+    """Sub-agents, skills and MCP servers (docs/extensions.md)."""
+
+    subagent_max_steps: int = Field(default=6, ge=1)      # the explorer's own step limit
+    skills: bool = True
+    mcp: bool = True
+    mcp_call_timeout_s: float = Field(default=60.0, gt=0)
+    mcp_startup_timeout_s: float = Field(default=30.0, gt=0)
+    plugins: bool = True                                  # tools from the keel.tools entry point group
+
+
 class Config(_Section):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
@@ -94,6 +131,9 @@ class Config(_Section):
     shell: ShellSettings = Field(default_factory=ShellSettings)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     verify: VerifySettings = Field(default_factory=VerifySettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)  # keel.context: compaction and budget
+    hooks: HookSettings = Field(default_factory=HookSettings)
+    extensions: ExtensionSettings = Field(default_factory=ExtensionSettings)
 
 
 class ConfigError(Exception):
@@ -102,6 +142,7 @@ class ConfigError(Exception):
 
 # Keys a project file may not set: they redirect requests/keys or loosen permissions.
 UNTRUSTED_IN_PROJECT = {("engine", "base_url"), ("engine", "api_key_env"), ("engine", "extra_body"),
+                        ("engine", "local_model"),  # a cloned repo must not pick the file llama.cpp parses
                         ("permissions", "allow"), ("permissions", "approval"), ("shell", "sandbox"),
                         ("shell", "network")}
 
@@ -139,6 +180,15 @@ def _strip_untrusted(project: dict[str, Any], warnings: list[str], path: Path) -
             warnings.append(f"{path}: ignored [{section}] {key} (a project file may not set it; "
                             "put it in your user config or pass a flag)")
     return clean
+
+
+def _tag_hooks(layer: dict[str, Any], source: str) -> None:
+    """Mark each hook with the file it came from: project hooks run only in a trusted project."""
+    hooks = layer.get("hooks")
+    for entries in (hooks.values() if isinstance(hooks, dict) else []):
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict):
+                entry["source"] = source
 
 
 def _validate(data: dict[str, Any], source: str) -> Config:
@@ -198,7 +248,12 @@ def load_config(workspace: Path, *, user_path: Path | None = None,
     _validate(project, str(project_path))
     user = _read_toml(user_path)
     _validate(user, str(user_path))
+    _tag_hooks(project, "project")
+    _tag_hooks(user, "user")
     merged = _merge(project, user)
+    for event in {**project.get("hooks", {}), **user.get("hooks", {})}:  # hooks add up, user's first
+        merged["hooks"][event] = list(user.get("hooks", {}).get(event, [])) + \
+            list(project.get("hooks", {}).get(event, []))
     # Project rules may tighten (ask/deny) in addition to the user's own.
     for kind in ("ask", "deny"):
         extra = project.get("permissions", {}).get(kind, [])

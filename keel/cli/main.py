@@ -15,6 +15,7 @@ EXIT_USAGE = 2
 def _run_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="carry one task to a stop, headless",
                        epilog="exit codes: 0 complete, 1 stopped incomplete, 2 configuration or usage error, "
+                              "3 plan mode stopped with a plan awaiting approval, "
                               "130 interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP")
     p.add_argument("task", nargs="?", help="what to do; '-' reads it from stdin (or use --task-file)")
     p.add_argument("--task-file", type=Path, metavar="PATH", help="read the task from this file")
@@ -33,6 +34,9 @@ def _run_parser(sub: Any) -> None:
     p.add_argument("--local", nargs="?", const="", metavar="MODEL",
                    help="run a GGUF model in this process (llama.cpp, no server): a .gguf path or a Hugging "
                         "Face repo:file; without MODEL the default small Qwen2.5-Coder (needs keel[local])")
+    p.add_argument("--context-window", type=positive_int, metavar="N",
+                   help="the model's context window in tokens (default: what the server reports, else 32768); "
+                        "keel compacts the history to stay inside it")
     p.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N model calls (default 50)")
     p.add_argument("--max-seconds", type=positive_float, metavar="S", help="stop after S seconds of wall clock")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="token budget for the whole run")
@@ -50,6 +54,8 @@ def _run_parser(sub: Any) -> None:
                         "e.g. --accept 'python -m pytest -q tests/test_api.py'")
     p.add_argument("--verify", choices=["auto", "off"],
                    help="auto (default): every completion claim runs the project's checks; off: no gate")
+    from keel.cli.plan import add_plan_flags
+    add_plan_flags(p)  # --plan, --approve-plan, --plan-file (docs/extensions.md)
 
 
 def _version() -> str:
@@ -127,6 +133,10 @@ def _run_task(args: argparse.Namespace) -> int:
     saved, problem = resume_target(args.resume, args.continue_session, args.cwd, args.task or args.task_file)
     if problem:
         return fail(problem)
+    from keel.cli.plan import plan_problem, read_plan
+    plan, problem = read_plan(args, saved.dir if saved else None)
+    if problem := plan_problem(args, saved, plan) or problem:
+        return fail(problem)
     task, problem = (saved.task, None) if saved else read_task(args.task, args.task_file, sys.stdin)
     if problem:
         return fail(problem)
@@ -141,7 +151,7 @@ def _run_task(args: argparse.Namespace) -> int:
         return fail("--accept needs a command; one was empty (an unset shell variable?)")
     flags = {
         "engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
-                   "local_model": _local_flag(args.local)},
+                   "local_model": _local_flag(args.local), "context_window": args.context_window},
         "limits": {"max_steps": args.max_steps, "max_seconds": args.max_seconds,
                    "max_tokens": args.max_tokens, "budget_usd": args.budget_usd},
         "permissions": {"approval": args.approval},
@@ -176,12 +186,18 @@ def _run_task(args: argparse.Namespace) -> int:
         prompt = terminal_prompt
     try:
         agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
-                      ask_user=prompt, session_id=saved.id if saved else None)
-        if saved:
+                      ask_user=prompt, session_id=saved.id if saved else None, plan_mode=args.plan)
+        for w in agent.ext.warnings:  # untrusted project hooks / MCP servers, skills or plugins left out
+            print(f"keel: warning: {w}", file=sys.stderr)
+        if saved and plan is not None:
+            from keel.cli.plan import approve_and_continue
+            result = approve_and_continue(agent, saved, plan)
+        elif saved:
             from keel.trace.sessions import resume_run
             result = resume_run(agent, saved)
         else:
-            result = agent.run(task)
+            result = agent.run(task, approved_plan=plan)
+        agent.close()
     except EngineError as e:  # configuration problems found before the first call
         result = RunResult(status="error", stop_reason="config_error", error=e.message)
         if args.output_format == "text":

@@ -1,7 +1,7 @@
 """The stop decider: one pure function that says whether the run goes on.
 
 It may stop only for: ``complete``, ``needs_user`` (only when a person is present),
-``awaiting_plan_approval``, or a limit (``limit:*``). Everything else that looks like an end —
+``awaiting_plan_approval`` (plan mode, attended or not), or a limit (``limit:*``). Everything else that looks like an end —
 a question nobody can answer, "done" without evidence, open todos — becomes pushback, text
 attached to the next request only. Tool failures are never a reason to stop.
 
@@ -117,8 +117,9 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
     if not ends_turn:
         return CONTINUE  # the model is working; tool results go back to it
 
-    if plan_mode and outcome.plan_submitted:
-        return Decision("stop", "awaiting_plan_approval") if attended else _push("plan_unattended", state)
+    if plan_mode and outcome.plan_submitted and not (outcome.truncated and not outcome.finished):
+        # Headless too: the plan is for a person to read before anything changes (docs/extensions.md).
+        return Decision("stop", "awaiting_plan_approval")
 
     if outcome.malformed_call and outcome.tool_calls == 0:
         return _push("malformed_call", state)

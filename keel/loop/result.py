@@ -8,6 +8,7 @@ from typing import Any, Literal
 from keel.engine.types import Usage
 
 EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_PLAN = 3  # plan mode stopped with a plan for a person to approve: not done, not a failure
 
 
 @dataclass
@@ -27,12 +28,16 @@ class RunResult:
     # the verification gate's last verdict, and what the run changed (diffstat, self-check flags)
     verification: dict[str, Any] | None = None
     changes: dict[str, Any] | None = None
+    handoff: str | None = None  # on a limit stop: the note for whoever carries on (keel.context.handoff)
+    plan: str | None = None  # plan mode: the plan awaiting approval
     messages: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def exit_code(self) -> int:
         if self.stop_reason == "interrupted":
             return EXIT_INTERRUPTED
+        if self.stop_reason == "awaiting_plan_approval":
+            return EXIT_PLAN
         if self.status == "complete":
             return EXIT_COMPLETE
         if self.status == "error":
@@ -61,6 +66,10 @@ class RunResult:
             out["verification"] = self.verification
         if self.changes is not None:
             out["changes"] = self.changes
+        if self.handoff is not None:
+            out["handoff"] = self.handoff
+        if self.plan is not None:
+            out["plan"] = self.plan
         if self.error:
             out["error"] = self.error
         return out

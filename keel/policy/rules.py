@@ -117,9 +117,11 @@ class RuleSet:
     @classmethod
     def from_config(cls, allow: list[str] | None = None, ask: list[str] | None = None,
                     deny: list[str] | None = None) -> RuleSet:
-        """Parse rule strings; raise RuleError naming the first rule that is not understood."""
-        return cls([Rule.parse(t) for t in allow or []], [Rule.parse(t) for t in ask or []],
-                   [Rule.parse(t) for t in deny or []])
+        """Parse rule strings; raise RuleError naming the first rule that is not understood.
+        Rules naming MCP tools (``mcp__SERVER__TOOL``) are the MCP client's (keel.ext.mcp)."""
+        def parse(texts: list[str] | None) -> list[Rule]:
+            return [Rule.parse(t) for t in texts or [] if not (isinstance(t, str) and t.strip().startswith("mcp__"))]
+        return cls(parse(allow), parse(ask), parse(deny))
 
     # -- shell ---------------------------------------------------------------------------------
 

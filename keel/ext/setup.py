@@ -1,0 +1,103 @@
+"""Assembles the extensions for one Agent: trust, hooks, skills, MCP servers, plugins, sub-agents,
+plan mode. The Agent calls three things: ``tools(base)`` for its registry, ``prompt_addendum()`` for
+the stable prefix, and the hook points (``session_start``, ``prompt_submit``, ``hooks.on_stop``).
+
+Order of tool wrapping matters: hooks wrap each tool first, then plan mode replaces what may not
+run — so a PreToolUse hook sees every call the model makes, and plan mode refuses writes even
+when a hook would allow them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from keel.ext.hooks import HookRunner, specs_from_config
+from keel.ext.plan import plan_mode_tools
+from keel.tools.base import Tool
+
+if TYPE_CHECKING:
+    from keel.agent import Agent
+
+
+class Extensions:
+    def __init__(self, agent: Agent, *, prompt: Callable[[str], str] | None = None) -> None:
+        from keel.ext.trust import decide_trust
+
+        self.agent = agent
+        self.warnings: list[str] = []
+        workspace, config = agent.workspace, agent.config
+        # Asked only when someone can answer; unattended runs skip untrusted project hooks/servers.
+        self.trusted, warnings = decide_trust(workspace, prompt=prompt if agent.attended else None)
+        self.warnings += warnings
+        specs = specs_from_config(config.hooks, trusted_project=self.trusted)
+        self.hooks = HookRunner(specs, workspace, session_id=lambda: agent.session_id,
+                                transcript=lambda: str(agent.log_path) if agent.log_path else None,
+                                emit=lambda kind, **data: agent.bus.emit(kind, **data))
+        self.skills: list[Any] = []
+        self.mcp: Any = None
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def extra_tools(self) -> list[Tool]:
+        """Tools beyond the built-in set: delegate, skill, MCP servers' tools, plugins."""
+        from keel.tools.delegate import make_delegate_tool
+
+        ext = self.agent.config.extensions
+        tools = [make_delegate_tool(lambda: self.agent)]
+        if ext.skills:
+            from keel.ext.skills import discover_skills, make_skill_tool
+
+            self.skills, warnings = discover_skills(self.agent.workspace)
+            self.warnings += warnings
+            if self.skills:
+                tools.append(make_skill_tool(self.skills))
+        if ext.mcp:
+            from keel.engine.types import EngineError
+            from keel.ext.mcp import McpConfigError, start_servers
+
+            perms = self.agent.config.permissions
+            try:
+                self.mcp, mcp_tools, warnings = start_servers(
+                    self.agent.workspace, trusted=self.trusted, call_timeout_s=ext.mcp_call_timeout_s,
+                    startup_timeout_s=ext.mcp_startup_timeout_s,
+                    rules={"allow": perms.allow, "ask": perms.ask, "deny": perms.deny})
+            except McpConfigError as e:
+                raise EngineError("config", f"MCP configuration error: {e}") from e
+            tools += mcp_tools
+            self.warnings += warnings
+        if ext.plugins:
+            from keel.tools.plugins import plugin_tools
+
+            found, warnings = plugin_tools()
+            tools += found
+            self.warnings += warnings
+        return tools
+
+    def wrap(self, tools: list[Tool], *, plan_mode: bool) -> list[Tool]:
+        wrapped = [self.hooks.wrap(t) for t in tools]
+        return plan_mode_tools(wrapped) if plan_mode else wrapped
+
+    def prompt_addendum(self) -> str:
+        """Skill names and descriptions for the system prompt (sorted: a stable prefix)."""
+        if not self.skills:
+            return ""
+        from keel.ext.skills import skills_prompt
+
+        return skills_prompt(self.skills)
+
+    # -- hook points ---------------------------------------------------------------------------
+
+    def start_context(self, task: str) -> tuple[str | None, list[str]]:
+        """SessionStart and UserPromptSubmit hooks: (refusal of the prompt or None, context lines)."""
+        context = self.hooks.run("SessionStart", {"source": "startup"}).context
+        verdict = self.hooks.run("UserPromptSubmit", {"prompt": task})
+        if verdict.blocked:
+            return verdict.reason, context
+        return None, context + verdict.context
+
+    def close(self) -> None:
+        if self.mcp is not None:
+            self.mcp.close()
+            self.mcp = None
+
