@@ -47,7 +47,7 @@ _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--bare", "--no-replace-objects",
 # known to be safe for each, spelled exactly; "=" marks an option that takes a value. Anything
 # else (an editor, -i, --exec, gpg signing, an abbreviation) keeps asking.
 _MERGE_STRATEGIES = frozenset({"ort", "recursive", "resolve", "octopus", "ours", "subtree"})
-_LOCAL = {
+LOCAL_OPTIONS = _LOCAL = {
     "add": "-A --all -u --update -v --verbose -f --force -n --dry-run -N --intent-to-add --ignore-errors "
            "--no-all --ignore-removal --chmod=",
     "commit": "-m= --message= -a --all -q --quiet -v --verbose --amend --no-edit --allow-empty "

@@ -43,6 +43,7 @@ from keel.policy.shell.line import (
     runs_fetched,
     secret_params,
 )
+from keel.policy.shell.options import known_options
 from keel.policy.shell.parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word
 from keel.policy.shell.paths import PathJudge, within
 from keel.policy.shell.unwrap import SHELLS, classify_env, unwrap
@@ -175,6 +176,7 @@ class Analysis:
             findings += spelled
             inv = Invocation(argv, cwds, extra_args or un.extra_args)
             own = self._judge(inv, cmd)
+            own += known_options(self, Invocation(un.argv, cwds, inv.extra_args))   # as written, unabbreviated
             own += option_writes(self, inv) + unknown_paths(self, inv) + recursive_secrets(self, inv)
             own += secret_reads(inv, inv.args, cwds)
             if runs_fetched(inv, self.paths, self.fetched):

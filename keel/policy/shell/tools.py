@@ -100,8 +100,8 @@ def _pytest(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     for word in values_of(options, "-c", "--config-file", "--rootdir", "--confcutdir"):
         if any(p.where not in ("inside", "root") for p in env.paths.places(word, inv.cwds)):
             out.append(ask(f"pytest takes its configuration from {word.value!r}, outside the workspace"))
-    if has(options, "--debug"):
-        out.append(ask("pytest --debug writes a debug log"))
+    if inv.args and inv.args[-1].value == "--debug":     # no file named: pytestdebug.log here
+        out += judge_write(env, Word("pytestdebug.log", "pytestdebug.log"), inv.cwds, verb="pytest --debug writes")
     return out
 
 
