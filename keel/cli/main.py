@@ -90,6 +90,7 @@ def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser
     d.add_argument("--local", nargs="?", const="", metavar="MODEL",
                    help="check the in-process engine instead: MODEL loads and answers a tool call")
     sub.add_parser("policy", help="judge a shell command: allow / ask / deny", add_help=False)
+    sub.add_parser("trust", help="let this project's hooks and MCP servers run", add_help=False)
     sub.add_parser("log", help="sessions newest first; with SESSION, its events", add_help=False)
     sub.add_parser("stats", help="tokens, cache, tools, cost and hotspots of a session", add_help=False)
     sub.add_parser("undo", help="restore the files the latest session here changed", add_help=False)
@@ -285,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "policy":
         from keel.policy.cli import policy_main
         return policy_main(argv[1:])
+    if argv and argv[0] == "trust":
+        from keel.cli.trust import trust_main
+        return trust_main(argv[1:])
     if argv and argv[0] in ("log", "stats", "undo"):  # keel.cli.log / stats / undo: sessions after the fact
         import importlib
         return int(getattr(importlib.import_module(f"keel.cli.{argv[0]}"), f"{argv[0]}_main")(argv[1:]))
