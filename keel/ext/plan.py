@@ -67,20 +67,20 @@ def _refusal(name: str) -> str:
 
 def _refuse(tool: Tool) -> Tool:
     def refuse(_args: Any, _ctx: ToolContext) -> ToolResult:
-        return ToolResult.error(_refusal(tool.spec.name), plan_mode=True)
+        return ToolResult.error(_refusal(tool.spec.name), read_only_refusal=True)
     return dataclasses.replace(tool, execute=refuse)
 
 
-def _read_only_shell(tool: Tool) -> Tool:
+def _read_only_shell(tool: Tool, who: str = "plan mode", advice: str = "Use read-only commands or the file "
+                     "tools while planning; put running it in your plan.") -> Tool:
     inner = tool.execute
 
     def run(args: Any, ctx: ToolContext) -> ToolResult:
         command = str(getattr(args, "command", ""))
         if not is_read_only_command(command, ctx.workspace):
             return ToolResult.error(
-                f"Refused: plan mode — `{command.strip()[:200]}` is not a read-only command (it may write, run "
-                "project code or use the network). Use read-only commands or the file tools while planning; "
-                "put running it in your plan.", plan_mode=True)
+                f"Refused: {who} — `{command.strip()[:200]}` is not a read-only command (it may write, run "
+                f"project code or use the network). {advice}", read_only_refusal=True)
         return inner(args, ctx)
     return dataclasses.replace(tool, execute=run)
 
@@ -103,7 +103,8 @@ def read_only_tools(tools: list[Tool]) -> list[Tool]:
     commands; nothing that talks to the user."""
     keep = [t for t in tools if t.spec.annotations.read_only and t.spec.name not in ("ask_user", "delegate")]
     shell = [t for t in tools if t.spec.name == "run_shell"]
-    return keep + [_read_only_shell(t) for t in shell]
+    return keep + [_read_only_shell(t, "read-only sub-agent", "Use read-only commands or the file tools; "
+                                     "report what should be run in your summary.") for t in shell]
 
 
 # -- the plan as a file and as todos --------------------------------------------------------------
