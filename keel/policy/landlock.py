@@ -15,7 +15,8 @@ the rules grant, whatever its user — root included:
 
 Each ABI adds rights; an older kernel simply enforces fewer of them, and ``describe`` says so.
 What Landlock does not cover on any ABI up to 7: UDP, connecting to existing unix socket files,
-and seeing other processes (there is no PID namespace).
+and seeing other processes (there is no PID namespace). The exec helper adds a seccomp filter
+(``keel.policy.seccomp``, x86_64) for UDP, raw, netlink and packet sockets; unix socket files stay open.
 
 This module has no side effects at import time: libc is loaded on first use.
 """
@@ -246,16 +247,25 @@ def describe(abi: int) -> str:
     parts = ["writes only to the workspace and a private temp dir (TMPDIR)",
              "reads limited to the workspace, system directories and the toolchain (the rest of $HOME, "
              "with ~/.ssh, ~/.aws and keel's data, is unreadable)"]
+    from keel.policy import seccomp
+
     if abi >= 4:
         parts.append("no TCP connect or bind unless the network is approved (a local test server cannot listen either)")
+    elif seccomp.supported():
+        parts.append(f"no IP sockets at all unless the network is approved (seccomp; Landlock ABI {abi} < 4 has no "
+                     "TCP rules)")
     else:
         parts.append(f"network NOT confined (Landlock ABI {abi} < 4)")
+    if seccomp.supported():
+        parts.append("no UDP, raw, netlink or packet sockets and no io_uring unless the network is approved (seccomp)")
+    else:
+        parts.append(f"UDP NOT confined (the seccomp filter exists for x86_64 only, this is {platform.machine()})")
     if abi < 2:
         parts.append("no renames across directories (ABI 1)")
     if abi >= 6:
         parts.append("no signals or abstract sockets to outside processes")
     parts.append("/proc limited to system-wide files (no process can be inspected); no_new_privs; "
-                 "CPU/memory/file-size limits; not confined: UDP, existing unix socket files; .env files "
+                 "CPU/memory/file-size limits; not confined: connecting to existing unix socket files; .env files "
                  "in the workspace stay readable")
     return f"landlock (ABI {abi}: {'fs+net' if abi >= 4 else 'fs'}): " + "; ".join(parts)
 

@@ -1,6 +1,7 @@
 """The exec helper of the Landlock tier: ``python -m keel.policy.landlock_exec PLAN_JSON -- PROGRAM ARGS...``.
 
-It applies the ruleset to its own process and then execs the program, which inherits the
+It applies the ruleset to its own process (and, unless the network was approved, the seccomp
+filter of ``keel.policy.seccomp`` that refuses UDP, raw and netlink sockets) and then execs the program, which inherits the
 confinement (so does everything it starts). A helper process rather than ``preexec_fn``:
 keel is threaded, and running Python between fork and exec in a threaded process can deadlock.
 keel starts it with ``python -I -S`` and only the standard library is imported here, so no
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
+from keel.policy import seccomp
 from keel.policy.landlock import LandlockError, LandlockPlan, abi_version, restrict
 
 EXIT_CANNOT_CONFINE = 126
@@ -26,7 +28,11 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: landlock_exec PLAN_JSON -- PROGRAM [ARGS...]", file=sys.stderr)
         return 2
     try:
-        restrict(LandlockPlan.from_json(args[0]), abi_version())
+        plan = LandlockPlan.from_json(args[0])
+        abi = abi_version()
+        restrict(plan, abi)
+        if not plan.network and seccomp.supported():
+            seccomp.install(allow_tcp=abi >= 4)    # UDP, raw, netlink: what Landlock does not cover
     except (LandlockError, ValueError, KeyError, OSError) as exc:
         print(f"keel: could not apply the Landlock sandbox, command not run: {exc}", file=sys.stderr)
         return EXIT_CANNOT_CONFINE
