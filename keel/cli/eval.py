@@ -149,7 +149,7 @@ def _finish(out: Path, records: list[dict[str, Any]], mine: list[dict[str, Any]]
     from keel.eval.report import summary_markdown, write_report
 
     md, html = write_report(out, records)
-    print(summary_markdown(mine, title=f"keel eval · {out}"))
+    print(summary_markdown(mine, title=f"keel eval · {out.name}"))
     print(f"report: {html}\nsummary: {md}", file=sys.stderr)
     return 0 if mine and all(r.get("outcome") == "success" for r in mine) else 1
 

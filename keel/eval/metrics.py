@@ -84,7 +84,7 @@ def aggregate(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals and distributions over records of one agent (any number of cases and repeats)."""
     rows = list(records)
     outcomes = Counter(str(r.get("outcome")) for r in rows)
-    stops = Counter(str(r.get("stop_reason") or "none") for r in rows)
+    stops = Counter(str(r.get("stop_reason") or ("error" if r.get("outcome") == "error" else "none")) for r in rows)
     pushbacks: Counter[str] = Counter()
     for r in rows:
         pushbacks.update((r.get("metrics") or {}).get("pushbacks") or {})

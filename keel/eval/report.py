@@ -59,7 +59,8 @@ def false_done_runs(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, A
 def _first_failure(record: Mapping[str, Any]) -> str:
     for check in (record.get("grade") or {}).get("checks") or []:
         if not check.get("passed"):
-            detail = (check.get("detail") or "failed").splitlines()[0]
+            lines = [line.strip() for line in (check.get("detail") or "failed").splitlines() if line.strip()]
+            detail = lines[0] + (f" · {lines[-1][:160]}" if len(lines) > 1 else "")  # "exit 1 · AssertionError"
             return f"{check.get('kind')} `{check.get('target')}`: {detail}"
     return record.get("error") or ""
 

@@ -1,0 +1,103 @@
+"""`keel eval --engine scripted` end to end: real `keel eval` and `keel run` subprocesses, real HTTP
+to a scripted engine per case, real git workspaces, grading by acceptance, resume, compare, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures" / "evals"
+
+
+def keel(env, *args, cwd=None, timeout=240):
+    return subprocess.run([sys.executable, "-m", "keel.cli.main", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def records(out: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((out / "results").glob("*.json"))}
+
+
+@pytest.fixture(scope="module")
+def scripted_run(tmp_path_factory):
+    """One scripted eval over two fixture cases, shared by the tests that read its results."""
+    home = tmp_path_factory.mktemp("eval")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KEEL_", "OPENAI_"))}
+    env.update(KEEL_HOME=str(home / "keel-home"), XDG_CONFIG_HOME=str(home / "xdg"))
+    out = home / "out"
+    proc = keel(env, "eval", "--engine", "scripted", "--cases-dir", str(FIXTURES), "add-fn", "false-done",
+                "--workers", "2", "--out", str(out))
+    return env, out, proc
+
+
+def test_scripted_eval_grades_each_case_and_counts_false_done_apart(scripted_run):
+    _env, out, proc = scripted_run
+    assert proc.returncode == 1, proc.stderr  # a false done is not a passing eval
+    got = records(out)
+    assert set(got) == {"add-fn__keel__r1", "false-done__keel__r1"}
+    ok, false = got["add-fn__keel__r1"], got["false-done__keel__r1"]
+    assert (ok["outcome"], ok["status"], ok["stop_reason"], ok["passed"]) == ("success", "complete", "complete", True)
+    assert ok["grade"]["changed_files"] == ["calc.py"]
+    assert ok["metrics"]["steps"] == 4 and ok["metrics"]["verification_rounds"] >= 1
+    assert ok["metrics"]["prompt_tokens"] > 0 and ok["metrics"]["idle_turns"] == 0
+    # keel said complete, the hidden acceptance says otherwise: that is a false done, not a "failure"
+    assert (false["outcome"], false["status"], false["false_done"]) == ("false_done", "complete", True)
+    failing = [c for c in false["grade"]["checks"] if not c["passed"]]
+    assert [c["kind"] for c in failing] == ["command"] and "AssertionError" in failing[0]["detail"]
+    # the run's own event log travels with the record
+    log = (out / ok["log"]).read_text().splitlines()
+    assert json.loads(log[0])["type"] == "session_start" and json.loads(log[-1])["type"] == "stop"
+    summary = (out / "summary.md").read_text()
+    assert "## False done: 1" in summary and "**false-done** (keel, repeat 1)" in summary
+    assert "| add-fn | feature | small | ✓ (4 steps) |" in summary
+    assert summary in proc.stdout  # the same summary is printed
+
+
+def test_rerun_with_the_same_out_resumes_only_missing_cases(scripted_run):
+    env, out, _ = scripted_run
+    kept = out / "results" / "add-fn__keel__r1.json"
+    before = kept.stat().st_mtime_ns
+    (out / "results" / "false-done__keel__r1.json").unlink()  # as if interrupted before it finished
+    proc = keel(env, "eval", "--engine", "scripted", "--cases-dir", str(FIXTURES), "add-fn", "false-done",
+                "--workers", "2", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert kept.stat().st_mtime_ns == before                       # not run again
+    assert records(out)["false-done__keel__r1"]["outcome"] == "false_done"  # run again
+    assert "resumed 1" in proc.stderr
+
+
+def test_other_settings_in_the_same_out_are_refused(scripted_run):
+    env, out, _ = scripted_run
+    proc = keel(env, "eval", "--engine", "scripted", "--cases-dir", str(FIXTURES), "add-fn", "--max-steps", "5",
+                "--out", str(out))
+    assert proc.returncode == 2
+    assert "already holds keel results with other settings (max_steps: 30 there, 5 now)" in proc.stderr
+
+
+def test_compare_two_runs_shows_flips(scripted_run, tmp_path):
+    env, out, _ = scripted_run
+    other = tmp_path / "other"
+    (other / "results").mkdir(parents=True)
+    for key, rec in records(out).items():  # the same run, but false-done fixed in B
+        if key.startswith("false-done"):
+            rec.update(outcome="success", false_done=False, passed=True)
+        (other / "results" / f"{key}.json").write_text(json.dumps(rec))
+    proc = keel(env, "eval", "compare", str(out), str(other))
+    assert proc.returncode == 0, proc.stderr
+    assert "fixed              false-done: 0/1 → 1/1  false done 1 → 0" in proc.stdout
+    assert "false done" in proc.stdout and "better" in proc.stdout
+
+
+def test_usage_errors_exit_2_with_a_message(scripted_run, tmp_path):
+    env, _, _ = scripted_run
+    proc = keel(env, "eval", "--cases-dir", str(FIXTURES), "add-fn", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "needs --base-url and --model" in proc.stderr
+    proc = keel(env, "eval", "--engine", "scripted", "--cases-dir", str(FIXTURES), "nope")
+    assert proc.returncode == 2 and "no case matches 'nope'" in proc.stderr
+    proc = keel(env, "eval", "compare", str(tmp_path), str(tmp_path))
+    assert proc.returncode == 2 and "no eval results" in proc.stderr
