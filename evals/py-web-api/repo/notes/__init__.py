@@ -1,0 +1,1 @@
+"""A small JSON notes API on the standard library."""

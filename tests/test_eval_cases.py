@@ -1,0 +1,95 @@
+"""The bundled evaluation cases in evals/: each is well formed, its acceptance discriminates (fails on the
+starting repository, passes once the reference solution is applied), and its scripted trajectory solves
+it through a real `keel run` (scripted engine over real HTTP, the verification gate on, real checks).
+
+Acceptance runs as real subprocesses in fresh git workspaces. The scripted runs cost ~5-15 s each on a
+busy machine, so the default run covers a representative subset (see SCRIPTED_SUBSET); set
+KEEL_EVAL_SWEEP=1 to run every case's script here, or run the whole suite with
+`keel eval --engine scripted`, which CI does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from keel.eval.cases import Case, grade, load_case, load_cases, materialize
+from keel.testing.script import load_script
+from keel.testing.server import ScriptedEngineServer
+
+EVALS = Path(__file__).resolve().parent.parent / "evals"
+CASES = load_cases(EVALS)
+IDS = [c.id for c in CASES]
+# One of each kind that behaves differently under the gate: a small Python bugfix, a JavaScript case
+# (npm test), new tests checked by mutants, the web API whose tests start a server, a file deletion.
+SCRIPTED_SUBSET = {"py-wrong-operator", "js-off-by-one", "py-write-tests", "py-web-api", "js-rename-module"}
+SWEEP = os.environ.get("KEEL_EVAL_SWEEP") == "1"
+
+
+def by_id(case_id: str) -> Case:
+    return next(c for c in CASES if c.id == case_id)
+
+
+def test_the_suite_has_the_promised_mix():
+    assert len(CASES) >= 24, IDS
+    assert set(Counter(c.category for c in CASES)) == {"feature", "bugfix", "refactor", "tests"}
+    assert set(Counter(c.size for c in CASES)) == {"small", "medium", "large"}
+    languages = Counter(c.language for c in CASES)
+    assert set(languages) == {"python", "javascript"} and languages["python"] > languages["javascript"] >= 4
+    assert sum("small-window" in c.tags for c in CASES) >= 12
+    web = [c for c in CASES if "web-api" in c.tags]
+    assert web and all(len(list((c.path / "repo").rglob("*.py"))) >= 3 for c in web)
+    assert SCRIPTED_SUBSET <= set(IDS)
+
+
+def test_small_window_cases_fit_an_8k_token_window():
+    """Task, every starting file and the tool schemas must leave room to work in 8k tokens (~4 chars each)."""
+    for case in (c for c in CASES if "small-window" in c.tags):
+        chars = len(case.task) + sum(len(p.read_text()) for p in case.path.joinpath("repo").rglob("*")
+                                     if p.is_file())
+        assert chars < 6000, f"{case.id}: {chars} characters of task and files"
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_case_is_well_formed(case: Case):
+    assert load_case(case.path) == case
+    assert case.solution_dir is not None and case.repo_dir is not None
+    assert case.acceptance.must_change, "a case must say which files its task changes"
+    assert case.acceptance.must_not_change, "the tests (or the code under test) must be protected"
+    repo_files = {p.relative_to(case.repo_dir).as_posix() for p in case.repo_dir.rglob("*") if p.is_file()}
+    for path in case.acceptance.must_not_change:
+        assert path in repo_files, f"must_not_change names {path}, which the repository does not have"
+    assert case.script_path is not None
+    steps = load_script(case.script_path)
+    assert steps[-1].tool_calls and steps[-1].tool_calls[-1].name == "finish"
+    called = [c.name for s in steps for c in s.tool_calls]
+    assert "run_shell" in called and {"edit_file", "write_file"} & set(called)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_acceptance_fails_before_and_passes_after(case: Case, tmp_path: Path):
+    before = grade(case, materialize(case, tmp_path / "before"))
+    failed_commands = [c for c in before.checks if c.kind == "command" and not c.passed]
+    assert failed_commands, f"{case.id}: the acceptance commands already pass on the starting repository"
+    after = grade(case, materialize(case, tmp_path / "after", with_solution=True))
+    assert after.passed, f"{case.id}: the reference solution fails acceptance: {after.summary()}"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if SWEEP or c.id in SCRIPTED_SUBSET],
+                         ids=[c.id for c in CASES if SWEEP or c.id in SCRIPTED_SUBSET])
+def test_the_scripted_trajectory_solves_the_case_under_keel(case: Case, tmp_path: Path, run_keel):
+    workspace = materialize(case, tmp_path / "ws")
+    assert case.script_path is not None
+    with ScriptedEngineServer(case.script_path) as server:
+        r = run_keel("run", "--task-file", str(case.path / "task.md"), "--cwd", str(workspace),
+                     "--base-url", server.base_url, "--model", "scripted", "--output-format", "json",
+                     "--max-steps", "30", timeout=240)
+        unused = server.remaining
+    assert r.code == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.result["stop_reason"] == "complete" and r.result["verification"]["status"] == "passed"
+    assert unused == 0, f"{case.id}: the run finished with {unused} scripted answers unused"
+    graded = grade(case, workspace)
+    assert graded.passed, f"{case.id}: keel said complete but acceptance fails (a false done): {graded.summary()}"
