@@ -226,8 +226,10 @@ class McpManager:
             return False, (f"MCP server {server_name!r} did not answer {tool} within {timeout_s:g} s; the call "
                            "was abandoned (it may still be running on the server).")
         except Exception as exc:  # the server died or broke the protocol mid-call
-            if server.session is not None and _is_closed(exc):
-                server.error = _describe(exc, server.stderr_tail())
+            if server.session is not None and _is_closed(exc):  # dead: later calls say so at once
+                server.error, server.session = _describe(exc, server.stderr_tail()), None
+                if server.stop is not None:
+                    self.loop.call_soon_threadsafe(server.stop.set)
             return False, f"MCP server {server_name!r} failed during {tool}: {_describe(exc, server.stderr_tail())}"
         return _render(result)
 
