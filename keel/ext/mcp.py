@@ -162,17 +162,13 @@ class _Server:
     def _transport(self) -> Any:
         spec = self.spec
         if spec.url:
-            import mcp.client.streamable_http as http
+            from mcp.client.streamable_http import streamable_http_client
 
-            client = getattr(http, "streamable_http_client", None)
-            if client is not None and spec.headers:
-                import httpx2 as httpx  # mcp 2.x ships httpx under this name
+            if spec.headers:
+                import httpx2  # the SDK's own HTTP client package (mcp 2.x)
 
-                return client(spec.url, http_client=httpx.AsyncClient(headers=spec.headers))
-            if client is not None:
-                return client(spec.url)
-            legacy: Any = http.streamablehttp_client  # type: ignore[attr-defined,unused-ignore]  # mcp 1.x
-            return legacy(spec.url, headers=spec.headers or None)
+                return streamable_http_client(spec.url, http_client=httpx2.AsyncClient(headers=spec.headers))
+            return streamable_http_client(spec.url)
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
