@@ -157,3 +157,37 @@ def test_names_and_rules():
     [disabled] = parse_servers('{"mcpServers": {"a": {"url": "http://h"}, "b": {"command": "x", "disabled": true}}}',
                                "f", "user")
     assert disabled.name == "a" and disabled.url == "http://h"
+
+
+def test_a_streamable_http_server(calc_repo, tmp_path):
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(FIXTURE), "--http", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        path = tmp_path / "xdg" / "keel" / "mcp.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"mcpServers": {"web": {"url": f"http://127.0.0.1:{port}/mcp"}}}))
+        script = [{"tool_calls": [call("mcp__web__add", a=20, b=22)]}, {"content": "42"}]
+        with ScriptedEngineServer(script) as server:
+            agent = _agent(calc_repo, server, tmp_path, '[permissions]\nallow = ["mcp__web__add"]\n')
+            try:
+                agent.run("add")
+            finally:
+                agent.close()
+            assert _tool_results(server.requests[1])[-1] == "42"
+    finally:
+        proc.kill()
+        proc.wait()
