@@ -24,7 +24,7 @@ from keel.tools.base import Tool
 GROUP = "keel.tools"
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 RESERVED = frozenset({"list_dir", "read_file", "find_files", "grep", "edit_file", "write_file", "run_shell",
-                      "todo_write", "ask_user", "finish", "delegate", "skill"})
+                      "todo_write", "remember", "ask_user", "finish", "delegate", "skill"})
 
 
 def plugin_tools() -> tuple[list[Tool], list[str]]:
