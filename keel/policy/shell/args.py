@@ -16,7 +16,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from keel.policy.shell.commands import Finding, Invocation, ask, deny, judge_write
+from keel.policy.shell.commands import (
+    Finding,
+    Invocation,
+    ask,
+    deny,
+    has,
+    judge_write,
+    parse_options,
+    values_of,
+)
 from keel.policy.shell.parse import Cwds, Word
 from keel.policy.shell.secrets import git_object_path, glob_matches_secret, is_secret, secret_under
 
@@ -79,7 +88,9 @@ NO_PATH = frozenset({"echo", "printf", "true", "false", ":", "test", "[", "[[", 
                      "trap", "eval", "exec", "source", "."})
 RECURSIVE_READERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep"})
 _SUBSCRIPT_CODE = re.compile(r"\[[^\]]*(\$\(|`)")
-_PROC_ENVIRON = re.compile(r"/proc/[^/\s]*/+(task/[^/\s]*/+)?environ")
+_PROC_ENVIRON = re.compile(r"/proc/[^/\s]*/+(task/[^/\s]*/+)?(environ|mem)\b")
+# A glob or a name built at run time under /proc/<pid>/ may reach environ or mem.
+_PROC_PID_BUILT = re.compile(r"/proc/+([^/\s]*[*?\[$`{][^/\s]*/*|[^/\s]+/+([^/\s]*[*?\[$`{]|task/))")
 
 
 def spell_out(argv: list[Word]) -> tuple[list[Word], list[Finding]]:
@@ -165,6 +176,14 @@ _NOT_PATH_VALUES = {"git": frozenset({"-m", "--message", "--author", "--date", "
                                       "-S", "-G", "--since", "--until", "--after", "--before", "--committer"}),
                     "grep": frozenset({"-e", "--regexp"}), "rg": frozenset({"-e", "--regexp"}),
                     "pytest": frozenset({"-k", "-m"})}
+_GREP_VALUED = frozenset({"-e", "--regexp", "-f", "--file", "-m", "--max-count", "-A", "--after-context", "-B",
+                          "--before-context", "-C", "--context", "-d", "--directories", "-D", "--devices",
+                          "--label", "--binary-files", "--include", "--exclude", "--exclude-dir", "--color",
+                          "--colour"})
+_RG_VALUED = frozenset({"-e", "--regexp", "-f", "--file", "-g", "--glob", "--iglob", "-t", "--type", "-T",
+                        "--type-not", "-m", "--max-count", "-A", "-B", "-C", "--context", "-j", "--threads", "-M",
+                        "-r", "--replace", "--sort", "--sortr", "--type-add", "--colors", "-E", "--encoding",
+                        "--max-depth", "-d", "--max-filesize", "--path-separator", "--color", "--engine"})
 _NAMES_FROM_FILE = frozenset({"--files0-from", "--files-from", "--arg-file", "--exclude-from", "--pathspec-from-file"})
 
 
@@ -174,7 +193,11 @@ def secret_reads(inv: Invocation, words: list[Word], cwds: Cwds) -> list[Finding
     for word in words:
         value = word.value
         if _PROC_ENVIRON.search(value) or ("/proc/" in value and "environ" in value):
-            out.append(deny("reads a process's environment (keel's own holds its API key)", lift=None, secret=True))
+            out.append(deny("reads a process's environment or memory (keel's own holds its API key)", lift=None,
+                            secret=True))
+        elif _PROC_PID_BUILT.search(value) and (word.glob or not word.literal):
+            out.append(ask(f"{value!r} under /proc is only known when it runs (a process's environment?)",
+                           lift=None, secret=True))
         if word.glob:
             for cwd in cwds or {None}:
                 if glob_matches_secret(value, cwd):
@@ -195,9 +218,9 @@ def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
         return _scan(env, inv, "git grep", [Word(p, p) for p in paths] or [Word(".", ".")], True, [])
     if name not in RECURSIVE_READERS:
         return []
-    recursive = name in ("rg", "ag", "ack") or any(
-        v in ("-r", "-R", "--recursive", "--dereference-recursive", "--directories=recurse")
-        or re.fullmatch(r"-[a-zA-Z]*[rR][a-zA-Z]*", v) is not None for v in values)
+    options, operands = parse_options(inv.args, _GREP_VALUED if name != "rg" else _RG_VALUED)
+    recursive = name in ("rg", "ag", "ack") or has(options, "-r", "-R", "--recursive", "--dereference-recursive") \
+        or any(w.value == "recurse" for w in values_of(options, "-d", "--directories"))
     if not recursive:
         return []
     hidden = name not in ("rg", "ag") or any(v in ("--hidden", "-.", "--no-ignore", "-uu", "-uuu", "-u")
@@ -206,18 +229,22 @@ def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     excluded += [values[i + 1].lstrip("!") for i, v in enumerate(values[:-1])
                  if v in ("-g", "--glob", "--iglob") and values[i + 1].startswith("!")]
     excluded += [v.split("=", 1)[1].lstrip("!") for v in values if v.startswith(("--glob=!", "--iglob=!"))]
-    operands = [w for w in inv.args[1:] if not w.value.startswith("-")] if name != "rg" else \
-        [w for w in inv.args if not w.value.startswith("-")][1:]
-    return _scan(env, inv, name, operands or [Word(".", ".")], hidden, excluded)
+    # Only these names are read (grep --include, rg -g GLOB): a glob with a slash or brace is not
+    # modelled, so it includes nothing here and the scan stays whole.
+    included = [w.value for w in values_of(options, "--include", "-g", "--glob", "--iglob")
+                if w.literal and not w.value.startswith("!") and not set(w.value) & set("/{}")]
+    if not has(options, "-e", "--regexp", "-f", "--file"):
+        operands = operands[1:]                      # the first operand is the pattern
+    return _scan(env, inv, name, operands or [Word(".", ".")], hidden, excluded, included)
 
 
 def _scan(env: JudgeEnv, inv: Invocation, name: str, targets: list[Word], hidden: bool,
-          excluded: list[str]) -> list[Finding]:
+          excluded: list[str], included: list[str] | None = None) -> list[Finding]:
     for word in targets:
         for place in env.paths.places(word, inv.cwds):
             if place.real is None or place.where not in ("inside", "root"):
                 continue
-            found = secret_under(place.real, hidden=hidden, excluded=excluded)
+            found = secret_under(place.real, hidden=hidden, excluded=excluded, included=included)
             if found is not None:
                 return [ask(f"{name} reads recursively through {found.name}, a secret-looking file (exclude it, "
                             "e.g. --exclude=.env, or use the grep tool, which skips secrets)", lift=None, secret=True)]

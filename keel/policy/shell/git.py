@@ -6,6 +6,7 @@ refused however it is set (``-c``, ``--config-env``, ``git config``, ``clone --c
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from keel.policy.shell.commands import (
     Finding,
@@ -19,6 +20,7 @@ from keel.policy.shell.commands import (
     ws_write,
 )
 from keel.policy.shell.parse import Word
+from keel.policy.shell.secrets import tracked_secret
 
 # Config keys (lower-cased; subsections as .*) whose value git executes or that point git at code.
 _EXEC_KEYS = re.compile(
@@ -158,8 +160,52 @@ def _global_options(inv: Invocation, env: JudgeEnv, out: list[Finding]) -> int |
     return i
 
 
+_PATCH_ALWAYS = frozenset({"show", "diff", "range-diff"})
+_PATCH_ON_REQUEST = frozenset({"log", "whatchanged", "reflog", "diff-tree", "diff-index", "diff-files", "stash"})
+_PATCH_FLAGS = re.compile(r"-p|-u|--patch|-U\d*|--unified(=.*)?|--word-diff(=.*)?|--color-words(=.*)?|-W"
+                          r"|--function-context|--patch-with-stat|--patch-with-raw|--cc|-c|--full-diff")
+_NO_PATCH = re.compile(r"--stat(=.*)?|--name-only|--name-status|--numstat|--shortstat|--no-patch|-s|--quiet"
+                       r"|--exit-code|--summary|--raw|--dirstat(=.*)?|--compact-summary|--check")
+
+
+def tracked_secret_shown(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """``git show``, ``git log -p``, ``git cat-file -p SHA``: file contents from the repository,
+    among them a tracked secret-looking file unless a pathspec leaves it out."""
+    values = [w.value for w in rest]
+    if sub == "cat-file":
+        shows = any(v in ("-p", "blob", "--batch") or v.startswith("--batch") for v in values) and any(
+            re.fullmatch(r"[0-9a-fA-F]{4,64}", v) for v in values)
+    elif sub in _PATCH_ALWAYS:
+        shows = not any(_NO_PATCH.fullmatch(v) for v in values) or any(_PATCH_FLAGS.fullmatch(v) for v in values)
+    elif sub in _PATCH_ON_REQUEST:
+        shows = any(_PATCH_FLAGS.fullmatch(v) or re.fullmatch(r"-p\w*|-\w*p", v) for v in values)
+    else:
+        return []
+    if not shows:
+        return []
+    for cwd in inv.cwds or {None}:
+        if cwd is None:
+            continue
+        secret = tracked_secret(cwd)
+        if secret is None:
+            continue
+        repo = next(d for d in (cwd, *cwd.parents) if (d / ".git").exists())
+        pathspec = [w for w in rest[values.index("--") + 1:]] if "--" in values else []
+        if pathspec and all(w.literal and not w.glob and all(
+                p.real is not None and not _contains(p.real, repo / secret) for p in env.paths.places(w, inv.cwds))
+                for w in pathspec):
+            continue
+        return [ask(f"git {sub} shows file contents from the repository, which tracks {secret}, a secret-looking "
+                    "file (name the paths after --)", lift=None, secret=True)]
+    return []
+
+
+def _contains(parent: Path, child: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
 def _read_only_args(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    out: list[Finding] = []
+    out: list[Finding] = tracked_secret_shown(sub, rest, inv, env)
     for i, word in enumerate(rest):
         value = word.value
         name, eq, attached = value.partition("=")
@@ -250,9 +296,9 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if sub == "remote" and (not values or values in (["-v"], ["--verbose"]) or values[:1] == ["get-url"]):
         return out + [allow("git remote lists remotes")]
     if sub in ("stash", "worktree", "notes") and values[:1] in (["list"], ["show"]):
-        return out + [allow(f"git {sub} {values[0]} only reads")]
+        return out + [allow(f"git {sub} {values[0]} only reads")] + tracked_secret_shown(sub, rest, inv, env)
     if sub == "reflog" and (not values or values[0] == "show" or values[0].startswith("-")):
-        return out + [allow("git reflog only reads")]
+        return out + [allow("git reflog only reads")] + tracked_secret_shown(sub, rest, inv, env)
     if sub == "submodule" and "foreach" in values:
         code = rest[values.index("foreach") + 1:]
         code = [w for w in code if w.value not in ("--recursive", "-q", "--quiet")]

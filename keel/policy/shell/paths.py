@@ -186,8 +186,8 @@ class PathJudge:
             for root, reason in self._secret_roots:
                 if within(path, root):
                     return reason
-            if re.fullmatch(r"/proc/[^/]+/environ", str(path)):
-                return "reads another process's environment"
+            if re.fullmatch(r"/proc/[^/]+/(task/[^/]+/)?(environ|mem)", str(path)):
+                return "reads a process's environment or memory"
         return None
 
     def secret_file(self, place: Place) -> Path | None:
