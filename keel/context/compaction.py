@@ -123,9 +123,11 @@ class Plan:
 
 
 def plan_compaction(messages: Sequence[dict[str, Any]], sizes: Sequence[int], *, keep_last: int, room: int,
-                    over_share: Sequence[str] = ()) -> Plan:
+                    over_share: Sequence[str] = (), hard_room: int | None = None) -> Plan:
     """Fold enough that the kept messages (after the prefix and the record) fit in ``room`` tokens.
-    ``sizes``: tokens per message; ``over_share``: budget components using more than their share."""
+    ``sizes``: tokens per message; ``over_share``: budget components using more than their share;
+    ``hard_room``: what the newest unit alone may take before its outputs are cut (default ``room``):
+    the model should see the result it just asked for whole whenever the window allows."""
     prefix = stable_prefix_len(messages)
     spans = units(messages, prefix)
     kept, count = len(spans), 0
@@ -153,7 +155,7 @@ def plan_compaction(messages: Sequence[dict[str, Any]], sizes: Sequence[int], *,
                 stubbed[i] = f"folded at compaction: {component.replace('_', ' ')} was over its share of the window"
     while tail and (is_record(messages[tail[0][0]]) or (size() > room and len(tail) > 1)):
         tail = tail[1:]  # an earlier record always folds into the new one
-    cut = _cuts(messages, sizes, tail[0], stubbed, size() - room) if tail else {}
+    cut = _cuts(messages, sizes, tail[0], stubbed, size() - max(room, hard_room or 0)) if tail else {}
     fold_end = tail[0][0] if tail else len(messages)
     return Plan(prefix, fold_end, {i: why for i, why in stubbed.items() if i >= fold_end}, cut)
 

@@ -139,7 +139,9 @@ class ContextManager:
         room = max(MIN_ROOM, self.target - fixed - record_tokens)
         usage = bud.account(messages, sizes, prefix, tools_tokens)
         over = bud.over_share(usage, self.settings.budget, self.window.tokens)
-        plan = plan_compaction(messages, sizes, keep_last=self.settings.keep_last, room=room, over_share=over)
+        hard_room = max(MIN_ROOM, self.trigger - fixed - record_tokens)
+        plan = plan_compaction(messages, sizes, keep_last=self.settings.keep_last, room=room, over_share=over,
+                               hard_room=hard_room)
         summary, summary_error = None, None
         if self.settings.summarizer == "model" and self.summarizer is not None and plan.fold_end > plan.prefix_len:
             summary, summary_error = self._summarize(messages, sizes, tools, tools_tokens)
@@ -156,16 +158,17 @@ class ContextManager:
         spare = record_tokens - self.counter.count_chars(len(serialize({"role": "user", "content": record})))
         if spare > 0 and (plan.cut or plan.fold_end > plan.prefix_len + 1):  # the record came out smaller
             better = plan_compaction(messages, sizes, keep_last=self.settings.keep_last, room=room + spare,
-                                     over_share=over)
+                                     over_share=over, hard_room=hard_room + spare)
             if better != plan:
                 plan, record = better, record_for(better)
         new = apply_plan(messages, plan, record)
         problems = pairing_problems(new)
         folded = [messages[i] for i in plan.folded]
-        if not problems:
+        changed = bool(folded) or bool(plan.stubbed) or bool(plan.cut)
+        if not problems and changed:  # a record that folds nothing would only add to the history
             messages[:] = new
         after = self.estimate(messages, tools) + (before - self.counter.count(texts, tools_text))
-        ok = not problems and after <= self.trigger and (bool(folded) or bool(plan.stubbed) or bool(plan.cut))
+        ok = not problems and changed and after <= self.trigger
         self.failures = 0 if ok else self.failures + 1
         self.compactions += 1
         self._compacted = True
@@ -174,7 +177,7 @@ class ContextManager:
             folded={"messages": len(folded), "tool_outputs": sum(1 for m in folded if m.get("role") == "tool"),
                     "stubbed": len(plan.stubbed), "cut": len(plan.cut)},
             components=usage, summarizer="model" if summary else "deterministic", summary_error=summary_error,
-            error="; ".join(problems) or None, record=record)
+            error="; ".join(problems) or (None if changed else "nothing left to fold"), record=record)
 
     def _summarize(self, messages: list[dict[str, Any]], sizes: list[int], tools: list[dict[str, Any]],
                    tools_tokens: int) -> tuple[str | None, str | None]:
