@@ -101,7 +101,7 @@ def _engine_settings(args: argparse.Namespace) -> tuple[str | None, str | None, 
 
 def _run(args: argparse.Namespace) -> int:
     from keel.eval.execute import JobSpec
-    from keel.eval.suite import SuiteError, load_records, plan_jobs, run_suite
+    from keel.eval.suite import SuiteError, finished_keys, load_records, plan_jobs, run_suite
 
     cases = _load(args.cases, args.cases_dir)
     agents = list(dict.fromkeys(args.agent or ["keel"]))
@@ -122,25 +122,23 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(problem)
     out = args.out or Path("eval-runs") / time.strftime("%Y%m%d-%H%M%S")
     jobs = []
-    for agent in agents:
+    for agent in agents:  # all agents' jobs in one pool, so keel and the peer run side by side
         template = JobSpec(case_id="", case_dir="", agent=agent, engine=args.engine, base_url=base_url,
                            model=model, api_key_env=args.api_key_env, max_steps=args.max_steps,
                            timeout_s=args.timeout, temperature=temperature, keep_workspace=args.keep_workspaces)
-        jobs.append(plan_jobs(cases, template, args.repeat))
+        jobs += plan_jobs(cases, template, args.repeat)
     from keel.eval.progress import EvalProgress
 
-    total = sum(len(j) for j in jobs)
     print(f"keel eval: {len(cases)} case(s) × {args.repeat} repeat(s) × {', '.join(agents)} → {out}", file=sys.stderr)
-    with EvalProgress(total) as progress:
+    with EvalProgress(len(jobs)) as progress:
+        done = finished_keys(out)
+        progress.skip(sum(j.key in done for j in jobs))  # an earlier, interrupted eval into this --out
         try:
-            for agent_jobs in jobs:
-                ran = run_suite(agent_jobs, out, workers=args.workers, ray_address=args.ray,
-                                on_done=progress.landed)
-                progress.skip(len(agent_jobs) - len(ran))
+            run_suite(jobs, out, workers=args.workers, ray_address=args.ray, on_done=progress.landed)
         except SuiteError as e:
             raise UsageError(str(e)) from None
     records = load_records(out)
-    keys = {j.key for agent_jobs in jobs for j in agent_jobs}
+    keys = {j.key for j in jobs}
     mine = [r for r in records if r["key"] in keys]
     return _finish(out, records, mine)
 

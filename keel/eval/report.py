@@ -191,7 +191,7 @@ def report_html(records: Sequence[Mapping[str, Any]], title: str = "keel eval") 
         parts.append(svg.hbar_chart("chart-pushbacks", pushes, "pushbacks by kind"))
     parts.append("</section><section><h2>Runs</h2>")
     run_rows = [[str(r["case"]["id"]), str(r.get("agent")), str(r.get("repeat")), str(r.get("outcome")),
-                 str(r.get("stop_reason")), _num((r.get("metrics") or {}).get("steps")),
+                 str(r.get("stop_reason") or ("error" if r.get("outcome") == "error" else "none")), _num((r.get("metrics") or {}).get("steps")),
                  _num((r.get("metrics") or {}).get("idle_turns")),
                  _num((r.get("metrics") or {}).get("prompt_tokens")),
                  _num((r.get("metrics") or {}).get("wall_s"))]

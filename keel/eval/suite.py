@@ -62,13 +62,14 @@ def check_settings(out: Path, jobs: Sequence[JobSpec]) -> None:
         except (OSError, json.JSONDecodeError) as exc:
             raise SuiteError(f"{path}: unreadable ({exc}); choose another --out or remove it") from None
     agents = current.setdefault("agents", {})
-    wanted = jobs[0].settings()
-    before = agents.get(wanted["agent"])
-    if before is not None and before != wanted:
-        diff = ", ".join(f"{k}: {before.get(k)!r} there, {v!r} now" for k, v in wanted.items() if before.get(k) != v)
-        raise SuiteError(f"{out} already holds {wanted['agent']} results with other settings ({diff}); "
-                         "use another --out to keep runs comparable")
-    agents[wanted["agent"]] = wanted
+    for wanted in {job.agent: job.settings() for job in jobs}.values():
+        before = agents.get(wanted["agent"])
+        if before is not None and before != wanted:
+            diff = ", ".join(f"{k}: {before.get(k)!r} there, {v!r} now"
+                             for k, v in wanted.items() if before.get(k) != v)
+            raise SuiteError(f"{out} already holds {wanted['agent']} results with other settings ({diff}); "
+                             "use another --out to keep runs comparable")
+        agents[wanted["agent"]] = wanted
     out.mkdir(parents=True, exist_ok=True)
     _write_atomic(path, json.dumps(current, indent=2))
 

@@ -94,7 +94,8 @@ def strip_plot(chart_id: str, groups: Mapping[str, Sequence[tuple[str, float]]],
 def outcome_grid(chart_id: str, rows: Sequence[tuple[str, Sequence[tuple[str, str, str]]]],
                  columns: Sequence[str], label: str) -> str:
     """Rows are cases; each cell (column header, outcome, tooltip) is colored by outcome."""
-    left, cell, top = 190, 18, 70
+    left, cell = 190, 20
+    top = 16 + int(5.5 * max((len(c) for c in columns), default=4))  # room for the rotated headers
     width = left + cell * max(1, len(columns)) + 10
     height = top + cell * max(1, len(rows)) + 10
     body: list[str] = []
