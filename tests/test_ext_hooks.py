@@ -203,3 +203,24 @@ def test_project_hooks_wait_for_trust_and_trust_ends_when_they_change(calc_repo,
 def test_judge_output(code, stdout, stderr, outcome, blocked):
     verdict, said = judge_output("PreToolUse", code, stdout, stderr)
     assert (said, verdict.blocked) == (outcome, blocked)
+
+
+def test_pre_compact_hooks_run_before_a_compaction_and_their_notes_survive_it(calc_repo, tmp_path):
+    seen = tmp_path / "seen.json"
+    hook = _script(tmp_path, "keep.py", f"""
+        import json, sys
+        open({str(seen)!r}, "w").write(sys.stdin.read())
+        print("keep: the failing test is test_add")
+        """)
+    long = "x" * 4000
+    with ScriptedEngineServer([{"content": "Summary: explored calc.py."}] * 3) as server:
+        agent = _agent(calc_repo, server, tmp_path, f'[[hooks.PreCompact]]\ncommand = """{hook}"""\n')
+        messages = agent.initial_messages("fix calc")
+        for i in range(8):
+            messages += [{"role": "assistant", "content": "", "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": long}]
+        event = agent.compact(messages)
+    assert json.loads(seen.read_text())["hook_event_name"] == "PreCompact"
+    assert event["record"] and any("keep: the failing test is test_add" in (m.get("content") or "")
+                                   for m in messages)

@@ -7,8 +7,8 @@ work unchanged. What it says back:
 
 - exit 0: fine. A JSON object on stdout may decide: ``{"decision": "block", "reason": …}``, or for
   PreToolUse ``{"hookSpecificOutput": {"permissionDecision": "deny"|"ask"|"allow", …}}``, and
-  ``additionalContext`` text for the model. Plain stdout of UserPromptSubmit and SessionStart
-  hooks is context for the model.
+  ``additionalContext`` text for the model. Plain stdout of UserPromptSubmit, SessionStart and
+  PreCompact hooks is context for the model (PreCompact: kept in the compaction record).
 - exit 2: block. Its stderr goes to the model (tool refused, completion refused, prompt refused).
 - any other exit, a timeout or a crash: the hook failed; the session goes on and the failure is
   logged (a broken hook must not take the run down).
@@ -90,7 +90,7 @@ def judge_output(event: str, code: int | None, stdout: str, stderr: str) -> tupl
         except json.JSONDecodeError:
             data = None
     if not isinstance(data, dict):
-        context = [text[:OUTPUT_CAP]] if text and event in ("UserPromptSubmit", "SessionStart") else []
+        context = [text[:OUTPUT_CAP]] if text and event in ("UserPromptSubmit", "SessionStart", "PreCompact") else []
         return HookVerdict(context=context), "ok"
     raw_specific = data.get("hookSpecificOutput")
     specific: dict[str, Any] = raw_specific if isinstance(raw_specific, dict) else {}
@@ -240,3 +240,26 @@ def specs_from_config(hooks: Any, *, trusted_project: bool) -> list[HookSpec]:
     return [HookSpec(event, entry.command, entry.matcher, entry.timeout, entry.source)
             for event in HOOK_EVENTS for entry in getattr(hooks, event, None) or []
             if entry.source != "project" or trusted_project]
+
+
+def attach_pre_compact(manager: Any, hooks: HookRunner) -> None:
+    """Run PreCompact hooks before every compaction of ``manager`` (keel.context.manager), and keep
+    what they print (instructions to preserve) in the record the compaction leaves behind."""
+    if not hooks.has("PreCompact") or getattr(manager, "_pre_compact_attached", False):
+        return
+    compact = manager.compact
+
+    def compact_with_hooks(messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
+        notes = hooks.pre_compact(str(kwargs.get("trigger", "requested")))
+        event = compact(messages, *args, **kwargs)
+        record = event.get("record") if isinstance(event, dict) else None
+        if notes and record:
+            for message in messages:
+                content = message.get("content")
+                if isinstance(content, str) and record in content:
+                    message["content"] = content + "\n\nTo keep (from PreCompact hooks):\n" + "\n".join(notes)
+                    break
+        return event
+
+    manager.compact = compact_with_hooks
+    manager._pre_compact_attached = True
