@@ -105,7 +105,8 @@ class TextRenderer:
             detail = ""
             if not event["ok"] and not event["repeat"]:
                 detail = ": " + shorten((event["result_preview"].strip().splitlines() or [""])[0], 100)
-            self._line(f"[step {event['step']}] {event['name']} {target} → {status}{detail} "
+            who = f"[{event['subagent']}] " if event.get("subagent") else ""  # a delegate's sub-agent
+            self._line(f"{who}[step {event['step']}] {event['name']} {target} → {status}{detail} "
                        f"({_ms(event['elapsed_ms'])})".replace("  ", " "))
         elif kind == "model_call":
             self._printed_this_attempt = False

@@ -27,8 +27,9 @@ class Extensions:
         self.agent = agent
         self.warnings: list[str] = []
         workspace, config = agent.workspace, agent.config
-        # Asked only when someone can answer; unattended runs skip untrusted project hooks/servers.
-        self.trusted, warnings = decide_trust(workspace, prompt=prompt if agent.attended else None)
+        # Asked only when someone can answer (interactive approval gives a prompt); unattended runs
+        # skip untrusted project hooks and servers with a warning.
+        self.trusted, warnings = decide_trust(workspace, prompt=prompt)
         self.warnings += warnings
         specs = specs_from_config(config.hooks, trusted_project=self.trusted)
         self.hooks = HookRunner(specs, workspace, session_id=lambda: agent.session_id,
