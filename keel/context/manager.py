@@ -142,7 +142,7 @@ class ContextManager:
         hard_room = max(MIN_ROOM, self.trigger - fixed - record_tokens)
         plan = plan_compaction(messages, sizes, keep_last=self.settings.keep_last, room=room, over_share=over,
                                hard_room=hard_room)
-        summary, summary_error = None, None
+        summary, summary_error, spent = None, None, self.summary_usage.total
         if self.settings.summarizer == "model" and self.summarizer is not None and plan.fold_end > plan.prefix_len:
             summary, summary_error = self._summarize(messages, sizes, tools, tools_tokens)
         chars_per_token = 4 / self.counter.ratio
@@ -177,6 +177,7 @@ class ContextManager:
             folded={"messages": len(folded), "tool_outputs": sum(1 for m in folded if m.get("role") == "tool"),
                     "stubbed": len(plan.stubbed), "cut": len(plan.cut)},
             components=usage, summarizer="model" if summary else "deterministic", summary_error=summary_error,
+            summary_tokens=self.summary_usage.total - spent,
             error="; ".join(problems) or (None if changed else "nothing left to fold"), record=record)
 
     def _summarize(self, messages: list[dict[str, Any]], sizes: list[int], tools: list[dict[str, Any]],
