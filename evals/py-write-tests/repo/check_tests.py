@@ -7,20 +7,43 @@ project. Good tests fail on every mutant; a mutant they pass on is a bug they wo
 Exit status 0 only when the tests pass on the real code and fail on every mutant.
 """
 
+import contextlib
+import io
 import json
+import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
+sys.dont_write_bytecode = True  # a mutant of the same size written within a second must not hit a stale .pyc
+
+
+def forget_modules_under(root):
+    """Drop the project's modules (and the test modules) so the next run imports them afresh."""
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and Path(path).resolve().is_relative_to(root):
+            del sys.modules[name]
 
 
 def run_tests(root, tests):
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                          cwd=root, capture_output=True, text=True, timeout=120)
-    return done.returncode, done.stdout + done.stderr
+    """pytest in this process (one interpreter start for all the mutants): (exit code, output)."""
+    forget_modules_under(root)
+    output = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            code = pytest.main(["-q", "-x", "-p", "no:cacheprovider", "--rootdir", str(root),
+                                *[str(root / t) for t in tests]])
+    finally:
+        os.chdir(cwd)
+        forget_modules_under(root)
+    return int(code), output.getvalue()
 
 
 def main(tests):
@@ -31,23 +54,26 @@ def main(tests):
     if missing:
         print(f"no such test file: {', '.join(missing)}")
         return 1
-    code, output = run_tests(HERE, tests)
-    if code != 0:
-        print(f"the tests do not pass on the real code:\n{output[-2000:]}")
-        return 1
     survivors = []
-    for mutant in json.loads((HERE / "mutants.json").read_text()):
-        with tempfile.TemporaryDirectory() as scratch:
-            root = Path(scratch) / "project"
-            shutil.copytree(HERE, root, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch).resolve() / "project"
+        shutil.copytree(HERE, root, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+        code, output = run_tests(root, tests)
+        if code != 0:
+            print(f"the tests do not pass on the real code:\n{output[-3000:]}")
+            return 1
+        for mutant in json.loads((HERE / "mutants.json").read_text()):
             target = root / mutant["file"]
-            source = target.read_text()
-            assert source.count(mutant["old"]) == 1, f"mutant {mutant['why']!r} no longer applies"
-            target.write_text(source.replace(mutant["old"], mutant["new"]))
+            original = (HERE / mutant["file"]).read_text()
+            if original.count(mutant["old"]) != 1:
+                print(f"mutant {mutant['why']!r} no longer applies to {mutant['file']}")
+                return 1
+            target.write_text(original.replace(mutant["old"], mutant["new"]))
             code, _ = run_tests(root, tests)
-        print(f"{'caught' if code != 0 else 'MISSED'}: {mutant['why']}")
-        if code == 0:
-            survivors.append(mutant["why"])
+            target.write_text(original)
+            print(f"{'caught' if code != 0 else 'MISSED'}: {mutant['why']}")
+            if code == 0:
+                survivors.append(mutant["why"])
     if survivors:
         print(f"{len(survivors)} bug(s) the tests let through: {'; '.join(survivors)}")
         return 1
