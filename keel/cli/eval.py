@@ -67,7 +67,7 @@ def eval_main(argv: list[str]) -> int:
         return EXIT_USAGE
 
 
-def _default_cases_dir() -> Path:
+def default_cases_dir() -> Path:
     here = Path("evals")
     if here.is_dir():
         return here
@@ -81,7 +81,7 @@ def _load(selectors: list[str], cases_dir: Path | None) -> list[Any]:
     from keel.eval.cases import CaseError, load_cases
 
     try:
-        return load_cases(cases_dir or _default_cases_dir(), selectors)
+        return load_cases(cases_dir or default_cases_dir(), selectors)
     except CaseError as e:
         raise UsageError(str(e)) from None
 

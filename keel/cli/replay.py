@@ -82,7 +82,9 @@ def _case(args: argparse.Namespace, log: Path) -> Case | None:
     from keel.eval.cases import CaseError, load_case, load_cases
 
     name: str | None = args.case
-    cases_dir: Path = args.cases_dir or Path("evals")
+    from keel.cli.eval import default_cases_dir
+
+    cases_dir: Path = args.cases_dir or default_cases_dir()
     try:
         if name is not None:
             if (Path(name) / "case.toml").is_file():
