@@ -39,8 +39,8 @@ PARSE_MAX_BYTES = 4 * 1024 * 1024
 _MEMORY_BYTES = 64 * 1024
 SUMMARY_MAX_LINES = 30
 TAIL_LINES = 6
-HEAD_LINES = 12
-OK_TAIL_LINES = 20
+HEAD_LINES = 8
+OK_TAIL_LINES = 10
 NOTABLE_MAX = 10
 OUTPUTS_DIR = "outputs"
 
@@ -96,7 +96,7 @@ class OutputSpill:
         if self.failed:
             return None
         digest = self._digest.hexdigest()[:16]
-        words = self.command.split()
+        words = [w for w in self.command.split() if "=" not in w]   # not the VAR=value prefixes
         slug = _SLUG.sub("-", "-".join(w.rsplit("/", 1)[-1] for w in words[:3]))[:40].strip("-.") or "command"
         target = self.directory / f"{slug}-{digest}.log"
         try:
@@ -202,7 +202,7 @@ def _tail(lines: list[str], n: int) -> list[str]:
 
 def _fresh(lines: list[str], shown: str) -> list[str]:
     """The lines whose text the summary does not already show."""
-    return [clip(line) for line in lines if line.strip()[:60] not in shown]
+    return [clip(line) for line in lines if line.strip(" =-*_")[:60] not in shown]
 
 
 def present(spill: OutputSpill, facts: OutputFacts, capped_output: str, capped: bool) -> tuple[str, Path | None]:
