@@ -1,0 +1,18 @@
+"use strict";
+
+const ENTITIES = [
+  ["<", "&lt;"],
+  [">", "&gt;"],
+  ['"', "&quot;"],
+  ["'", "&#39;"],
+  ["&", "&amp;"],
+];
+
+/** `text` safe to put between HTML tags or inside a double-quoted attribute. */
+function escapeHtml(text) {
+  let out = String(text);
+  for (const [raw, entity] of ENTITIES) out = out.split(raw).join(entity);
+  return out;
+}
+
+module.exports = { escapeHtml };

@@ -1,0 +1,1 @@
+"""Summaries of web server access logs."""

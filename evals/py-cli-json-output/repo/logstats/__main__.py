@@ -1,0 +1,5 @@
+import sys
+
+from logstats.cli import main
+
+sys.exit(main())
