@@ -61,7 +61,8 @@ def test_note_names_goal_done_left_and_last_activity() -> None:
     assert "F401 unused import" in left            # what the failing run showed, summarised
     assert "The model last said: Now the docs." in note
     assert "run_shell `ruff check .` → exit code: 1" in note
-    assert note.rstrip().endswith("Make `ruff check .` pass (its latest run exited 1), then rerun it.")
+    assert "## Next step\n\nMake `ruff check .` pass (its latest run exited 1), then rerun it." in note
+    assert "`keel run --resume s-1`" in note
 
 
 def test_a_run_stopped_by_max_steps_leaves_a_handoff_note(calc_repo: Path, run_keel) -> None:

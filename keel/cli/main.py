@@ -208,6 +208,8 @@ def _run_task(args: argparse.Namespace) -> int:
     except OSError as e:  # the default log location ($KEEL_HOME) cannot be written
         return fail(f"cannot write the event log: {e}")
     result.cost_known = prices_known
+    if args.output_format == "text" and result.handoff:  # a limit stop: where to pick the task up
+        print(f"handoff note: {result.handoff}", flush=True)
     if args.output_format != "text":
         print_json(result_object(result, args.output_format))
     return result.exit_code

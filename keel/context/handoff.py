@@ -72,7 +72,9 @@ def render_handoff(f: HandoffFacts) -> str:
             lines.append(f"- The model last said: {f.last_said}")
         lines += [f"- {call}" for call in f.last_calls]
         lines.append("")
-    lines += ["## Next step", "", next_step(f), ""]
+    lines += ["## Next step", "", next_step(f), "",
+              f"To carry on: `keel run --resume {f.session_id}` (with a higher limit), or a new session "
+              "given this note as its task.", ""]
     return "\n".join(lines)
 
 
