@@ -194,3 +194,15 @@ def test_record_respects_its_size_cap():
     record = build_record(msgs, plan, Facts(task="t" * 5000), None, number=1, max_chars=3000, file_chars=500)
     assert len(record) <= 3000
     assert "earlier steps" in record and "cmd 198" in record  # the newest folded steps are the ones kept
+
+
+def test_a_huge_refused_call_has_its_arguments_cut_and_stays_valid_json():
+    content = "x = 1\n" * 200_000
+    msgs = [SYS, TASK, *turn(0, ("write_file", {"path": "big.py", "content": content}, "too big; nothing was run"))]
+    plan = plan_compaction(msgs, sizes(msgs), keep_last=8, room=2000)
+    new = apply_plan(msgs, plan, RECORD_MARKER)
+    args = json.loads(new[3]["tool_calls"][0]["function"]["arguments"])
+    assert args["path"] == "big.py" and "keel cut" in args["content"] and len(args["content"]) < 10_000
+    assert new[4]["content"] == "too big; nothing was run"            # the answer the model needs, whole
+    assert sum(sizes(new[3:])) <= 2000 and pairing_problems(new) == []
+    assert msgs[2]["tool_calls"][0]["function"]["arguments"].count("x = 1") == 200_000  # caller's dict untouched

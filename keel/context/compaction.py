@@ -116,6 +116,7 @@ class Plan:
     fold_end: int                                  # messages[prefix_len:fold_end] fold into the record
     stubbed: dict[int, str] = field(default_factory=dict)   # kept index → why its output is a stub
     cut: dict[int, int] = field(default_factory=dict)       # kept index → characters of output kept
+    args_cut: dict[int, int] = field(default_factory=dict)  # kept assistant index → chars kept per argument
 
     @property
     def folded(self) -> range:
@@ -155,9 +156,12 @@ def plan_compaction(messages: Sequence[dict[str, Any]], sizes: Sequence[int], *,
                 stubbed[i] = f"folded at compaction: {component.replace('_', ' ')} was over its share of the window"
     while tail and (is_record(messages[tail[0][0]]) or (size() > room and len(tail) > 1)):
         tail = tail[1:]  # an earlier record always folds into the new one
-    cut = _cuts(messages, sizes, tail[0], stubbed, size() - max(room, hard_room or 0)) if tail else {}
+    excess = size() - max(room, hard_room or 0)
+    cut = _cuts(messages, sizes, tail[0], stubbed, excess) if tail else {}
+    excess -= sum(len(str(messages[i].get("content") or "")) - keep for i, keep in cut.items()) // 4
+    args_cut = _argument_cuts(messages, sizes, tail[0], excess) if tail else {}
     fold_end = tail[0][0] if tail else len(messages)
-    return Plan(prefix, fold_end, {i: why for i, why in stubbed.items() if i >= fold_end}, cut)
+    return Plan(prefix, fold_end, {i: why for i, why in stubbed.items() if i >= fold_end}, cut, args_cut)
 
 
 def _cuts(messages: Sequence[dict[str, Any]], sizes: Sequence[int], unit: tuple[int, int],
@@ -176,6 +180,30 @@ def _cuts(messages: Sequence[dict[str, Any]], sizes: Sequence[int], unit: tuple[
     return cut
 
 
+def _argument_cuts(messages: Sequence[dict[str, Any]], sizes: Sequence[int], unit: tuple[int, int],
+                   excess: int) -> dict[int, int]:
+    """When even that is not enough, the newest call's own long arguments (a huge write_file content the
+    tool refused) are cut too: string values keep their start and end, the JSON stays valid."""
+    i = unit[0]
+    if excess <= 0 or messages[i].get("role") != "assistant" or sizes[i] * 4 < MIN_KEPT_CHARS * 2:
+        return {}
+    longest = max((len(str((c.get("function") or {}).get("arguments") or "")) for c in messages[i]["tool_calls"]),
+                  default=0)
+    keep = max(MIN_KEPT_CHARS, longest - excess * 4 - 200)
+    return {i: keep} if keep < longest else {}
+
+
+def cut_arguments(arguments: str, keep: int) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        return cut_middle(arguments, keep)  # malformed already: the model was told so when it ran
+    if not isinstance(parsed, dict):
+        return cut_middle(arguments, keep)
+    return json.dumps({k: cut_middle(v, keep) if isinstance(v, str) else v for k, v in parsed.items()},
+                      ensure_ascii=False)
+
+
 def apply_plan(messages: Sequence[dict[str, Any]], plan: Plan, record: str) -> list[dict[str, Any]]:
     """The new history: the prefix (same objects), the record, then the kept messages."""
     calls = calls_by_id(messages)
@@ -188,6 +216,9 @@ def apply_plan(messages: Sequence[dict[str, Any]], plan: Plan, record: str) -> l
                                            plan.stubbed[i])}
         elif i in plan.cut:
             m = {**m, "content": cut_middle(str(m.get("content") or ""), plan.cut[i])}
+        if i in plan.args_cut:
+            m = {**m, "tool_calls": [{**c, "function": {**c["function"], "arguments": cut_arguments(
+                str(c["function"].get("arguments") or ""), plan.args_cut[i])}} for c in m["tool_calls"]]}
         out.append(m)
     return out
 

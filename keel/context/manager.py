@@ -164,7 +164,7 @@ class ContextManager:
         new = apply_plan(messages, plan, record)
         problems = pairing_problems(new)
         folded = [messages[i] for i in plan.folded]
-        changed = bool(folded) or bool(plan.stubbed) or bool(plan.cut)
+        changed = bool(folded) or bool(plan.stubbed) or bool(plan.cut) or bool(plan.args_cut)
         if not problems and changed:  # a record that folds nothing would only add to the history
             messages[:] = new
         after = self.estimate(messages, tools) + (before - self.counter.count(texts, tools_text))
@@ -175,7 +175,7 @@ class ContextManager:
         return self.bus.emit(
             "compaction", step=step, trigger=trigger, ok=ok, tokens_before=before, tokens_after=after,
             folded={"messages": len(folded), "tool_outputs": sum(1 for m in folded if m.get("role") == "tool"),
-                    "stubbed": len(plan.stubbed), "cut": len(plan.cut)},
+                    "stubbed": len(plan.stubbed), "cut": len(plan.cut) + len(plan.args_cut)},
             components=usage, summarizer="model" if summary else "deterministic", summary_error=summary_error,
             summary_tokens=self.summary_usage.total - spent,
             error="; ".join(problems) or (None if changed else "nothing left to fold"), record=record)
