@@ -1,0 +1,1 @@
+"""Stock levels, reservations and the order workflow of the shop."""
