@@ -170,10 +170,11 @@ class Agent:
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
         from keel.engine.prompts import task_message
 
-        from keel.context.memory import project_memory
+        from keel.context.memory import memory_cap, project_memory
 
         first = task_message(task, str(self.workspace), self.protection, top_level_entries(self.workspace))
-        memory = project_memory(self.workspace)   # AGENTS.md files: in the cached prefix, read once
+        cap = memory_cap(self.context_manager().window.tokens, self.config.context.budget.memory)
+        memory = project_memory(self.workspace, cap)   # AGENTS.md files: in the cached prefix, read once
         return [{"role": "system", "content": self.system_prompt},
                 {"role": "user", "content": f"{first}\n\n{memory}" if memory else first}]
 

@@ -126,3 +126,20 @@ def test_prefix_is_byte_stable_across_a_scripted_session(calc_repo: Path, user_d
     assert "test_calc.py::test_add" not in first_user
     assert "## Learnings\n\n- calc.add is covered by test_calc.py::test_add.\n" in (calc_repo / "AGENTS.md").read_text()
     assert "remember" in [t["function"]["name"] for t in requests[0]["tools"]]
+
+
+def test_the_cap_is_the_memory_share_of_the_window(calc_repo: Path, user_dir: Path) -> None:
+    """An 8k-token local model gets ~1.6 kB of instructions (5% of its window), with the cut visible."""
+    (calc_repo / "AGENTS.md").write_text("\n".join(f"Rule {i}: keep functions under 40 lines." for i in range(200)))
+    with ScriptedEngineServer([]) as server:
+        small = Config(engine=EngineSettings(base_url=server.base_url, model="scripted", context_window=8192))
+        first = Agent(workspace=calc_repo, config=small, log_path=False).initial_messages("task")[1]["content"]
+        big = Config(engine=EngineSettings(base_url=server.base_url, model="scripted", context_window=200_000))
+        whole = Agent(workspace=calc_repo, config=big, log_path=False).initial_messages("task")[1]["content"]
+        off = Config.model_validate({"engine": {"base_url": server.base_url, "model": "scripted"},
+                                     "context": {"budget": {"memory": 0}}})
+        none = Agent(workspace=calc_repo, config=off, log_path=False).initial_messages("task")[1]["content"]
+    assert "Rule 0:" in first and "Rule 199:" not in first
+    assert "[AGENTS.md cut here:" in first and "capped at 1,638 bytes" in first and "read_file AGENTS.md" in first
+    assert "Rule 199:" in whole and "cut here" not in whole
+    assert "Rule 0:" not in none

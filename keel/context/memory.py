@@ -141,6 +141,14 @@ def _cut_notice(f: MemoryFile, kept: int, cap: int) -> str:
             f"{cap:,} bytes); {where}]")
 
 
+def memory_cap(window_tokens: int, share: float) -> int:
+    """Bytes the files may take: the ``[context.budget] memory`` share of the window (at about four
+    bytes a token), at most MEMORY_CAP_BYTES. A small local model's 8k window gets ~1.6 kB, not 16."""
+    return min(MEMORY_CAP_BYTES, int(window_tokens * share * 4))
+
+
 def project_memory(workspace: Path, cap: int = MEMORY_CAP_BYTES, user_dir: Path | None = None) -> str:
-    """The rendered memory block for a session in ``workspace``."""
+    """The rendered memory block for a session in ``workspace`` ('' when ``cap`` is 0: memory off)."""
+    if cap <= 0:
+        return ""
     return render_memory(discover_memory(workspace, user_dir), cap)
