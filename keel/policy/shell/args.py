@@ -216,6 +216,8 @@ def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
         rest = values[values.index("grep") + 1:]
         paths = rest[rest.index("--") + 1:] if "--" in rest else []
         return _scan(env, inv, "git grep", [Word(p, p) for p in paths] or [Word(".", ".")], True, [])
+    if name in _ARCHIVERS:
+        return _archived_secrets(env, inv)
     if name not in RECURSIVE_READERS:
         return []
     options, operands = parse_options(inv.args, _GREP_VALUED if name != "rg" else _RG_VALUED)
@@ -236,6 +238,36 @@ def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     if not has(options, "-e", "--regexp", "-f", "--file"):
         operands = operands[1:]                      # the first operand is the pattern
     return _scan(env, inv, name, operands or [Word(".", ".")], hidden, excluded, included)
+
+
+_ARCHIVERS = frozenset({"tar", "bsdtar", "zip", "7z", "rsync", "scp", "cpio"})
+
+
+def _archived_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
+    """``tar czf - .``, ``zip -r x.zip .``, ``rsync -a . host:``: they read whole trees too."""
+    values = inv.values
+    first = values[0] if values else ""
+    if inv.name in ("tar", "bsdtar"):
+        reading = any(v in ("-c", "--create", "-r", "--append", "-u", "--update") for v in values) or bool(
+            re.fullmatch(r"-?[a-zA-Z]*[cru][a-zA-Z]*", first) and not first.startswith("--"))
+        options, operands = parse_options(inv.args[1:] if not first.startswith("-") else inv.args,
+                                          {"-f", "--file", "-C", "--directory", "-T", "-X", "--exclude"})
+        if not first.startswith("-") and "f" in first and operands:
+            operands = operands[1:]                        # tar czf OUT.tgz SRC...: OUT is written
+    elif inv.name in ("zip", "7z"):
+        options, operands = parse_options(inv.args, {"-x", "-i", "-b", "-t", "-tt", "-P"})
+        reading = has(options, "-r", "-R") or inv.name == "7z"
+        operands = operands[1:]                            # the archive itself
+    else:
+        options, operands = parse_options(inv.args, {"-e", "--rsh", "-i", "-P", "-p", "-o", "-F", "-l", "-c", "-S",
+                                                     "--exclude", "--include", "--filter", "-f"})
+        reading = has(options, "-r", "-a", "--recursive", "--archive")
+        operands = [w for w in operands[:-1] if ":" not in w.value]
+    if not reading:
+        return []
+    excluded = [w.value for w in values_of(options, "--exclude", "-x")] + \
+        [v.split("=", 1)[1] for v in values if v.startswith("--exclude=")]
+    return _scan(env, inv, inv.name, operands, True, excluded)
 
 
 def _scan(env: JudgeEnv, inv: Invocation, name: str, targets: list[Word], hidden: bool,

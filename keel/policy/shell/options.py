@@ -49,13 +49,14 @@ class OptionList:
     writes: frozenset[str]         # valued options whose value is a path the tool writes
     pairs: frozenset[str]          # take two words (jq --arg NAME VALUE)
     colon: frozenset[str]          # a value KIND:PATH writes PATH (--cov-report=html:DIR)
+    configs: frozenset[str]        # configuration (which can load plugins): must be inside the workspace
     numeric: bool = False          # -NUM is a count (head -5, git log -3)
     single_dash: bool = False      # -name and --name are one long option, no clusters (go, find)
     stop_at_operand: bool = False  # the first operand ends the options (node FILE args ...)
 
     @classmethod
     def parse(cls, spec: str) -> OptionList:
-        flags, valued, optional, writes, pairs, colon = set(), set(), set(), set(), set(), set()
+        flags, valued, optional, writes, pairs, colon, configs = set(), set(), set(), set(), set(), set(), set()
         numeric = single = stop = False
         for token in spec.split():
             if token == "-NUM":
@@ -66,6 +67,9 @@ class OptionList:
                 stop = True
             elif token.endswith("=?"):
                 optional.add(token[:-2])
+            elif token.endswith("=C"):
+                valued.add(token[:-2])
+                configs.add(token[:-2])
             elif token.endswith("=W:"):
                 valued.add(token[:-3])
                 colon.add(token[:-3])
@@ -81,7 +85,7 @@ class OptionList:
         if not single:
             flags |= {"--help", "--version"}
         return cls(frozenset(flags), frozenset(valued), frozenset(optional), frozenset(writes), frozenset(pairs),
-                   frozenset(colon), numeric, single, stop)
+                   frozenset(colon), frozenset(configs), numeric, single, stop)
 
     @property
     def known(self) -> frozenset[str]:
@@ -103,7 +107,7 @@ def option_list(key: str) -> OptionList | None:
 @dataclass
 class Scan:
     problem: str | None = None                    # why the options are not known-safe
-    writes: list[tuple[str, Word]] | None = None  # (option, the path it writes)
+    writes: list[tuple[str, Word]] | None = None  # (option, the path it writes); ("config OPT", path)
 
 
 def scan(spec: OptionList, args: list[Word]) -> Scan:
@@ -125,11 +129,15 @@ def scan(spec: OptionList, args: list[Word]) -> Scan:
             if eq:
                 if name not in spec.valued | spec.optional and not (spec.single_dash and name in spec.flags):
                     return Scan(f"{name}={value} is not on the list of known-safe options", writes)
+                if name in spec.configs:
+                    writes.append(("config " + name, Word(value, value, word.params, word.subs)))
                 if name in spec.writes or (name in spec.colon and ":" in value):
                     value = value.split(":", 1)[1] if name in spec.colon else value
                     writes.append((name, Word(value, value, word.params, word.subs)))
             elif name in spec.valued or name in spec.pairs:
                 take = 2 if name in spec.pairs else 1
+                if i + 1 < len(args) and name in spec.configs:
+                    writes.append(("config " + name, args[i + 1]))
                 if i + 1 < len(args) and (name in spec.writes or (name in spec.colon and ":" in args[i + 1].value)):
                     target = args[i + 1]
                     if name in spec.colon:
@@ -163,6 +171,8 @@ def _cluster(spec: OptionList, text: str, following: Word | None,
             return None, 0
         if opt in spec.valued:
             rest = text[j + 1:]
+            if opt in spec.configs and (rest or following is not None):
+                writes.append(("config " + opt, Word(rest, rest) if rest else following))  # type: ignore[arg-type]
             if rest:
                 if opt in spec.writes:
                     writes.append((opt, Word(rest, rest)))
@@ -250,7 +260,12 @@ def known_options(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     result = scan(spec, args)
     out: list[Finding] = []
     for name, target in result.writes or []:
-        out += judge_write(env, target, inv.cwds, verb=f"{key} {name} writes")
+        if name.startswith("config "):
+            if any(p.where not in ("inside", "root") for p in env.paths.places(target, inv.cwds)):
+                out.append(ask(f"{key} {name[7:]} {target.value!r}: configuration from outside the workspace "
+                               "(it can load plugins)"))
+        else:
+            out += judge_write(env, target, inv.cwds, verb=f"{key} {name} writes")
     if result.problem:
         out.append(ask(f"{key}: {result.problem}"))
     return out

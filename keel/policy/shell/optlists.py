@@ -2,10 +2,11 @@
 
 Spec text, one token per option, spelled exactly as the tool documents it:
 ``-l`` / ``--all`` take no value; ``-n=`` / ``--lines=`` take a value (attached or the next word);
-``--color=?`` takes a value only when attached; ``-o=W`` takes a path the tool WRITES (judged as a
-write); ``--arg=2`` takes two words; ``=W:`` a value whose part after ``:`` is a path written
-(``--cov-report=html:DIR``); ``-NUM`` allows ``-5``; ``SINGLE`` means ``-name``/``--name``
-long options without clusters (go, find); ``STOP`` means the first operand ends the options.
+``--color=?`` takes a value only when attached; ``--arg=2`` takes two words; ``-NUM`` allows ``-5``;
+``-o=W`` takes a path the tool WRITES (judged as a write); ``--cov-report=W:`` a value whose part
+after ``:`` is a path written (``html:DIR``); ``-c=C`` a configuration file, which must be inside the
+workspace (configurations load plugins); ``SINGLE`` means ``-name``/``--name`` long options without
+clusters (go, find); ``STOP`` means the first operand ends the options.
 ``--help``/``--version`` are added to every list. An option missing here asks — that is the point:
 a list only grows by someone reading the tool's manual and deciding the option is harmless.
 Options that run programs, load code, read file names from a file or point the tool at other
@@ -186,14 +187,14 @@ _PYTEST = ("-k= -m= -x --exitfirst --maxfail= -v --verbose -q --quiet -vv -vvv -
            "--log-disable= --show-fixtures --fixtures --fixtures-per-test --markers --version -V -h --help "
            "--setup-only --setup-show --setup-plan --no-header --no-summary --no-showlocals -n= --numprocesses= "
            "--dist= --maxprocesses= --timeout= --timeout-method= --cov=? --cov-report=W: --cov-fail-under= "
-           "--cov-branch --no-cov --cov-append --cov-config= --asyncio-mode= --randomly-seed= "
+           "--cov-branch --no-cov --cov-append --cov-config=C --asyncio-mode= --randomly-seed= "
            "--debug=W --verbosity=")
 _MYPY = ("--strict --ignore-missing-imports --follow-imports= --python-version= --platform= "
          "--disallow-untyped-defs --disallow-incomplete-defs --check-untyped-defs --no-implicit-optional "
          "--warn-unused-ignores --warn-redundant-casts --warn-return-any --no-error-summary --show-error-codes "
          "--hide-error-codes --show-column-numbers --show-error-context --pretty --no-pretty --color-output "
          "--no-color-output -p= --package= -m= --module= --explicit-package-bases --namespace-packages "
-         "--no-namespace-packages --exclude= --config-file= --no-incremental --incremental --cache-dir=W "
+         "--no-namespace-packages --exclude= --config-file=C --no-incremental --incremental --cache-dir=W "
          "--sqlite-cache --junit-xml=W --html-report=W --txt-report=W --xml-report=W --linecount-report=W "
          "--lineprecision-report=W --any-exprs-report=W --cobertura-xml-report=W -v --verbose -V "
          "--no-site-packages --python-executable= --enable-error-code= --disable-error-code= "
@@ -203,14 +204,14 @@ _MYPY = ("--strict --ignore-missing-imports --follow-imports= --python-version= 
          "--no-implicit-reexport --disallow-any-generics --disallow-subclassing-any --disallow-untyped-calls "
          "--disallow-untyped-decorators --disallow-any-unimported --allow-untyped-globals --scripts-are-modules "
          "--no-silence-site-packages --ignore-missing-imports-per-module --exclude-gitignore")
-_RUFF = ("-q --quiet -v --verbose -s --silent --no-cache --isolated --config= --select= --extend-select= "
+_RUFF = ("-q --quiet -v --verbose -s --silent --no-cache --isolated --config=C --select= --extend-select= "
          "--ignore= --extend-ignore= --per-file-ignores= --exclude= --extend-exclude= --line-length= "
          "--target-version= --output-format= -o=W --output-file=W --cache-dir=W --statistics --show-fixes "
          "--no-show-fixes --show-files --show-settings --exit-zero --exit-non-zero-on-fix --diff --check "
          "--force-exclude --no-force-exclude --respect-gitignore --no-respect-gitignore --preview --no-preview "
          "-e --exit-zero --fix --no-fix --unsafe-fixes --no-unsafe-fixes --fix-only --watch -n --range= "
          "--stdin-filename= --all --explain --format=")
-_ESLINT = ("-c= --config= --no-config-lookup --no-eslintrc --ext= --env= --global= --parser= --parser-options= "
+_ESLINT = ("-c=C --config=C --no-config-lookup --no-eslintrc --ext= --env= --global= --parser= --parser-options= "
            "--rule= --no-inline-config --report-unused-disable-directives --max-warnings= -f= --format= -o=W "
            "--output-file=W --color --no-color --quiet --cache --cache-location=W --cache-strategy= "
            "--no-error-on-unmatched-pattern --ignore-pattern= --no-ignore --ignore-path= --debug --print-config= "
@@ -218,12 +219,12 @@ _ESLINT = ("-c= --config= --no-config-lookup --no-eslintrc --ext= --env= --globa
 _JEST = ("--ci --coverage=? --collectCoverage --watch --watchAll --runInBand -i --verbose --silent --bail=? "
          "-b --testNamePattern= -t= --testPathPattern= --testPathIgnorePatterns= --passWithNoTests --onlyChanged "
          "-o --listTests --json --outputFile=W --coverageDirectory=W --maxWorkers= -w= --no-cache --clearCache "
-         "--detectOpenHandles --forceExit --updateSnapshot -u --reporters= --config= -c= --selectProjects= "
+         "--detectOpenHandles --forceExit --updateSnapshot -u --reporters= --config=C -c=C --selectProjects= "
          "--testTimeout= --colors --no-colors --run --reporter= --dir= --root= -r= --project= --environment= "
          "--globals --threads= --no-threads --changed=? --testNamePattern --shard= --exclude= --spec= "
          "--grep= -g= --recursive --exit --timeout= --retries= --parallel --jobs= -j= --forbid-only "
          "--forbid-pending --sort --full-trace --inline-diffs --check-leaks --no-timeouts --extension=")
-_TSC = ("--noEmit -p= --project= -b --build --pretty --strict --noImplicitAny --strictNullChecks --listFiles "
+_TSC = ("--noEmit -p=C --project=C -b --build --pretty --strict --noImplicitAny --strictNullChecks --listFiles "
         "--listEmittedFiles --explainFiles --showConfig --diagnostics --extendedDiagnostics --incremental "
         "--skipLibCheck --target= --module= --moduleResolution= --jsx= --lib= --types= --allowJs --checkJs "
         "--outDir=W --outFile=W --declarationDir=W --tsBuildInfoFile=W --declaration --emitDeclarationOnly "
@@ -231,7 +232,7 @@ _TSC = ("--noEmit -p= --project= -b --build --pretty --strict --noImplicitAny --
         "--traceResolution --locale= --verbose --dry --force --clean -w --watch --init --all")
 _COVERAGE = ("run report html xml json lcov erase combine debug annotate -m= --module -a --append --branch "
              "--concurrency= --context= --include= --omit= --source= -p --parallel-mode --pylib --timid "
-             "--rcfile= --data-file=W -d=W --directory=W -o=W --show-missing --skip-covered --no-skip-covered "
+             "--rcfile=C --data-file=W -d=W --directory=W -o=W --show-missing --skip-covered --no-skip-covered "
              "--skip-empty --fail-under= --precision= --sort= --format= -i --ignore-errors --title= "
              "--show-contexts --contexts= -q --quiet --keep --pretty-print")
 _CARGO = ("test check build clippy doc bench tree metadata run fmt version --release -r --all-targets "
@@ -386,12 +387,12 @@ LISTS: dict[str, str] = {
     "python": "-B -b -bb -d -E -I -O -OO -P -q -R -s -S -u -v -x -W= -X= -V --version -h --help -i",
     "pytest": _PYTEST, "py.test": _PYTEST, "mypy": _MYPY, "dmypy": "run check status stop start " + _MYPY,
     "ruff": "check format rule version linter " + _RUFF,
-    "pyright": "-p= --project= --outputjson --verbose --warnings --pythonversion= --pythonplatform= "
+    "pyright": "-p=C --project=C --outputjson --verbose --warnings --pythonversion= --pythonplatform= "
                "--level= --stats --skipunannotated --lib -t= --typeshedpath=",
     "pyflakes": "", "flake8": "--max-line-length= --select= --ignore= --extend-ignore= --extend-select= "
                               "--exclude= --extend-exclude= --count --statistics --show-source --max-complexity= "
-                              "--format= -q --quiet -v --config= --isolated --per-file-ignores= -j= --jobs=",
-    "pylint": "--disable= --enable= -d= -e= --rcfile= --errors-only -E --score= -s= --reports= -r= "
+                              "--format= -q --quiet -v --config=C --isolated --per-file-ignores= -j= --jobs=",
+    "pylint": "--disable= --enable= -d= -e= --rcfile=C --errors-only -E --score= -s= --reports= -r= "
               "--output-format= -f= -j= --jobs= --max-line-length= --fail-under= --ignore= --ignore-patterns= "
               "--recursive=",
     "pycodestyle": "--max-line-length= --select= --ignore= --exclude= --count --statistics --show-source "
@@ -402,11 +403,11 @@ LISTS: dict[str, str] = {
     "coverage": _COVERAGE,
     "black": "--check --diff --color --no-color -q --quiet -v --verbose -l= --line-length= -t= "
              "--target-version= --skip-string-normalization -S --preview --include= --exclude= "
-             "--extend-exclude= --force-exclude= --fast --safe -C --skip-magic-trailing-comma --config= "
+             "--extend-exclude= --force-exclude= --fast --safe -C --skip-magic-trailing-comma --config=C "
              "--required-version=",
     "isort": "--check --check-only -c --diff --profile= -l= --line-length= -q --quiet -v --verbose "
-             "--settings-path= --sp= --skip= --skip-glob= --only-modified --color",
-    "prettier": "--check -c --list-different -l --write -w --config= --no-config --ignore-path= "
+             "--settings-path=C --sp=C --skip= --skip-glob= --only-modified --color",
+    "prettier": "--check -c --list-different -l --write -w --config=C --no-config --ignore-path= "
                 "--log-level= --no-color --no-error-on-unmatched-pattern --cache",
     "eslint": _ESLINT, "tsc": _TSC, "jest": _JEST, "vitest": "run " + _JEST, "mocha": _JEST,
     "node": ("STOP --test -e= --eval= -p= --print= --test-reporter= --test-name-pattern= --test-only "

@@ -30,9 +30,11 @@ STARTUP_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_log
 # Workspace files that make other programs run commands later (git, direnv, editors, agents,
 # dev containers, hook managers): writing them is never part of "workspace-write".
 RUNS_LATER_DIRS = frozenset({".git", ".keel", ".claude", ".devcontainer", ".husky", ".vscode", ".cursor",
-                             ".idea", ".githooks"})
+                             ".idea", ".githooks", ".gemini", ".codex", ".continue", ".windsurf", ".zed", ".roo"})
+# Hook managers whose hooks are already installed read these on every commit keel allows.
 RUNS_LATER_FILES = frozenset({".mcp.json", ".envrc", ".pre-commit-config.yaml", ".gitmodules",
-                              ".gitattributes", ".bazelrc", ".npmrc", ".yarnrc", ".yarnrc.yml"})
+                              ".gitattributes", ".bazelrc", ".npmrc", ".yarnrc", ".yarnrc.yml", "lefthook.yml",
+                              ".lefthook.yml", "lefthook-local.yml", ".overcommit.yml", ".aider.conf.yml"})
 HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 MAX_BRACE_WORDS = 64
 
@@ -45,7 +47,7 @@ def runs_later(path: Path, root: Path) -> bool:
     """Is ``path`` (inside ``root``) a file other programs run commands from later?"""
     if not within(path, root):
         return False
-    parts = path.parts[len(root.parts):]
+    parts = [p.lower() for p in path.parts[len(root.parts):]]      # .Claude is .claude on macOS
     return bool(parts) and (any(p in RUNS_LATER_DIRS for p in parts) or parts[-1] in RUNS_LATER_FILES)
 
 

@@ -38,7 +38,9 @@ from keel.policy.shell.line import (
     FETCHERS,
     detached,
     exfiltration,
+    extracted_into,
     fetched_targets,
+    output_sent,
     pipes_into_runner,
     runs_fetched,
     secret_params,
@@ -72,6 +74,7 @@ class Analysis:
         self.home = home
         self.pid_namespace = pid_namespace    # a PID namespace reaps what a command leaves behind
         self.fetched: set[Path] = set()       # files filled with downloaded or decoded data on this line
+        self.fetched_trees: set[Path] = set()  # directories a downloaded archive was unpacked into
         self.parts: list[PartReport] = []
         self.depth = 0
 
@@ -179,8 +182,12 @@ class Analysis:
             own += known_options(self, Invocation(un.argv, cwds, inv.extra_args))   # as written, unabbreviated
             own += option_writes(self, inv) + unknown_paths(self, inv) + recursive_secrets(self, inv)
             own += secret_reads(inv, inv.args, cwds)
-            if runs_fetched(inv, self.paths, self.fetched):
+            if (sent := output_sent(inv)) is not None:
+                own.append(sent)
+            if runs_fetched(inv, self.paths, self.fetched, self.fetched_trees):
                 own.append(deny(f"{inv.name} runs a file downloaded or decoded earlier on this line", lift=None))
+            for target in extracted_into(inv, self.paths, self.fetched):
+                self.fetched_trees.update(p.real for p in self.paths.places(target, cwds) if p.real is not None)
             if upstream_fetches and pipes_into_runner(inv, un) and any(f.decision != "allow" for f in own):
                 own.append(deny(f"pipes downloaded or decoded data into {inv.name}, which can run it", lift=None))
             if "xargs" in un.layers and inv.name not in XARGS_SAFE and all(f.decision == "allow" for f in own):

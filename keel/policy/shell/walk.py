@@ -51,6 +51,7 @@ class Walker(WordReader):
         self.vars = Variables(home)
         self.uncertain = 0          # > 0 while walking code that may not run or runs in a subshell
         self.depth = 0              # substitutions nested around this point
+        self._tail_redirects: tuple[int, list[Any]] | None = None
 
     def _maybe(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
         """Walk code whose variable assignments may not happen or may not persist."""
@@ -162,6 +163,15 @@ class Walker(WordReader):
     def _redirected(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
         body = node.child_by_field_name("body")
         redirects = [c for c in node.named_children if c.type in REDIRECTS]
+        elements = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        if body is not None and body.type == "pipeline" and elements and elements[-1].type == "command" \
+                and not any(r.type == "heredoc_redirect" for r in redirects):
+            # `a | b > f`: bash binds the redirect to the last command (tree-sitter to the pipeline)
+            self._tail_redirects = (elements[-1].start_byte, redirects)
+            try:
+                return self._pipeline(elements, cwds, [])
+            finally:
+                self._tail_redirects = None
         if body is not None and body.type == "command":
             ok, fail = self._command(body, cwds, redirects)
             cmd = self.commands[self._last_own]
@@ -287,6 +297,9 @@ class Walker(WordReader):
     # -- simple commands -------------------------------------------------------------------
 
     def _command(self, node: Any, cwds: Cwds, outer_redirects: list[Any]) -> tuple[Cwds, Cwds]:
+        if self._tail_redirects is not None and self._tail_redirects[0] == node.start_byte:
+            outer_redirects = outer_redirects + self._tail_redirects[1]
+            self._tail_redirects = None
         assignments: list[Word] = []
         words: list[Word] = []
         redirect_nodes: list[Any] = []
