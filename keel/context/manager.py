@@ -187,6 +187,8 @@ class ContextManager:
         instruction = {"role": "user", "content": SUMMARY_INSTRUCTION}
         room = self.prompt_limit - tools_tokens - self.counter.count_chars(len(serialize(instruction)))
         request = [*shrink_for_summary(messages, sizes, room), instruction]
+        if self.estimate(request, tools) > self.prompt_limit:  # this request, too, must fit the window
+            return None, "the history does not fit a summary request even with its outputs folded"
         assert self.summarizer is not None
         try:
             turn = self.summarizer.complete(request, tools)
