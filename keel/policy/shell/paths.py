@@ -22,8 +22,14 @@ SECRET_HOME = (".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".config/
                ".vault-token", ".config/hub", ".cargo/credentials", ".cargo/credentials.toml", ".npmrc", ".pypirc",
                ".terraform.d", ".m2/settings.xml", ".gem/credentials", ".config/op", ".authinfo", ".authinfo.gpg",
                ".boto", ".s3cfg", ".config/rclone", ".kaggle", ".cache/huggingface/token", ".config/git/credentials",
-               ".local/share/keel", ".config/keel", ".docker/config.json", ".config/anthropic", ".config/openai")
-SECRET_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/root")
+               ".local/share/keel", ".config/keel", ".docker/config.json", ".config/anthropic", ".config/openai",
+               # shell and REPL histories hold tokens typed on command lines
+               ".bash_history", ".zsh_history", ".zhistory", ".history", ".sh_history", ".python_history",
+               ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".rediscli_history",
+               ".local/share/fish/fish_history", ".ipython", ".local/share/atuin", ".mozilla", ".config/chromium",
+               ".config/google-chrome", ".thunderbird")
+SECRET_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/root",
+                 "/run/secrets", "/var/run/secrets", "/etc/kubernetes", "/var/lib/kubelet")
 STARTUP_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
                            ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc",
                            ".inputrc", ".xprofile", ".xinitrc", ".pam_environment"})
@@ -102,6 +108,12 @@ class PathJudge:
         self._secret_roots = [(home / rel, f"reads credentials in ~/{rel}") for rel in SECRET_HOME]
         self._secret_roots += [(Path(p), f"reads credentials in {p}") for p in SECRET_SYSTEM
                                if not within(home, Path(p))]
+        self._data_roots: set[Path] = {home / ".local/share/keel", home / ".config/keel"}
+        for var, sub in (("KEEL_HOME", ""), ("XDG_DATA_HOME", "keel"), ("XDG_CONFIG_HOME", "keel")):
+            if os.path.isabs(os.environ.get(var, "")):     # keel's data moved: still its sessions and keys
+                where = Path(os.path.realpath(os.environ[var])) / sub
+                self._secret_roots.append((where, "reads keel's own data or configuration"))
+                self._data_roots.add(where)
 
     def expand(self, word: Word) -> list[str] | None:
         """The strings a word becomes after ~, $HOME and brace expansion; None if unknowable."""
@@ -186,8 +198,8 @@ class PathJudge:
     def _secret_reason(self, place: Place) -> str | None:
         for path in place.candidates():
             for root, reason in self._secret_roots:
-                if within(path, root):
-                    return reason
+                if within(path, root) and not (root in self._data_roots and within(path, self.root)):
+                    return reason            # (a workspace keel keeps in its data dir — the gate's copies — is work)
             if re.fullmatch(r"/proc/[^/]+/(task/[^/]+/)?(environ|mem)", str(path)):
                 return "reads a process's environment or memory"
         return None
