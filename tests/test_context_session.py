@@ -310,3 +310,17 @@ def test_explicit_compaction_through_the_runner(tmp_path):
     assert_tool_messages_answer_calls({"messages": messages})
     assert "## Next step" not in sections(event["record"])  # the model's headings sit inside keel's section
     assert "- none" in event["record"]
+
+
+def test_a_result_folded_away_may_be_asked_for_again_without_a_repeat_refusal(tmp_path):
+    again = {"tool_calls": [call("observe", n=0)]}
+    script = observe_steps(30) + [again, again, FINISH_STEP]
+    with ScriptedEngineServer(script) as server:
+        runner, events = runner_for(server, tmp_path, 8000, settings=ContextSettings(summarizer="deterministic"))
+        result = runner.run(list(MESSAGES))
+        last = server.requests[-1]["messages"]
+    assert any(e["type"] == "compaction" for e in events)
+    answers = [m["content"] for m in last if m["role"] == "tool"][-2:]
+    assert answers[0].startswith("observation 0")            # asked again after it was folded: answered
+    assert answers[1].startswith("Refused: you already called observe")  # asked twice in a row: still a repeat
+    assert result.stop_reason == "complete"

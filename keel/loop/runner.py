@@ -66,7 +66,7 @@ class Runner:
             while decision is None or not decision.stop:
                 self.phase = "thinking"
                 extra: list[dict[str, Any]] = [{"role": "user", "content": pushback}] if pushback else []
-                if self.context is not None and not self.context.fit(messages, extra, self.tools, self.state, self.steps):
+                if not self._make_room(messages, extra):
                     engine_error = "the request does not fit the context window, even after compaction"
                     decision = self._decide(TurnOutcome(engine_failure="context"), started)
                     break
@@ -74,8 +74,7 @@ class Runner:
                 try:
                     turn = self.engine.complete(request, self.tools, self._on_delta)
                 except EngineError as e:
-                    if e.kind == "context" and self.context is not None and self.context.recover(
-                            messages, self.tools, self.state, self.steps):
+                    if e.kind == "context" and self._make_room(messages, extra, refused=True):
                         continue  # compacted: the same turn once more
                     if e.kind in ("config", "protocol"):
                         return self._result(messages, started, "error", f"{e.kind}_error", summary, e.message)
@@ -102,7 +101,23 @@ class Runner:
 
     def compact(self, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Fold ``messages`` now (the REPL's /compact): the compaction event, or None when unmanaged."""
+        self.repeats = RepetitionGuard()
         return self.context.compact(messages, self.tools, self.state, step=self.steps) if self.context else None
+
+    def _make_room(self, messages: list[dict[str, Any]], extra: list[dict[str, Any]], refused: bool = False) -> bool:
+        """Whether the next request may be sent, compacting first when needed (``refused``: the engine said
+        the last one did not fit; compact and retry once). After a compaction repeats are forgotten: the
+        model may rightly ask again for a result it can no longer see."""
+        if self.context is None:
+            return not refused
+        folds = self.context.compactions
+        if refused:
+            ok = self.context.recover(messages, self.tools, self.state, self.steps)
+        else:
+            ok = self.context.fit(messages, extra, self.tools, self.state, self.steps)
+        if self.context.compactions != folds:
+            self.repeats = RepetitionGuard()
+        return ok
 
     # -- one turn's tools ----------------------------------------------------------------------
     def _run_tools(self, turn: AssistantTurn, messages: list[dict[str, Any]]) -> tuple[TurnOutcome, str | None]:
