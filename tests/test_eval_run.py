@@ -101,3 +101,42 @@ def test_usage_errors_exit_2_with_a_message(scripted_run, tmp_path):
     assert proc.returncode == 2 and "no case matches 'nope'" in proc.stderr
     proc = keel(env, "eval", "compare", str(tmp_path), str(tmp_path))
     assert proc.returncode == 2 and "no eval results" in proc.stderr
+
+
+def test_ctrl_c_stops_the_eval_and_leaves_no_agent_running(tmp_path):
+    import shutil
+    import signal
+    import time
+
+    case = tmp_path / "cases" / "slow"
+    shutil.copytree(FIXTURES / "add-fn", case)
+    lines = (case / "script.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["delay_s"] = 60  # the model "thinks" long enough for the interrupt to land mid-run
+    (case / "script.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KEEL_", "OPENAI_"))}
+    env.update(KEEL_HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), TMPDIR=str(scratch))
+    proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "eval", "--engine", "scripted", "--cases-dir",
+                             str(tmp_path / "cases"), "--out", str(tmp_path / "out")], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not list(scratch.glob("keel-eval-slow-*/session.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(scratch.glob("keel-eval-slow-*/session.jsonl")), "keel run never started"
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "the same command resumes the rest" in err
+    time.sleep(0.5)
+    survivors = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(scratch) in text:
+            survivors.append(text)
+    assert survivors == []
+    assert not list((tmp_path / "out").glob("results/*.json"))  # nothing half-done counts as finished

@@ -62,6 +62,9 @@ def eval_main(argv: list[str]) -> int:
         if argv and argv[0] == "list":
             return _list(argv[1:])
         return _run(_run_parser().parse_args(argv))
+    except KeyboardInterrupt:
+        print("keel eval: interrupted; finished jobs are saved, the same command resumes the rest", file=sys.stderr)
+        return 130
     except UsageError as e:
         print(f"keel eval: {e}", file=sys.stderr)
         return EXIT_USAGE

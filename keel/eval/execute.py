@@ -109,7 +109,11 @@ def run_job(spec: JobSpec) -> JobOutput:
         if spec.keep_workspace:
             record["workspace"] = str(workspace)
         return JobOutput(record, run.log_text)
-    except (CaseError, OSError, subprocess.SubprocessError, ValueError) as exc:
+    except Exception as exc:  # a broken case, a crashed agent, a harness bug: one error record, not a dead eval
+        if not isinstance(exc, CaseError | OSError | subprocess.SubprocessError | ValueError):
+            import traceback
+
+            exc = RuntimeError(traceback.format_exc(limit=-3).strip())
         return JobOutput({**base, "status": None, "stop_reason": None, "passed": False, "outcome": "error",
                           "false_done": False, "error": f"{type(exc).__name__}: {exc}", "grade": None,
                           "metrics": {"wall_s": round(time.monotonic() - started, 3)},
@@ -205,10 +209,18 @@ def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float
         out, err = proc.communicate(stdin, timeout=timeout_s)
         return proc.returncode, out, err, False
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        _kill_group(proc)
         out, err = proc.communicate()
         return None, out, err, True
+    except BaseException:
+        # Ctrl-C reaches the eval, not the agent (its own session): it must not outlive the eval.
+        _kill_group(proc)
+        raise
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def last_json_object(text: str) -> dict[str, Any] | None:

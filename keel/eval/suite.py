@@ -113,10 +113,15 @@ def run_local(jobs: Sequence[JobSpec], workers: int, on_done: OnDone) -> None:
     if not jobs:
         return
     # spawn: a forked child would inherit the progress bar's thread and any lock it holds
-    with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=get_context("spawn"))
+    try:
         pending: set[Future[JobOutput]] = {pool.submit(run_job, job) for job in jobs}
         for output in _as_they_finish(pending):
             on_done(output)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: start nothing new; resume picks it up
+        raise
+    pool.shutdown()
 
 
 def _as_they_finish(pending: set[Future[JobOutput]]) -> Iterator[JobOutput]:
