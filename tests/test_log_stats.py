@@ -105,3 +105,20 @@ def test_unknown_sessions_are_usage_errors(keel_env, run_keel):
     assert r.code == 2 and "no session" in r.stderr
     r = run_keel("log", "nope")
     assert r.code == 2 and "no session 'nope'" in r.stderr
+
+
+def test_approvals_are_logged_with_how_they_were_settled(calc_repo, keel_env, run_keel):
+    asks = call("run_shell", command="install -m 644 /dev/null marker.txt")   # asks under every sandbox tier
+    script = [{"tool_calls": [asks]}, {"tool_calls": [call("read_file", path="calc.py")]}]
+    refused = _run(run_keel, calc_repo, script, "make a marker", "--max-steps", "2")
+    [event] = [e for e in read_log(Path(refused.result["log"])).events if e["type"] == "approval"]
+    assert (event["action"], event["target"], event["allowed"], event["decision"], event["step"]) == (
+        "shell", "install -m 644 /dev/null marker.txt", False, "ask", 1)
+    assert "no one is present" in event["how"] and not (calc_repo / "marker.txt").exists()
+    shown = run_keel("log", refused.result["session_id"]).stdout
+    assert "approval shell install -m 644 /dev/null marker.txt: REFUSED" in shown
+
+    approved = _run(run_keel, calc_repo, script, "make a marker", "--max-steps", "2", "--approval", "auto-edit")
+    [event] = [e for e in read_log(Path(approved.result["log"])).events if e["type"] == "approval"]
+    assert event["allowed"] is True and event["how"].startswith("auto-approved")
+    assert (calc_repo / "marker.txt").exists()

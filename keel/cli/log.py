@@ -137,6 +137,9 @@ def event_line(e: dict[str, Any], t0: float) -> str:
     elif kind == "stop":
         body = f"stop     {e.get('status')} ({e.get('reason')})" + (f": {_short(e.get('error'), 80)}"
                                                                      if e.get("error") else "")
+    elif kind == "approval":
+        verdict = "allowed" if e.get("allowed") else "REFUSED"
+        body = f"approval {e.get('action')} {_short(e.get('target'), 60)}: {verdict} ({_short(e.get('how'), 60)})"
     elif kind == "resume":
         body = f"resume   from step {e.get('from_step')}, {len(e.get('interrupted_calls') or [])} call(s) interrupted"
     else:

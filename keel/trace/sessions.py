@@ -296,6 +296,9 @@ def attach_session(agent: Agent) -> SessionRecorder | None:
     if agent.ctx.session is not None:
         agent.ctx.session.store = store
     watch_tools(agent.registry, store, agent.bus.emit)
+    if agent.ctx.approval is not None:
+        from keel.trace.approvals import RecordingApprover
+        agent.ctx.approval = RecordingApprover(agent.ctx.approval, agent.bus.emit, lambda: store.step)
     recorder = SessionRecorder(agent, directory, store)
     agent.bus.subscribe(recorder.on_event)
     return recorder
