@@ -11,6 +11,7 @@ removal; anything else is reported as not undoable.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from keel.trace.checkpoints import UNKNOWN, Change, CheckpointStore, stat_key
 from keel.verify.snapshot import EXTRA_SKIPPED_DIRS
 
 StatMap = dict[str, tuple[int, int, int]]
+SCAN_BUDGET_S = 1.5   # a workspace whose stat scan takes longer is not watched (about 50k files)
 
 
 def scan(workspace: Path) -> StatMap:
@@ -54,10 +56,21 @@ def diff(before: StatMap, after: StatMap) -> list[tuple[str, str]]:
 class ShellWatch:
     def __init__(self, store: CheckpointStore, emit: Callable[..., Any]) -> None:
         self.store, self.emit = store, emit
+        self.enabled = True
 
     def wrap(self, tool: Tool) -> Tool:
         def execute(args: Any, ctx: ToolContext) -> ToolResult:
+            if not self.enabled:
+                return tool.execute(args, ctx)
+            started = time.monotonic()
             before = scan(self.store.workspace)
+            if (took := time.monotonic() - started) > SCAN_BUDGET_S:
+                # two scans per command would slow every command down: stop watching this workspace
+                self.enabled = False
+                self.emit("workspace_watch", step=self.store.step, enabled=False, files=len(before),
+                          scan_s=round(took, 2), note="the workspace is too large to scan around every "
+                          "command; what shell commands change is not tracked (or undoable) in this session")
+                return tool.execute(args, ctx)
             result: ToolResult | None = None
             try:
                 result = tool.execute(args, ctx)
