@@ -54,6 +54,14 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def eval_main(argv: list[str]) -> int:
+    from keel.cli.signals import stop_on_signals
+
+    with stop_on_signals() as stop:  # SIGTERM/SIGHUP stop an eval the way Ctrl-C does
+        code = _dispatch(argv)
+    return stop.exit_code(code) if code == 130 else code
+
+
+def _dispatch(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "compare":
             return _compare(argv[1:])

@@ -30,6 +30,7 @@ from keel.eval.metrics import outcome, run_metrics
 SCHEMA = 1
 KEEL = "keel"
 HARNESS_GRACE_S = 60.0  # past --timeout, keel's own wall-clock limit should already have stopped it
+TERM_GRACE_S = 15.0  # after SIGTERM, before SIGKILL
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,8 @@ def _run_keel(spec: JobSpec, case: Case, workspace: Path, tmp: Path) -> AgentRun
     log_text = log.read_text(encoding="utf-8") if log.exists() else ""
     events = [json.loads(line) for line in log_text.splitlines() if line.strip()]
     result = last_json_object(stdout)
-    if timed_out:
-        return AgentRun(None, "harness_timeout", result, events, log_text,
-                        f"keel run did not stop within {spec.timeout_s + HARNESS_GRACE_S:g}s; killed", code)
+    if timed_out:  # keel overran its own --max-seconds: the agent's failure to stop, graded as such
+        return AgentRun("incomplete", "harness_timeout", result, events, log_text, None, code)
     if result is None:
         return AgentRun(None, None, None, events, log_text,
                         f"keel run exited {code} without a result object: {stderr.strip()[-2000:]}", code)
@@ -209,8 +209,13 @@ def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float
         out, err = proc.communicate(stdin, timeout=timeout_s)
         return proc.returncode, out, err, False
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
+        # SIGTERM first: keel stops like on Ctrl-C and still prints its result and writes `stop`.
+        _kill_group(proc, signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
         return None, out, err, True
     except BaseException:
         # Ctrl-C reaches the eval, not the agent (its own session): it must not outlive the eval.
@@ -218,9 +223,9 @@ def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float
         raise
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
 
 
 def last_json_object(text: str) -> dict[str, Any] | None:

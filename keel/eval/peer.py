@@ -70,7 +70,7 @@ def run_peer(spec: JobSpec, case: Case, workspace: Path, tmp: Path) -> AgentRun:
     log_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
     exit_status = str(answer.get("exit_status") or (data.get("info") or {}).get("exit_status") or "")
     if timed_out:
-        return AgentRun(None, "harness_timeout", None, events, log_text, f"{PEER} did not stop in time; killed", code)
+        return AgentRun("incomplete", "harness_timeout", None, events, log_text, None, code)
     if not answer:
         return AgentRun(None, None, None, events, log_text,
                         f"{PEER} exited {code} without a result: {stderr.strip()[-2000:]}", code)

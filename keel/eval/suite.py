@@ -9,8 +9,10 @@ report compare unlike things, so that is refused with a clear message.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import replace
@@ -119,7 +121,13 @@ def run_local(jobs: Sequence[JobSpec], workers: int, on_done: OnDone) -> None:
         for output in _as_they_finish(pending):
             on_done(output)
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: start nothing new; resume picks it up
+        # Ctrl-C / SIGTERM: start nothing new (resume picks it up) and interrupt the running jobs,
+        # whose agents are killed with their process groups. A terminal's Ctrl-C reaches the workers
+        # already; a signal sent to this process alone must reach them too, or exit waits for them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(worker.pid, signal.SIGINT)
         raise
     pool.shutdown()
 
