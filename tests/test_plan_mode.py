@@ -131,3 +131,12 @@ def test_read_only_commands_and_plan_steps():
     assert [t["content"] for t in plan_todos(PLAN)] == [
         "Change add in calc.py to return a + b instead of a - b", "Run python -m pytest -q to verify"]
     assert plan_todos("Just fix it.") == [{"content": "Carry out the approved plan", "status": "pending"}]
+
+
+def test_text_output_says_how_to_approve(calc_repo, run_keel):
+    with ScriptedEngineServer([{"tool_calls": [call("read_file", path="calc.py")]}, {"content": PLAN}]) as server:
+        r = run_keel("run", "fix it", "--plan", "--cwd", str(calc_repo), "--base-url", server.base_url,
+                     "--model", "scripted")
+    assert r.code == 3
+    assert "Change `add` in calc.py" in r.stdout and "awaiting_plan_approval" in r.stdout
+    assert "--approve-plan" in r.stderr and "plan.md" in r.stderr

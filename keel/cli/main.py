@@ -208,6 +208,9 @@ def _run_task(args: argparse.Namespace) -> int:
     except OSError as e:  # the default log location ($KEEL_HOME) cannot be written
         return fail(f"cannot write the event log: {e}")
     result.cost_known = prices_known
+    from keel.cli.plan import approval_hint
+    if args.output_format == "text" and (hint := approval_hint(result)):
+        print(f"keel: {hint}", file=sys.stderr)
     if args.output_format == "text" and result.handoff:  # a limit stop: where to pick the task up
         print(f"handoff note: {result.handoff}", flush=True)
     if args.output_format != "text":

@@ -91,3 +91,12 @@ def approve_and_continue(agent: Agent, saved: Any, plan: str) -> RunResult:
         spent = float(saved.data.get("elapsed_s", 0.0))
         limits = dataclasses.replace(limits, max_seconds=max(limits.max_seconds - spent, 0.001))
     return agent.continue_run(messages, limits=limits, task=saved.task)
+
+
+def approval_hint(result: RunResult) -> str | None:
+    """What to run next, for a person reading text output after a plan-mode stop."""
+    if result.stop_reason != "awaiting_plan_approval":
+        return None
+    saved = f" (saved: {Path(result.log).with_suffix('') / PLAN_FILE})" if result.log else ""
+    return (f"plan awaiting approval{saved}. Carry it out: keel run --resume {result.session_id} --approve-plan"
+            f" — or edit it and pass --plan-file EDITED.md")
