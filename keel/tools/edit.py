@@ -24,6 +24,7 @@ from keel.tools.base import (
     approval_refusal,
 )
 from keel.tools.edit_match import EditRequest, MatchResult, edited_ranges, find_edits
+from keel.tools.edit_unread import unread_note
 from keel.tools.session import FileSession
 from keel.tools.textfile import TextFileError, read_text_file, write_atomic
 
@@ -79,6 +80,11 @@ class EditFileArgs(ToolArgs):
         # Presence, not emptiness: a forgotten new_text must not turn into a deletion.
         given = self.model_fields_set
         single = {"old_text", "new_text", "replace_all"} & given
+        if "edits" in given and single and self._edits_repeat_single():
+            # Small models fill every optional field: an edits list that only restates the
+            # top-level edit (or is empty) is unambiguous, so it is the single edit.
+            self.edits = []
+            given.discard("edits")
         if "edits" in given:
             if single:
                 raise ValueError("give either old_text/new_text (with replace_all) or edits, not both")
@@ -93,6 +99,10 @@ class EditFileArgs(ToolArgs):
                              "to delete old_text")
         _check_pair(self.old_text, self.new_text, "")
         return self
+
+    def _edits_repeat_single(self) -> bool:
+        single = (self.old_text, self.new_text, self.replace_all)
+        return all((e.old_text, e.new_text, e.replace_all) == single for e in self.edits)
 
     def requests(self) -> list[EditRequest]:
         if self.edits:
@@ -130,7 +140,14 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
 
     match = find_edits(original.text, args.requests(), line_hint=args.line_hint or None)
     if not match.ok:
-        return ToolResult.error(f"edit_file {rel}: {match.error}", **_match_meta(match))
+        message = f"edit_file {rel}: {match.error}"
+        if isinstance(ctx.session, FileSession) and not ctx.session.was_read(real) \
+                and match.already_applied_at is None:
+            note, whole = unread_note(rel, original.text, match.closest)
+            message += "\n\n" + note
+            if whole:  # the model has now seen all of it, as if it had called read_file
+                ctx.session.record_read(real, before)
+        return ToolResult.error(message, **_match_meta(match))
     # asked only once the edit is known to apply, so a person never approves an edit that fails
     refusal = approval_refusal(ctx, "edit", rel)
     if refusal is not None:

@@ -1,0 +1,233 @@
+"""The in-process engine: a GGUF model run by llama.cpp inside the keel process. No server, no port.
+
+It speaks keel's Engine protocol like the HTTP client: the prompt is the GGUF's own chat
+template (``tokenizer.chat_template``, rendered with tools the way the template expects them),
+replies stream token by token, usage counts cached tokens, and tool calls written as text in
+the template's format are recovered by the same code the HTTP client uses.
+
+The KV cache stays in the ``Llama`` object across the steps of a session: llama-cpp-python keeps
+the evaluated tokens (``_input_ids``) and, when the next prompt starts with them, evaluates only
+the new tail. Each step's history is the previous prompt plus the reply plus the tool results,
+so a step costs its new tokens, not the whole conversation. ``cached_tokens`` reports the reuse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from keel.engine.recovery import recover_text_tool_calls
+from keel.engine.runaway import ReplyCut
+from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
+
+# Per reply, far below the HTTP default of 4096: on a laptop CPU a small model makes 2–20
+# tokens/s, so 4096 tokens is minutes to hours; a tool call or a short answer needs a few hundred.
+LOCAL_REPLY_CAP = 768
+DEFAULT_CONTEXT = 8192
+MIN_REPLY_TOKENS = 64
+INSTALL_HINT = ("the in-process engine needs llama-cpp-python: pip install 'keel[local]' "
+                "(it builds llama.cpp once, about 15 minutes on 2 cores)")
+
+
+def _llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError:
+        raise EngineError("config", INSTALL_HINT) from None
+    return llama_cpp
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (llama.cpp's own default is half the machine)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two sequences share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _hf_tojson(value: Any, indent: int | None = None) -> str:
+    """``tojson`` as Hugging Face renders chat templates (the form the model was trained on):
+    keys in their order, non-ASCII kept. Jinja's own sorts keys and escapes '<' and '&', which
+    would also make a re-rendered call differ from the tokens the model produced (a cache miss)."""
+    return json.dumps(value, ensure_ascii=False, indent=indent)
+
+
+def template_messages(messages: list[dict[str, Any]], label_tool_results: bool = True) -> list[dict[str, Any]]:
+    """History as chat templates expect it: call arguments as objects (templates ``tojson`` them;
+    a JSON string would be encoded twice), content never null, and each tool result headed with
+    the tool's name so a small model cannot mistake a hint inside it for the user speaking."""
+    names: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        m = dict(msg)
+        m["content"] = m.get("content") or ""
+        if m.get("tool_calls"):
+            calls = []
+            for call in m["tool_calls"]:
+                fn = call.get("function") or {}
+                names[call.get("id", "")] = fn.get("name", "")
+                try:
+                    args: Any = json.loads(fn.get("arguments") or "{}")
+                except json.JSONDecodeError:
+                    args = fn.get("arguments") or ""
+                calls.append({**call, "function": {"name": fn.get("name", ""), "arguments": args}})
+            m["tool_calls"] = calls
+        if m.get("role") == "tool" and label_tool_results:
+            name = names.get(m.get("tool_call_id", ""), "") or "tool"
+            m["content"] = f"[output of {name}, the tool you called; not a message from the user]\n{m['content']}"
+        out.append(m)
+    return out
+
+
+class LocalEngine:
+    """Engine running a GGUF file in process through llama-cpp-python."""
+
+    def __init__(self, model_path: str | Path, *, n_ctx: int = DEFAULT_CONTEXT,
+                 max_tokens: int = LOCAL_REPLY_CAP, temperature: float = 0.0, seed: int | None = 1234,
+                 constrain: bool = True, n_threads: int | None = None, label_tool_results: bool = True,
+                 verbose: bool = False) -> None:
+        llama_cpp = _llama_cpp()
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        self.path = Path(model_path)
+        self.model = self.path.name
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.constrain = constrain
+        self.label_tool_results = label_tool_results
+        threads = n_threads or _usable_cpus()
+        try:
+            self._llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads,
+                                        n_threads_batch=threads, seed=seed if seed is not None else 4294967295,
+                                        verbose=verbose)
+        except (ValueError, RuntimeError, OSError) as e:
+            raise EngineError("config", f"llama.cpp could not load {self.path}: {e}") from None
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise EngineError("config", f"{self.path.name} carries no chat template "
+                                        "(tokenizer.chat_template); keel needs one to format the conversation")
+        eos_id, bos_id = self._llm.token_eos(), self._llm.token_bos()
+        eos = self._llm._model.token_get_text(eos_id) if eos_id != -1 else ""
+        bos = self._llm._model.token_get_text(bos_id) if bos_id != -1 else ""
+        self._formatter: Any = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos,
+                                              stop_token_ids=[eos_id] if eos_id != -1 else None)
+        self._formatter._environment.environment.filters["tojson"] = _hf_tojson
+        self._grammars: dict[str, Any] = {}
+        self._next_text_call = 1
+        self.last_cut: str | None = None
+        self.last_usage_raw: dict[str, Any] | None = None
+
+    @property
+    def context_window(self) -> int:
+        return int(self._llm.n_ctx())
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        try:
+            return self._formatter(messages=template_messages(messages, self.label_tool_results),
+                                   tools=tools or None).prompt
+        except Exception as e:  # a template error names the message shape it could not render
+            raise EngineError("protocol", f"the model's chat template could not render the conversation: "
+                                          f"{type(e).__name__}: {e}") from None
+
+    def _grammar(self, tools: list[dict[str, Any]]) -> Any:
+        key = json.dumps(tools, sort_keys=True)
+        if key not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            from keel.engine.grammar import tool_call_grammar
+
+            self._grammars[key] = LlamaGrammar.from_string(tool_call_grammar(tools), verbose=False)
+        return self._grammars[key]
+
+    # ---- the Engine protocol ----------------------------------------------------------------
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 on_delta: DeltaCallback | None = None) -> AssistantTurn:
+        started = time.monotonic()
+        prompt = self._llm.tokenize(self.render(messages, tools).encode("utf-8"), add_bos=False, special=True)
+        room = self.context_window - len(prompt)
+        if room < MIN_REPLY_TOKENS:
+            raise EngineError("context", f"the conversation is {len(prompt)} tokens; the local context window "
+                                         f"is {self.context_window} (set [engine] local_context higher)")
+        # llama-cpp-python re-evaluates at least the prompt's last token, so it never counts as cached.
+        cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
+        grammar = self._grammar(tools) if self.constrain and tools else None
+        stream = self._llm.create_completion(
+            prompt=prompt, max_tokens=min(self.max_tokens, room), temperature=self.temperature,
+            seed=self.seed, stream=True, grammar=grammar, repeat_penalty=1.0)
+        pieces: list[str] = []
+        finish: str | None = None
+        self.last_cut = None
+        try:
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                if choice["text"]:
+                    pieces.append(choice["text"])
+                    if on_delta:
+                        try:
+                            on_delta(StreamDelta("content", choice["text"]))
+                        except ReplyCut as cut:  # stop sampling now; the reply so far counts as too long
+                            self.last_cut, finish = cut.reason, "length"
+                            break
+                finish = choice.get("finish_reason") or finish
+        finally:
+            stream.close()  # stops the generator, also on Ctrl-C; the evaluated tokens stay cached
+        content = "".join(pieces)
+        completion = len(self._llm.tokenize(content.encode("utf-8"), add_bos=False, special=True)) if content else 0
+        turn = AssistantTurn(content=content, finish_reason=finish or "stop",
+                             usage=Usage(prompt_tokens=len(prompt), completion_tokens=completion,
+                                         cached_tokens=cached))
+        self.last_usage_raw = {"prompt_tokens": len(prompt), "completion_tokens": completion,
+                               "prompt_tokens_details": {"cached_tokens": cached}}
+        if content and turn.finish_reason != "length":  # a cut reply may end inside a call: never run it
+            self._recover_text_calls(turn, tools)
+        turn.latency_s = time.monotonic() - started
+        return turn
+
+    def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
+        names, schemas = set(), {}
+        for tool in tools:
+            fn = tool.get("function") or {}
+            if isinstance(fn.get("name"), str):
+                names.add(fn["name"])
+                schemas[fn["name"]] = fn.get("parameters") or {}
+        content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas,
+                                                      id_start=self._next_text_call)
+        if calls:
+            self._next_text_call += len(calls)
+            turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
+
+    def close(self) -> None:
+        self._llm.close()
+
+
+def constrain_local(mode: str) -> bool:
+    """Whether the in-process engine constrains replies with the tool-call grammar.
+    "auto" follows the measurement in bench/real_engine.py (see the README's numbers)."""
+    return mode != "off"
+
+
+def build_local_engine(settings: Any) -> LocalEngine:
+    """The in-process engine an ``[engine]`` section describes (``local_model`` set)."""
+    from keel.engine.local_model import resolve_model
+
+    path = resolve_model(settings.local_model)
+    # An explicit max_tokens wins; otherwise the local cap, not the HTTP default of 4096.
+    cap = settings.max_tokens if "max_tokens" in settings.model_fields_set and settings.max_tokens else LOCAL_REPLY_CAP
+    return LocalEngine(path, n_ctx=settings.local_context, max_tokens=cap, temperature=settings.temperature,
+                       seed=settings.seed, constrain=constrain_local(settings.constrain_tool_calls),
+                       n_threads=settings.local_threads)

@@ -1,0 +1,57 @@
+"""Which GGUF file ``--local [MODEL]`` means: a path, or a Hugging Face ``repo:file``.
+
+A ``repo:file`` is fetched with huggingface_hub into its own cache (downloaded once, then found
+offline). The default is a small coder model that runs on a laptop CPU.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from keel.engine.types import EngineError
+
+# Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB): the smallest model of the family that follows
+# the Hermes tool-call format reliably enough to finish small tasks with keel's help.
+DEFAULT_LOCAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+GGUF_MAGIC = b"GGUF"
+
+
+def is_hf_spec(spec: str) -> bool:
+    """``owner/repo:file.gguf`` — and not a path that exists, nor a Windows drive path."""
+    if Path(spec).expanduser().exists() or ":" not in spec:
+        return False
+    repo, _, filename = spec.partition(":")
+    return repo.count("/") == 1 and bool(filename) and not repo.startswith(("/", ".", "~"))
+
+
+def resolve_model(spec: str | None) -> Path:
+    """The local path of the GGUF file ``spec`` names (downloading it if it is a Hub file)."""
+    spec = (spec or "").strip() or DEFAULT_LOCAL_MODEL
+    if is_hf_spec(spec):
+        return _from_hub(spec)
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise EngineError("config", f"local model {spec!r} does not exist; give a GGUF file path or a "
+                                    f"Hugging Face repo:file such as {DEFAULT_LOCAL_MODEL}")
+    if not path.is_file():
+        raise EngineError("config", f"local model {spec!r} is not a file (give the .gguf file itself)")
+    with path.open("rb") as fh:
+        if fh.read(4) != GGUF_MAGIC:
+            raise EngineError("config", f"local model {spec!r} is not a GGUF file (llama.cpp needs .gguf)")
+    return path.resolve()
+
+
+def _from_hub(spec: str) -> Path:
+    repo, _, filename = spec.partition(":")
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        raise EngineError("config", f"fetching {spec} needs huggingface_hub (pip install 'keel[local]'), "
+                                    "or download the .gguf yourself and pass its path") from None
+    try:
+        return Path(hf_hub_download(repo_id=repo, filename=filename,
+                                    token=os.environ.get("HF_TOKEN") or None))
+    except Exception as e:  # the hub library raises many kinds; each means "could not get the file"
+        raise EngineError("config", f"could not fetch {filename} from Hugging Face repo {repo}: "
+                                    f"{type(e).__name__}: {e}") from None

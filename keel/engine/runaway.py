@@ -1,0 +1,170 @@
+"""Cutting a reply short: one that keeps repeating itself, or one that would eat the run's budget.
+
+A 1.5B model once spent 406 s restating its plan in a loop up to the 4,096-token cap while the
+whole task had 600 s. ``ReplyWatch`` reads the stream as it arrives (pure: text and clock in,
+verdict out); ``GuardedEngine`` wraps any engine, stops reading when the watch says so (the HTTP
+client closes the connection, the in-process engine stops sampling) and hands the loop the reply
+so far with ``finish_reason == "length"``, the case the loop already treats as "too long, ask
+again". Text tool calls in a cut reply are never recovered (see OpenAICompatEngine.complete).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from keel.engine.types import AssistantTurn, DeltaCallback, StreamDelta, Usage
+
+# A loop is a block of at least MIN_PERIOD characters repeated back to back MIN_COPIES times,
+# spanning MIN_SPAN characters: long enough that code or a table with repeated lines (a
+# test file of similar asserts) does not trip it, short enough to stop within a few hundred tokens.
+MIN_PERIOD = 16
+MAX_PERIOD = 600
+MIN_COPIES = 4
+MIN_SPAN = 320
+CHECK_EVERY_CHARS = 64
+# No single model call may take more than this share of what is left of the run's wall clock
+# (with a floor), so the loop always keeps time to act on the answer.
+CALL_SHARE_OF_REMAINING = 0.5
+CALL_FLOOR_S = 60.0
+
+
+def repeating_tail(text: str) -> int:
+    """The period of a block that ends ``text`` repeated at least MIN_COPIES times, or 0."""
+    n = len(text)
+    for period in range(MIN_PERIOD, min(MAX_PERIOD, n // MIN_COPIES) + 1):
+        copies = max(MIN_COPIES, -(-MIN_SPAN // period))
+        if copies * period > n:
+            continue
+        unit = text[n - period:]
+        if all(text[n - (k + 1) * period:n - k * period] == unit for k in range(1, copies)):
+            return period
+    return 0
+
+
+def repeated_lines(text: str, min_len: int = 24, min_count: int = 5) -> str | None:
+    """A non-trivial line said ``min_count`` times with other text between (a plan restated in a
+    loop rarely repeats byte for byte as a block, but its sentences do)."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        key = line.strip()
+        if len(key) >= min_len:
+            counts[key] = counts.get(key, 0) + 1
+            if counts[key] >= min_count:
+                return key
+    return None
+
+
+@dataclass
+class ReplyWatch:
+    """Watches one reply. ``cut_reason`` is "repeating" or "deadline" once it should stop.
+
+    Repetition is judged on prose only: once a tool call starts (a structured call, or the text
+    form ``<tool_call>``) its arguments may legitimately repeat (a file of similar lines), and the
+    per-reply token cap bounds them. The deadline applies to everything."""
+
+    deadline: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    text: list[str] = field(default_factory=list)
+    in_call: bool = False
+    _chars: int = 0
+    _checked_at: int = 0
+    cut_reason: str | None = None
+
+    def reset(self) -> None:
+        self.text.clear()
+        self.in_call, self._chars, self._checked_at = False, 0, 0
+
+    def feed(self, piece: str, kind: str = "content") -> str | None:
+        if self.deadline is not None and self.clock() >= self.deadline:
+            self.cut_reason = "deadline"
+            return self.cut_reason
+        if kind == "tool_call":
+            self.in_call = True
+        if self.in_call or kind not in ("content", "reasoning"):
+            return None
+        self.text.append(piece)
+        self._chars += len(piece)
+        if "<tool_call>" in "".join(self.text[-12:]):
+            self.in_call = True
+            return None
+        if self._chars - self._checked_at >= CHECK_EVERY_CHARS:
+            self._checked_at = self._chars
+            whole = "".join(self.text)
+            if repeating_tail(whole[-MAX_PERIOD * MIN_COPIES:]) or repeated_lines(whole):
+                self.cut_reason = "repeating"
+        return self.cut_reason
+
+
+def call_deadline(run_deadline: float | None, now: float) -> float | None:
+    """When one model call starting at ``now`` must end, given the run's own deadline."""
+    if run_deadline is None:
+        return None
+    remaining = max(run_deadline - now, 0.0)
+    return now + min(remaining, max(CALL_FLOOR_S, CALL_SHARE_OF_REMAINING * remaining))
+
+
+class ReplyCut(Exception):
+    """Raised from a delta callback to stop reading a reply; carries why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def cut_message(reason: str) -> str:
+    return {"repeating": "the reply was cut because it kept repeating itself",
+            "deadline": "the reply was cut because it would have used the rest of the run's time"}.get(reason, reason)
+
+
+class GuardedEngine:
+    """Any engine, with every streamed reply watched by a ``ReplyWatch``.
+
+    ``run_deadline`` returns the run's absolute deadline (time.monotonic) or None; it is read at
+    each call because the runner sets it when the run starts."""
+
+    def __init__(self, inner: Any, run_deadline: Callable[[], float | None] = lambda: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.inner = inner
+        self.model: str = str(inner.model)
+        self._run_deadline = run_deadline
+        self._clock = clock
+        self.cuts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:  # last_usage_raw, list_models, … of the inner engine
+        return getattr(self.inner, name)
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 on_delta: DeltaCallback | None = None) -> AssistantTurn:
+        started = self._clock()
+        watch = ReplyWatch(deadline=call_deadline(self._run_deadline(), started), clock=self._clock)
+        content: list[str] = []
+
+        def watched(delta: StreamDelta) -> None:
+            if delta.kind == "retry":
+                content.clear()
+                watch.reset()
+            elif delta.kind == "content":
+                content.append(delta.text)
+            if on_delta:
+                on_delta(delta)
+            if delta.kind != "retry" and watch.feed(delta.text, delta.kind):
+                raise ReplyCut(watch.cut_reason or "cut")
+
+        try:
+            turn: AssistantTurn = self.inner.complete(messages, tools, watched)
+        except ReplyCut as cut:  # the inner engine stopped reading; the reply so far is all there is
+            text = "".join(content)
+            request_chars = len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(tools, ensure_ascii=False))
+            turn = AssistantTurn(content=text, finish_reason="length", latency_s=self._clock() - started,
+                                 usage=Usage(prompt_tokens=request_chars // 4, completion_tokens=len(text) // 4,
+                                             estimated=True))
+            cut_reason: str | None = cut.reason
+        else:
+            cut_reason = getattr(self.inner, "last_cut", None)
+        if cut_reason:
+            self.cuts.append(cut_reason)
+        return turn

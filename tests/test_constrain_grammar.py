@@ -1,0 +1,109 @@
+"""The tool-call grammar as a pure function: every built-in tool's schema in, a GBNF grammar out
+that admits plain prose or well-formed calls of offered tools, and nothing else. Checked with a
+small GBNF recognizer (tests/gbnf_check.py), so no model is needed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from gbnf_check import accepts
+
+pytest.importorskip("llama_cpp", reason="the grammar uses llama.cpp's schema converter (pip install 'keel[local]')")
+
+from keel.engine.grammar import GrammarError, call_schema, tool_call_grammar, undefined_rules  # noqa: E402
+from keel.tools.catalog import default_tools  # noqa: E402
+from keel.tools.registry import ToolRegistry  # noqa: E402
+
+TOOLS = ToolRegistry(default_tools()).schemas()
+GRAMMAR = tool_call_grammar(TOOLS)
+
+
+def sample(schema: dict[str, Any]) -> Any:
+    """A minimal value the schema accepts (required fields only)."""
+    if "anyOf" in schema:
+        return sample(schema["anyOf"][0])
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        return {k: sample(v) for k, v in schema.get("properties", {}).items() if k in schema.get("required", [])}
+    if kind == "array":
+        return [sample(schema["items"])] if schema.get("minItems") else []
+    if kind == "integer":
+        return schema.get("minimum", 1)
+    if kind == "number":
+        return 1.5
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return "x" * max(1, schema.get("minLength", 1))
+
+
+def wrap(name: str, arguments: Any) -> str:
+    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=[t["function"]["name"] for t in TOOLS])
+def test_each_builtin_tool_has_its_calls_admitted_and_its_schema_enforced(tool: dict[str, Any]) -> None:
+    fn = tool["function"]
+    args = sample(fn["parameters"])
+    assert accepts(GRAMMAR, wrap(fn["name"], args)), f"a minimal valid {fn['name']} call was refused"
+    assert not accepts(GRAMMAR, wrap(fn["name"], {**args, "not_an_argument": 1})), "an invented key passed"
+    if fn["parameters"].get("required"):
+        assert not accepts(GRAMMAR, wrap(fn["name"], {})), "a call without its required fields passed"
+    assert not accepts(GRAMMAR, wrap(fn["name"] + "_x", args)), "an unknown tool name passed"
+
+
+def test_the_grammar_is_complete() -> None:
+    assert undefined_rules(GRAMMAR) == set()
+    assert GRAMMAR.startswith("root ::=")
+
+
+@pytest.mark.parametrize("reply", [
+    "The number in notes.txt is 42.",
+    "",
+    "I will read the file first.\n" + wrap("read_file", {"path": "calc.py"}),
+    wrap("read_file", {"path": "a.py"}) + "\n" + wrap("read_file", {"path": "b.py"}),
+    wrap("edit_file", {"path": "c.py", "old_text": "    return a - b\n", "new_text": "    return a + b\n"}),
+    wrap("write_file", {"path": "t.py", "content": 'print("<ok> {}")\n'}),
+])
+def test_prose_and_well_formed_calls_are_admitted(reply: str) -> None:
+    assert accepts(GRAMMAR, reply)
+
+
+@pytest.mark.parametrize("reply", [
+    '{"name": "read_file", "arguments": {"path": "calc.py"}}',             # a bare JSON call (0.5B did this)
+    'Use this: {"path": "calc.py"}',                                        # braces in prose
+    "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}\n</tool_call>",  # unbalanced
+    "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}}",  # never closed
+    wrap("read_file", {"path": 7}),                                          # wrong type
+    "<tool_call>\n" + '{"name": "write_file", "arguments": {"path": "t.py", "content": "a\nb"}}' + "\n</tool_call>",
+    "Open calc.py in a text editor <b>now</b>.",                             # '<' in prose
+])
+def test_malformed_calls_cannot_be_produced(reply: str) -> None:
+    assert not accepts(GRAMMAR, reply)
+
+
+def test_schemas_are_made_strict_without_touching_the_originals() -> None:
+    before = json.dumps(TOOLS, sort_keys=True)
+    schema = call_schema(TOOLS)
+    edit = next(v for v in schema["anyOf"] if v["properties"]["name"]["const"] == "edit_file")
+    assert edit["properties"]["arguments"]["additionalProperties"] is False
+    assert edit["properties"]["arguments"]["properties"]["edits"]["items"]["additionalProperties"] is False
+    assert json.dumps(TOOLS, sort_keys=True) == before
+
+
+def test_nothing_to_constrain_is_a_clear_error() -> None:
+    with pytest.raises(GrammarError, match="no tools"):
+        tool_call_grammar([])
+    with pytest.raises(GrammarError, match="without a name"):
+        tool_call_grammar([{"type": "function", "function": {"parameters": {}}}])
+
+
+def test_a_tool_without_parameters_takes_an_empty_object() -> None:
+    g = tool_call_grammar([{"type": "function", "function": {"name": "ping"}}])
+    assert accepts(g, wrap("ping", {}))
+    assert not accepts(g, wrap("ping", {"x": 1}))
