@@ -101,6 +101,9 @@ def test_unattended_mcp_calls_need_an_allow_rule_and_a_hung_call_times_out(calc_
         requests = server.requests
     refused = _tool_results(requests[1])[-1]
     assert refused.startswith("Refused: MCP tool mcp__fx__echo needs approval and no one is present")
+    log = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    [approval] = [e for e in log if e["type"] == "approval" and e.get("action") == "mcp"]
+    assert (approval["target"], approval["allowed"]) == ("mcp__fx__echo", False)
     assert "did not answer hang within 1 s" in _tool_results(requests[2])[-1]
     assert _tool_results(requests[3])[-1] == "4"  # a hung call does not take the server down
 

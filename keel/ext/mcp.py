@@ -27,7 +27,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -303,7 +303,7 @@ def rule_decision(name: str, server: str, rules: dict[str, list[str]]) -> str | 
 
 
 def make_tool(manager: McpManager, server: str, remote: Any, call_timeout_s: float,
-              rules: dict[str, list[str]]) -> Tool:
+              rules: dict[str, list[str]], emit: Callable[..., Any] | None = None) -> Tool:
     name = tool_name(server, remote.name)
     schema = getattr(remote, "input_schema", None) or getattr(remote, "inputSchema", None) or {}
     hints = getattr(remote, "annotations", None)
@@ -317,7 +317,10 @@ def make_tool(manager: McpManager, server: str, remote: Any, call_timeout_s: flo
         if missing:
             return ToolResult.error(f"Invalid arguments for {name}: required but missing: {', '.join(missing)}",
                                     invalid=True)
-        refusal = _authorize(name, server, arguments, ctx, rules)
+        refusal, how = _authorize(name, server, arguments, ctx, rules)
+        if emit is not None and how != "allowed by rule":  # like keel.trace.approvals: all but plain allows
+            emit("approval", action="mcp", target=name, decision=rule_decision(name, server, rules) or "ask",
+                 allowed=refusal is None, how=(refusal or how)[:500])
         if refusal is not None:
             return ToolResult.error(refusal)
         ok, text = manager.call(server, remote.name, arguments, call_timeout_s)
@@ -329,21 +332,24 @@ def make_tool(manager: McpManager, server: str, remote: Any, call_timeout_s: flo
 
 
 def _authorize(name: str, server: str, arguments: dict[str, Any], ctx: ToolContext,
-               rules: dict[str, list[str]]) -> str | None:
+               rules: dict[str, list[str]]) -> tuple[str | None, str]:
+    """(the refusal for the model, or None to go ahead; how it was settled, for the log)."""
     decision = rule_decision(name, server, rules)
     if decision == "deny":
-        return f"Refused: {name} is denied by a rule in [permissions] deny."
+        return f"Refused: {name} is denied by a rule in [permissions] deny.", "denied by rule"
     if decision == "allow":
-        return None
+        return None, "allowed by rule"
     approver = ctx.approval
     mode = getattr(approver, "mode", "unattended")
     remembered: set[str] = ctx.extra.setdefault("mcp_always", set())
-    if name in remembered or (mode == "auto-edit" and decision is None):
-        return None
+    if name in remembered:
+        return None, "approved for this session by the user"
+    if mode == "auto-edit" and decision is None:
+        return None, "auto-approved (auto-edit)"
     prompt = getattr(approver, "prompt", None)
     if mode == "unattended" or prompt is None:
         return (f"Refused: MCP tool {name} needs approval and no one is present. It runs unattended only when "
-                f"allowed by a rule (\"{name}\" or \"mcp__{server}\" in [permissions] allow).")
+                f"allowed by a rule (\"{name}\" or \"mcp__{server}\" in [permissions] allow)."), "no one to ask"
     shown = json.dumps(arguments, ensure_ascii=False)[:400]
     try:
         answer = str(prompt(f"keel wants to call MCP tool {name} with {shown}\n"
@@ -352,14 +358,15 @@ def _authorize(name: str, server: str, arguments: dict[str, Any], ctx: ToolConte
         answer = "n"
     if answer in ("a", "always"):
         remembered.add(name)
-        return None
+        return None, "approved for this session by the user"
     if answer in ("y", "yes"):
-        return None
-    return f"Refused by the user: do not call {name} again unless asked."
+        return None, "approved once by the user"
+    return f"Refused by the user: do not call {name} again unless asked.", "refused by the user"
 
 
 def start_servers(workspace: Path, *, trusted: bool, call_timeout_s: float, startup_timeout_s: float,
-                  rules: dict[str, list[str]] | None = None) -> tuple[McpManager | None, list[Tool], list[str]]:
+                  rules: dict[str, list[str]] | None = None,
+                  emit: Callable[..., Any] | None = None) -> tuple[McpManager | None, list[Tool], list[str]]:
     """Start the configured servers and return (manager or None, their tools, warnings).
     Raises McpConfigError for a file that is not in the .mcp.json shape."""
     specs, warnings = configured_servers(workspace, trusted=trusted)
@@ -377,7 +384,7 @@ def start_servers(workspace: Path, *, trusted: bool, call_timeout_s: float, star
     seen: set[str] = set()
     for server_name, server in manager.servers.items():
         for remote in server.tools:
-            tool = make_tool(manager, server_name, remote, call_timeout_s, rules or {})
+            tool = make_tool(manager, server_name, remote, call_timeout_s, rules or {}, emit)
             if tool.spec.name in seen:
                 warnings.append(f"MCP server {server_name!r}: tool {remote.name!r} clashes with another after "
                                 "renaming; skipped")

@@ -62,7 +62,8 @@ class Extensions:
                 self.mcp, mcp_tools, warnings = start_servers(
                     self.agent.workspace, trusted=self.trusted, call_timeout_s=ext.mcp_call_timeout_s,
                     startup_timeout_s=ext.mcp_startup_timeout_s,
-                    rules={"allow": perms.allow, "ask": perms.ask, "deny": perms.deny})
+                    rules={"allow": perms.allow, "ask": perms.ask, "deny": perms.deny},
+                    emit=lambda kind, **data: self.agent.bus.emit(kind, **data))
             except McpConfigError as e:
                 raise EngineError("config", f"MCP configuration error: {e}") from e
             tools += mcp_tools
