@@ -103,7 +103,9 @@ def test_usage_errors_exit_2_with_a_message(scripted_run, tmp_path):
     assert proc.returncode == 2 and "no eval results" in proc.stderr
 
 
-def test_ctrl_c_stops_the_eval_and_leaves_no_agent_running(tmp_path):
+@pytest.mark.parametrize(("how", "code"), [("ctrl-c", 130), ("sigterm", 143)])
+def test_interrupt_stops_the_eval_and_leaves_no_agent_running(tmp_path, how, code):
+    """Ctrl-C in a terminal signals the whole process group; `kill` or a CI timeout, the eval alone."""
     import shutil
     import signal
     import time
@@ -125,9 +127,16 @@ def test_ctrl_c_stops_the_eval_and_leaves_no_agent_running(tmp_path):
     while not list(scratch.glob("keel-eval-slow-*/session.jsonl")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert list(scratch.glob("keel-eval-slow-*/session.jsonl")), "keel run never started"
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-    _out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:  # a hang must not leave the eval behind
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, err
     assert "the same command resumes the rest" in err
     time.sleep(0.5)
     survivors = []

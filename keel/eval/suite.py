@@ -124,8 +124,9 @@ def run_local(jobs: Sequence[JobSpec], workers: int, on_done: OnDone) -> None:
         # Ctrl-C / SIGTERM: start nothing new (resume picks it up) and interrupt the running jobs,
         # whose agents are killed with their process groups. A terminal's Ctrl-C reaches the workers
         # already; a signal sent to this process alone must reach them too, or exit waits for them.
+        workers_running = list((getattr(pool, "_processes", None) or {}).values())  # gone after shutdown
         pool.shutdown(wait=False, cancel_futures=True)
-        for worker in list((getattr(pool, "_processes", None) or {}).values()):
+        for worker in workers_running:
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(worker.pid, signal.SIGINT)
         raise
