@@ -93,3 +93,32 @@ def test_the_scripted_trajectory_solves_the_case_under_keel(case: Case, tmp_path
     assert unused == 0, f"{case.id}: the run finished with {unused} scripted answers unused"
     graded = grade(case, workspace)
     assert graded.passed, f"{case.id}: keel said complete but acceptance fails (a false done): {graded.summary()}"
+
+
+WRONG_FIRST_OFF_BY_ONE = [
+    {"tool_calls": [{"name": "read_file", "arguments": {"path": "pagination.py"}}]},
+    {"tool_calls": [{"name": "edit_file", "arguments": {"path": "pagination.py", "old_text": "    start = page * per_page\n",
+                                                        "new_text": "    start = page * per_page - 1\n"}}]},
+    {"tool_calls": [{"name": "finish", "arguments": {"summary": "Fixed the off-by-one in paginate()."}}]},
+    {"tool_calls": [{"name": "edit_file", "arguments": {"path": "pagination.py",
+                                                        "old_text": "    start = page * per_page - 1\n",
+                                                        "new_text": "    start = (page - 1) * per_page\n"}}]},
+    {"tool_calls": [{"name": "finish", "arguments": {"summary": "paginate() starts page N at (N - 1) * per_page."}}]},
+]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "false done found by this suite: py-off-by-one's task text names no test/bug word, so the gate files the "
+    "tests that failed before the edit as pre-existing (keel/verify/task.py task_concerns) and accepts a "
+    "wrong fix that leaves them failing; remove this mark once the gate refuses it"))
+def test_a_wrong_first_fix_of_a_bug_report_is_not_accepted(tmp_path: Path, run_keel):
+    case = by_id("py-off-by-one")
+    workspace = materialize(case, tmp_path / "ws")
+    with ScriptedEngineServer(WRONG_FIRST_OFF_BY_ONE) as server:
+        r = run_keel("run", "--task-file", str(case.path / "task.md"), "--cwd", str(workspace),
+                     "--base-url", server.base_url, "--model", "scripted", "--output-format", "json",
+                     timeout=240)
+    graded = grade(case, workspace)
+    false_done = r.result["stop_reason"] == "complete" and not graded.passed
+    assert not false_done, f"keel completed with acceptance failing: {graded.summary()}"
+    assert graded.passed, r.result
