@@ -9,7 +9,9 @@ Modules, in the order a command passes through them (docs/policy.md follows the 
   which files look like secrets;
 - ``commands``, ``text``, ``tools``, ``builds``, ``git``, ``system`` — findings, option parsing
   and the per-command judges by family;
-- ``args``     — rules every command's arguments pass (allow only on positive knowledge);
+- ``options``, ``optlists``, ``args`` — rules every command's arguments pass (allow only on
+  positive knowledge: each command's list of known-safe options, writes through options,
+  paths built at run time, secrets through globs, recursive readers and git objects);
 - ``line``     — rules about the whole line (exfiltration, downloads that run, detached processes);
 - ``decision``, ``risk`` — the OS tier applied and the verdict:
   ``classify_command(command, workspace, confined=...) -> Verdict``.
