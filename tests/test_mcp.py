@@ -34,13 +34,13 @@ def _servers(path: Path, **extra) -> None:
     path.write_text(json.dumps({"mcpServers": spec}))
 
 
-def _agent(repo: Path, server: ScriptedEngineServer, tmp_path: Path, toml: str = "") -> Agent:
+def _agent(repo: Path, server: ScriptedEngineServer, tmp_path: Path, toml: str = "", **kw) -> Agent:
     user = tmp_path / "user.toml"
     user.write_text(toml)
     config, _ = load_config(repo, user_path=user, env={},
                             flags={"engine": {"base_url": server.base_url, "model": "scripted"},
                                    "verify": {"mode": "off"}})
-    return Agent(workspace=repo, config=config, log_path=tmp_path / "log.jsonl")
+    return Agent(workspace=repo, config=config, log_path=tmp_path / "log.jsonl", **kw)
 
 
 def _tool_results(request: dict) -> list[str]:
@@ -109,7 +109,7 @@ def test_unattended_mcp_calls_need_an_allow_rule_and_a_hung_call_times_out(calc_
 
 
 def test_project_servers_start_only_in_a_trusted_project(calc_repo, tmp_path):
-    from keel.ext.trust import trust
+    from keel.ext.trust import is_trusted
 
     _servers(calc_repo / ".mcp.json")
     with ScriptedEngineServer([{"content": "x"}]) as server:
@@ -117,11 +117,25 @@ def test_project_servers_start_only_in_a_trusted_project(calc_repo, tmp_path):
         agent.close()
     assert not any(n.startswith("mcp__") for n in agent.registry.names)
     assert any("not trusted" in w and "fx:" in w for w in agent.ext.warnings)
-    trust(calc_repo)
-    with ScriptedEngineServer([{"content": "x"}]) as server:
-        agent = _agent(calc_repo, server, tmp_path)
-        agent.close()
-    assert "mcp__fx__add" in agent.registry.names
+    # attended: keel asks whether to trust the project, then asks before each MCP call ("a": this session)
+    questions: list[str] = []
+
+    def person(question: str) -> str:
+        questions.append(question)
+        return "y" if "Trust it" in question else "a"
+
+    script = [{"tool_calls": [call("mcp__fx__add", a=1, b=2)]}, {"tool_calls": [call("mcp__fx__add", a=3, b=4)]},
+              {"content": "3 and 7"}]
+    with ScriptedEngineServer(script) as server:
+        agent = _agent(calc_repo, server, tmp_path, '[permissions]\napproval = "interactive"\n', prompt=person)
+        try:
+            agent.run("add numbers")
+        finally:
+            agent.close()
+        results = [_tool_results(r)[-1] for r in server.requests[1:]]
+    assert results == ["3", "7"] and is_trusted(calc_repo)
+    assert "Trust it" in questions[0] and "fx: " in questions[0]
+    assert len(questions) == 2 and "keel wants to call MCP tool mcp__fx__add" in questions[1]
 
 
 def test_a_server_that_cannot_start_is_a_warning_and_a_bad_file_a_config_error(calc_repo, tmp_path):
