@@ -10,11 +10,11 @@ for) and once the step is decided. A ``kill -9`` loses at most the step in fligh
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,26 +103,32 @@ def repair_history(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
 
 
 # -- a saved session ---------------------------------------------------------------------------
-@dataclass
 class SavedSession:
-    dir: Path
-    data: dict[str, Any] = field(repr=False)
+    """A session on disk: ``session.json`` (small: id, workspace, task, when, log), read to find
+    sessions, and ``state.json`` (the whole history), read only when needed."""
+
+    def __init__(self, directory: Path, meta: dict[str, Any]) -> None:
+        self.dir, self.meta = directory, meta
+
+    @functools.cached_property
+    def data(self) -> dict[str, Any]:
+        return _read_json(self.dir / "state.json")
 
     @property
     def id(self) -> str:
-        return str(self.data["session_id"])
+        return str(self.meta.get("session_id") or self.dir.name)
 
     @property
     def log_path(self) -> Path:
-        return Path(self.data.get("log") or self.dir.with_suffix(".jsonl"))
+        return Path(self.meta.get("log") or self.dir.with_suffix(".jsonl"))
 
     @property
     def workspace(self) -> str:
-        return str(self.data["workspace"])
+        return str(self.meta["workspace"])
 
     @property
     def task(self) -> str:
-        return str(self.data.get("task") or "")
+        return str(self.meta.get("task") or "")
 
     @property
     def status(self) -> str:
@@ -151,35 +157,33 @@ def _alive(pid: Any) -> bool:
 
 def load_session(ref: str) -> SavedSession:
     """A session by id, by its log path (.jsonl) or by its directory. Raises ValueError when none."""
-    candidates = [Path(ref), sessions_root() / ref]
-    for path in candidates:
+    for path in (Path(ref), sessions_root() / ref):
         directory = session_dir_for(path) if path.suffix == ".jsonl" else path
-        state = directory / "state.json"
-        if state.is_file():
-            return SavedSession(directory, _read_state(state))
+        if (directory / "session.json").is_file():
+            return SavedSession(directory, _read_json(directory / "session.json"))
     raise ValueError(f"no saved session {ref!r} (looked in {sessions_root()}; `keel log` lists them)")
 
 
-def _read_state(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"the saved state {path} cannot be read: {exc}") from exc
+        raise ValueError(f"the saved session file {path} cannot be read: {exc}") from exc
     if not isinstance(data, dict) or data.get("version", 0) > STATE_VERSION:
-        raise ValueError(f"the saved state {path} was written by a newer keel")
+        raise ValueError(f"the saved session file {path} was written by a newer keel")
     return data
 
 
 def saved_sessions() -> list[SavedSession]:
-    """Every session with a saved state, newest first."""
+    """Every saved session, newest first (reads only the small session.json files)."""
     found = []
     root = sessions_root()
-    for state in root.glob("*/state.json") if root.is_dir() else []:
+    for meta in root.glob("*/session.json") if root.is_dir() else []:
         try:
-            found.append(SavedSession(state.parent, _read_state(state)))
+            found.append(SavedSession(meta.parent, _read_json(meta)))
         except ValueError:
             continue
-    return sorted(found, key=lambda s: s.data.get("started", 0), reverse=True)
+    return sorted(found, key=lambda s: s.meta.get("started", 0), reverse=True)
 
 
 def latest_session(workspace: Path) -> SavedSession | None:
@@ -223,6 +227,7 @@ class SessionRecorder:
         self.run_t0 = time.time()
         self.step_base = 0
         self.status = "running"
+        self.meta_written = self.save_failed = False
 
     def prepare(self, runner: Runner, messages: list[dict[str, Any]]) -> None:
         """Called once the runner exists: on a resume, give it back the saved counters."""
@@ -261,6 +266,17 @@ class SessionRecorder:
             self.save()
 
     def save(self) -> None:
+        """Write the state; a failure (disk full, data dir gone) is reported once and the run goes on:
+        losing the ability to resume must not also lose the work in progress."""
+        try:
+            self._save()
+        except OSError as exc:
+            if not self.save_failed:
+                self.save_failed = True
+                self.agent.bus.emit("session_save_failed", error=f"{exc.strerror or exc}: the session cannot be "
+                                    "resumed past this point", path=str(self.dir))
+
+    def _save(self) -> None:
         runner = self.runner
         if runner is None:
             return
@@ -275,6 +291,11 @@ class SessionRecorder:
             "messages": self.messages,
         }
         self.dir.mkdir(parents=True, exist_ok=True)
+        if not self.meta_written:
+            meta = {key: state[key] for key in ("version", "session_id", "workspace", "task", "model", "log",
+                                                "started")}
+            write_atomic(self.dir / "session.json", json.dumps(meta, ensure_ascii=False).encode("utf-8"))
+            self.meta_written = True
         write_atomic(self.dir / "state.json", json.dumps(state, ensure_ascii=False, default=str).encode("utf-8"))
 
 
