@@ -17,12 +17,13 @@ def _pct(value: Any) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
-def render(stats: dict[str, Any]) -> None:
+def render(stats: dict[str, Any], console: Any = None) -> None:
+    """Print ``keel.trace.stats.session_stats(...)`` as rich tables (the REPL's /stats passes its console)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(soft_wrap=False)
+    console = console or Console(soft_wrap=False)
     t = stats["totals"]
     est = " (some estimated)" if t["estimated"] else ""
     cost = "— (no [prices] configured)" if stats["cost_usd"] is None else f"${stats['cost_usd']:.4f}"
