@@ -39,7 +39,9 @@ def _agent(repo: Path, server: ScriptedEngineServer, tmp_path: Path, toml: str =
     user.write_text(toml)
     config, _ = load_config(repo, user_path=user, env={},
                             flags={"engine": {"base_url": server.base_url, "model": "scripted"},
-                                   "verify": {"mode": "off"}})
+                                   "verify": {"mode": "off"},
+                                   # the SDK's import alone takes seconds on a loaded CI machine
+                                   "extensions": {"mcp_startup_timeout_s": 120}})
     return Agent(workspace=repo, config=config, log_path=tmp_path / "log.jsonl", **kw)
 
 
