@@ -53,11 +53,13 @@ class OptionList:
     numeric: bool = False          # -NUM is a count (head -5, git log -3)
     single_dash: bool = False      # -name and --name are one long option, no clusters (go, find)
     stop_at_operand: bool = False  # the first operand ends the options (node FILE args ...)
+    any_word: bool = False         # every option is harmless and no file is opened (seq, sleep): a word
+                                   # built at run time may be anything
 
     @classmethod
     def parse(cls, spec: str) -> OptionList:
         flags, valued, optional, writes, pairs, colon, configs = set(), set(), set(), set(), set(), set(), set()
-        numeric = single = stop = False
+        numeric = single = stop = any_word = False
         for token in spec.split():
             if token == "-NUM":
                 numeric = True
@@ -65,6 +67,8 @@ class OptionList:
                 single = True
             elif token == "STOP":
                 stop = True
+            elif token == "ANY":
+                any_word = True
             elif token.endswith("=?"):
                 optional.add(token[:-2])
             elif token.endswith("=C"):
@@ -85,7 +89,7 @@ class OptionList:
         if not single:
             flags |= {"--help", "--version"}
         return cls(frozenset(flags), frozenset(valued), frozenset(optional), frozenset(writes), frozenset(pairs),
-                   frozenset(colon), frozenset(configs), numeric, single, stop)
+                   frozenset(colon), frozenset(configs), numeric, single, stop, any_word)
 
     @property
     def known(self) -> frozenset[str]:
@@ -119,7 +123,7 @@ def scan(spec: OptionList, args: list[Word]) -> Scan:
         text = word.value
         if text == "--":
             break
-        if not word.literal and _may_be_option(word):
+        if not word.literal and _may_be_option(word) and not spec.any_word:
             return Scan(f"{word.raw!r} may expand to an option, only known when it runs", writes)
         dashed = text.startswith("-") and text != "-"
         if dashed and (text.startswith("--") or spec.single_dash) and len(text) > 2:

@@ -6,7 +6,8 @@ Spec text, one token per option, spelled exactly as the tool documents it:
 ``-o=W`` takes a path the tool WRITES (judged as a write); ``--cov-report=W:`` a value whose part
 after ``:`` is a path written (``html:DIR``); ``-c=C`` a configuration file, which must be inside the
 workspace (configurations load plugins); ``SINGLE`` means ``-name``/``--name`` long options without
-clusters (go, find); ``STOP`` means the first operand ends the options.
+clusters (go, find); ``STOP`` means the first operand ends the options; ``ANY``: every option is
+harmless and none opens a file, so a word built at run time may stand anywhere (``seq 1 $N``).
 ``--help``/``--version`` are added to every list. An option missing here asks — that is the point:
 a list only grows by someone reading the tool's manual and deciding the option is harmless.
 Options that run programs, load code, read file names from a file or point the tool at other
@@ -335,7 +336,7 @@ LISTS: dict[str, str] = {
           "-x --one-file-system --exclude= -0 --null",
     "df": "-a --all -B= --block-size= -h --human-readable -H --si -i --inodes -k -l --local --output=? -P "
           "--portability --total -t= --type= -T --print-type -x= --exclude-type= --sync --no-sync",
-    "basename": "-a --multiple -s= --suffix= -z --zero", "dirname": "-z --zero",
+    "basename": "ANY -a --multiple -s= --suffix= -z --zero", "dirname": "ANY -z --zero",
     "realpath": "-e --canonicalize-existing -m --canonicalize-missing -L --logical -P --physical -q --quiet "
                 "--relative-to= --relative-base= -s --strip --no-symlinks -z --zero",
     "readlink": "-f --canonicalize -e --canonicalize-existing -m --canonicalize-missing -n --no-newline -q "
@@ -347,7 +348,7 @@ LISTS: dict[str, str] = {
                              "--null-input -s --slurp -e --exit-status -S --sort-keys -C --color-output -M "
                              "--monochrome-output --tab --indent= --arg=2 --argjson=2 --args --jsonargs -R "
                              "--raw-input --raw-output0 --seq --stream --stream-errors --unbuffered"),
-    "seq": "-f= --format= -s= --separator= -w --equal-width -NUM", "sleep": "",
+    "seq": "ANY -f= --format= -s= --separator= -w --equal-width -NUM", "sleep": "ANY",
     "printenv": "-0 --null", "nproc": "--all --ignore=", "locale": "-a --all-locales -m --charmaps -c "
                                                                  "--category-name -k --keyword-name",
     "getconf": "-a", "expand": "-i --initial -t= --tabs=", "unexpand": "-a --all --first-only -t= --tabs=",
