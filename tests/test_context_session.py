@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conftest import CALC, assert_tool_messages_answer_calls, call
 
+from keel.config import Config
 from keel.context.budget import ContextSettings
 from keel.context.manager import ContextManager
 from keel.context.record import sections
@@ -324,3 +325,29 @@ def test_a_result_folded_away_may_be_asked_for_again_without_a_repeat_refusal(tm
     assert answers[0].startswith("observation 0")            # asked again after it was folded: answered
     assert answers[1].startswith("Refused: you already called observe")  # asked twice in a row: still a repeat
     assert result.stop_reason == "complete"
+
+
+def test_agent_compact_folds_a_finished_runs_history(calc_repo):
+    from keel.agent import Agent
+    from keel.testing.inprocess import ScriptedModel
+
+    script = [{"tool_calls": [call("read_file", path="calc.py")]},
+              {"tool_calls": [call("read_file", path="test_calc.py")]},
+              {"tool_calls": [call("edit_file", path="calc.py", old_text="return a - b", new_text="return a + b")]},
+              {"tool_calls": [call("run_shell", command="python -m pytest -q")]},
+              {"content": "Fixed add(); the test passes."},
+              {"content": "## Next step\n- nothing: the task is done"}]
+    config = Config.model_validate({"verify": {"mode": "off"}, "engine": {"context_window": 32768},
+                                    "context": {"keep_last": 2}})
+    agent = Agent(ScriptedModel(script), workspace=calc_repo, config=config, log_path=False)
+    messages = agent.initial_messages("fix add()")
+    result = agent.continue_run(messages, task="fix add()")
+    assert result.stop_reason == "complete"
+    event = agent.compact(messages)
+    assert event["trigger"] == "requested" and event["ok"] and event["summarizer"] == "model"
+    # prefix, record, then the last turns verbatim: the test run with its answer, and the final reply
+    assert is_record(messages[2]) and [m["role"] for m in messages[3:]] == ["assistant", "tool", "assistant"]
+    assert_tool_messages_answer_calls({"messages": messages})
+    files = sections(event["record"])["## Files modified"]
+    assert "calc.py — current content:" in files and "return a + b" in files
+    assert "nothing: the task is done" in event["record"]
