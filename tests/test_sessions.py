@@ -116,7 +116,8 @@ def test_killed_during_a_model_call_then_continue_completes(calc_repo, keel_env,
 def test_killed_during_a_tool_call_gets_an_interrupted_result_and_resumes(calc_repo, keel_env, run_keel):
     token = uuid.uuid4().hex
     slow = call("run_shell", command=f"python -c \"import time; time.sleep(30)\" # {token}")
-    with ScriptedEngineServer([{"tool_calls": [FIX]}, {"tool_calls": [slow]}]) as server:
+    note = call("write_file", path="notes.txt", content="written in the step that was killed\n")
+    with ScriptedEngineServer([{"tool_calls": [FIX]}, {"tool_calls": [note, slow]}]) as server:
         proc = _start(calc_repo, keel_env, server, "--verify", "off")
         try:
             _wait_for(lambda: _survivors(token), "the slow command to start")
@@ -126,7 +127,8 @@ def test_killed_during_a_tool_call_gets_an_interrupted_result_and_resumes(calc_r
                 os.kill(pid, signal.SIGKILL)
     [log] = _sessions(keel_env)
     saved = _state(log)["messages"]
-    assert saved[-1]["role"] == "assistant" and saved[-1]["tool_calls"][0]["function"]["name"] == "run_shell"
+    assert saved[-1]["role"] == "assistant" and saved[-1]["tool_calls"][1]["function"]["name"] == "run_shell"
+    assert (calc_repo / "notes.txt").exists()
 
     with ScriptedEngineServer([{"tool_calls": [TESTS]}, {"tool_calls": [FINISH]}]) as server:
         r = run_keel("run", "--resume", log.stem, "--base-url", server.base_url, "--model", "scripted",
@@ -136,11 +138,14 @@ def test_killed_during_a_tool_call_gets_an_interrupted_result_and_resumes(calc_r
     assert r.result["status"] == "complete"
     history = requests[0]["messages"]
     assert_tool_messages_answer_calls(requests[0])
-    answer = next(m for m in history if m.get("tool_call_id") == saved[-1]["tool_calls"][0]["id"])
-    assert answer["content"] == INTERRUPTED_BY_CRASH
+    ids = [c["id"] for c in saved[-1]["tool_calls"]]
+    answers = [m["content"] for m in history if m.get("tool_call_id") in ids]
+    assert answers == [INTERRUPTED_BY_CRASH, INTERRUPTED_BY_CRASH]   # neither result was saved before the kill
     assert history[-1] == {"role": "user", "content": RESUME_NOTE}
     events = _all_lines_parse(log)
-    assert [e["interrupted_calls"] for e in events if e["type"] == "resume"] == [[saved[-1]["tool_calls"][0]["id"]]]
+    assert [e["interrupted_calls"] for e in events if e["type"] == "resume"] == [ids]
+    # the write that happened in the killed step still counts as a change of this session
+    assert r.result["files_changed"] == ["calc.py", "notes.txt"]
 
 
 def test_a_torn_last_line_is_skipped_by_readers_and_repaired_by_the_resumed_writer(calc_repo, keel_env, run_keel):

@@ -246,6 +246,11 @@ class SessionRecorder:
             if runner.verifier is not None:
                 from keel.trace.resume import restore_verifier
                 restore_verifier(runner.verifier, data.get("baseline"), self.store)
+            if self.interrupted:  # files the interrupted step changed count as changes: old evidence is stale
+                from keel.trace.checkpoints import read_manifest
+                for change in read_manifest(self.store.dir):
+                    if change.step == runner.steps and change.kind in ("before", "change"):
+                        runner.state.record_file_change(change.path)
             self.store.step, self.step_base = runner.steps, 0
             self.agent.bus.emit("resume", from_step=runner.steps, interrupted_calls=self.interrupted,
                                 previous_status=saved.status)
