@@ -231,8 +231,8 @@ class Runner:
         self.bus.emit("tool_call", step=self.steps, call_id=call.id, name=call.name,
                       arguments=call.arguments[:4000], ok=result.ok and not repeat, repeat=repeat,
                       invalid=bool(result.meta.get("invalid")),
-                      result_preview=result.output[:300], output_bytes=len(result.output.encode("utf-8", "replace")),
-                      files_changed=result.files_changed,
+                      result_preview=result.output[:300],
+                      output_bytes=len(result.output.encode("utf-8", "replace")), files_changed=result.files_changed,
                       elapsed_ms=round(result.meta.get("elapsed_ms", 0.0), 2))
 
     def _result(self, messages: list[dict[str, Any]], started: float, status: str, reason: str,
