@@ -39,7 +39,7 @@ class EngineSettings(_Section):
     # In-process engine (keel.engine.local): a GGUF path or Hugging Face "repo:file"; set = used.
     local_model: str | None = None
     local_context: int = Field(default=8192, ge=512)   # tokens of KV cache kept across steps
-    local_threads: int | None = Field(default=None, ge=1)  # default: every CPU this process may use
+    local_threads: int | None = Field(default=None, ge=1)  # default: half the usable CPUs
     # auto: on for the in-process engine (grammar), off for HTTP servers (see keel/engine/grammar.py)
     constrain_tool_calls: Literal["auto", "on", "off"] = "auto"
 

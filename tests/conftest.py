@@ -107,6 +107,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "bubblewrap: needs a working bubblewrap (skipped without it, "
                                        "failed instead when KEEL_REQUIRE_SANDBOX=1)")
     config.addinivalue_line("markers", "landlock: needs a kernel with Landlock (skipped without it)")
+    config.addinivalue_line("markers", "real_engine: runs a real GGUF model in process (opt-in: pytest -m "
+                                       "real_engine with KEEL_TEST_MODEL=/path/model.gguf; skipped without it)")
 
 
 def tier_missing(tier: str) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 _ESC = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "]": "]", "[": "[", "-": "-", "^": "^", "/": "/"}
 
@@ -164,7 +164,7 @@ def accepts(grammar: str, text: str, root: str = "root") -> bool:
 def _accepts(grammar: str, text: str, root: str) -> bool:
     rules = parse(grammar)
 
-    @lru_cache(maxsize=None)
+    @cache
     def rule(name: str, pos: int) -> frozenset[int]:
         return frozenset(match(rules[name], pos))
 

@@ -1,0 +1,176 @@
+"""keel on a real small model, in process, against mini-swe-agent on the same GGUF.
+
+    python bench/real_engine.py --model /path/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \
+        --cases py-wrong-operator,py-off-by-one --agents keel-constrained,keel-free,mini-swe-agent \
+        --max-steps 12 --timeout 1800 --threads 1 --out /tmp/real_engine.json
+
+Each case of ``evals/`` runs in a fresh workspace (keel.eval.cases.materialize), one case at a
+time, temperature 0, the same step limit for every agent, and is graded by the case's acceptance
+commands (keel.eval.cases.grade). keel runs as ``keel run --local MODEL`` (no server) with
+``[engine] constrain_tool_calls`` on or off; mini-swe-agent (default configuration) talks to
+``python -m llama_cpp.server`` started here on 127.0.0.1 with the same GGUF, context and threads,
+and stopped afterwards. Metrics come from keel.eval.metrics, so both agents are counted alike:
+success, false done, steps, idle turns, invalid/recovered calls, prompt tokens and the cached
+share, wall time. On a shared 2-core machine a case takes tens of minutes: this is a bench, not
+a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from keel.eval.cases import grade, load_case, materialize  # noqa: E402
+from keel.eval.execute import AgentRun, JobSpec, last_json_object, run_process  # noqa: E402
+from keel.eval.metrics import outcome, run_metrics  # noqa: E402
+
+AGENTS = ("keel-constrained", "keel-free", "mini-swe-agent")
+SERVER_ALIAS = "local-gguf"
+
+
+def run_keel_local(case: Any, workspace: Path, tmp: Path, args: argparse.Namespace, constrain: bool) -> AgentRun:
+    log = tmp / "session.jsonl"
+    config_home = tmp / "xdg"
+    (config_home / "keel").mkdir(parents=True)
+    (config_home / "keel" / "config.toml").write_text(
+        f'[engine]\nconstrain_tool_calls = "{"on" if constrain else "off"}"\nlocal_context = {args.context}\n'
+        f"temperature = 0.0\n" + (f"local_threads = {args.threads}\n" if args.threads else ""))
+    cmd = [sys.executable, "-m", "keel.cli.main", "run", "--task-file", str(case.path / "task.md"),
+           "--cwd", str(workspace), "--local", str(args.model), "--output-format", "json", "--log", str(log),
+           "--max-steps", str(args.max_steps), "--max-seconds", f"{args.timeout:g}"]
+    env = {**os.environ, "KEEL_HOME": str(tmp / "keel-home"), "XDG_CONFIG_HOME": str(config_home),
+           "PYTHONPATH": str(ROOT)}
+    code, stdout, stderr, timed_out = run_process(cmd, cwd=workspace, env=env, timeout_s=args.timeout + 120)
+    log_text = log.read_text(encoding="utf-8") if log.exists() else ""
+    events = [json.loads(line) for line in log_text.splitlines() if line.strip()]
+    result = last_json_object(stdout)
+    if timed_out:
+        return AgentRun("incomplete", "harness_timeout", result, events, log_text, None, code)
+    if result is None:
+        return AgentRun(None, None, None, events, log_text, f"keel exited {code}: {stderr.strip()[-1500:]}", code)
+    return AgentRun(result.get("status"), result.get("stop_reason"), result, events, log_text,
+                    result.get("error") if result.get("status") == "error" else None, code)
+
+
+@contextlib.contextmanager
+def llama_server(args: argparse.Namespace):
+    """``python -m llama_cpp.server`` on a free 127.0.0.1 port, for the peer; always stopped."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(args.model), "--model_alias", SERVER_ALIAS,
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.context)]
+    if args.threads:
+        cmd += ["--n_threads", str(args.threads), "--n_threads_batch", str(args.threads)]
+    log = open(Path(tempfile.gettempdir()) / f"keel-bench-llama-server-{port}.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"llama_cpp.server exited {proc.returncode}; see {log.name}")
+            try:
+                urllib.request.urlopen(f"{base}/models", timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("llama_cpp.server did not come up in 300 s") from None
+                time.sleep(1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str | None) -> dict[str, Any]:
+    case = load_case(ROOT / "evals" / case_id)
+    tmp = Path(tempfile.mkdtemp(prefix=f"keel-real-{case_id}-"))
+    started = time.monotonic()
+    try:
+        workspace = materialize(case, tmp / "workspace")
+        if agent == "mini-swe-agent":
+            from keel.eval.peer import run_peer
+
+            spec = JobSpec(case_id=case_id, case_dir=str(case.path), agent=agent, engine="live",
+                           base_url=base_url, model=SERVER_ALIAS, max_steps=args.max_steps,
+                           timeout_s=args.timeout)
+            run = run_peer(spec, case, workspace, tmp)
+        else:
+            run = run_keel_local(case, workspace, tmp, args, constrain=agent == "keel-constrained")
+        graded = grade(case, workspace)
+        metrics = run_metrics(run.result, run.events)
+        cuts = sum(1 for e in run.events if e.get("type") == "model_call" and e.get("finish_reason") == "length")
+        return {"case": case_id, "agent": agent, "status": run.status, "stop_reason": run.stop_reason,
+                "outcome": outcome(run.status, graded.passed, run.error), "passed": graded.passed,
+                "error": run.error, "cut_replies": cuts, "wall_s": round(time.monotonic() - started, 1),
+                **{k: metrics[k] for k in ("steps", "tool_calls", "idle_turns", "invalid_calls", "recovered_calls",
+                                           "malformed_turns", "prompt_tokens", "cached_tokens", "cached_share")}}
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = ("case", "agent", "outcome", "stop", "steps", "idle", "invalid", "recov", "cut", "prompt",
+            "cached", "wall_s")
+    lines = [" | ".join(head), " | ".join("---" for _ in head)]
+    for r in rows:
+        share = f"{r['cached_share']:.0%}" if r.get("cached_share") is not None else "-"
+        lines.append(" | ".join(str(x) for x in (r["case"], r["agent"], r["outcome"], r["stop_reason"], r["steps"],
+                                                  r["idle_turns"], r["invalid_calls"], r["recovered_calls"],
+                                                  r["cut_replies"], r["prompt_tokens"], share, r["wall_s"])))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", type=Path, required=True, help="the GGUF file")
+    p.add_argument("--cases", default="py-wrong-operator,py-off-by-one,py-config-key")
+    p.add_argument("--agents", default=",".join(AGENTS))
+    p.add_argument("--max-steps", type=int, default=12)
+    p.add_argument("--timeout", type=float, default=1800.0, help="wall-clock limit per run, seconds")
+    p.add_argument("--context", type=int, default=8192)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--out", type=Path, help="append each row as a JSON line here")
+    p.add_argument("--keep", action="store_true", help="keep the workspaces")
+    args = p.parse_args(argv)
+    agents = [a for a in args.agents.split(",") if a]
+    unknown = set(agents) - set(AGENTS)
+    if unknown:
+        p.error(f"unknown agents {sorted(unknown)}; choose from {AGENTS}")
+    rows = []
+    with contextlib.ExitStack() as stack:
+        base_url = stack.enter_context(llama_server(args)) if "mini-swe-agent" in agents else None
+        for case_id in [c for c in args.cases.split(",") if c]:
+            for agent in agents:
+                row = run_case(case_id, agent, args, base_url)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                if args.out:
+                    with args.out.open("a") as fh:
+                        fh.write(json.dumps(row) + "\n")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
