@@ -224,3 +224,32 @@ def test_pre_compact_hooks_run_before_a_compaction_and_their_notes_survive_it(ca
     assert json.loads(seen.read_text())["hook_event_name"] == "PreCompact"
     assert event["record"] and any("keep: the failing test is test_add" in (m.get("content") or "")
                                    for m in messages)
+
+
+def test_a_hook_that_asks_puts_the_call_to_the_person_or_refuses_unattended(tmp_path):
+    from keel.ext.hooks import HookRunner, HookSpec
+    from keel.policy.approval import Approver
+    from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
+
+    ask = _script(tmp_path, "ask.py", """
+        import json, sys
+        json.load(sys.stdin)
+        print(json.dumps({"hookSpecificOutput": {"permissionDecision": "ask",
+                                                 "permissionDecisionReason": "deploys need a human"}}))
+        """)
+    runner = HookRunner([HookSpec("PreToolUse", ask, "deploy")], tmp_path, session_id=lambda: "s",
+                        transcript=lambda: None, emit=lambda *a, **k: None)
+    ran: list[int] = []
+    deploy = runner.wrap(Tool(ToolSpec("deploy", "Deploy.", ToolArgs),
+                              lambda a, c: ran.append(1) or ToolResult(ok=True, output="deployed")))
+    unattended = ToolContext(workspace=tmp_path, approval=Approver("unattended", workspace=tmp_path))
+    out = deploy.execute(ToolArgs(), unattended)
+    assert not out.ok and "deploys need a human" in out.output and "no one is present" in out.output
+    answers = iter(["n", "y"])
+    asked: list[str] = []
+    person = Approver("interactive", workspace=tmp_path,
+                      prompt=lambda q: asked.append(q) or next(answers))
+    attended = ToolContext(workspace=tmp_path, approval=person)
+    assert "Refused by the user" in deploy.execute(ToolArgs(), attended).output
+    assert deploy.execute(ToolArgs(), attended).output == "deployed"
+    assert ran == [1] and all("deploys need a human" in q for q in asked)
