@@ -75,7 +75,18 @@ CONFIG_OUTSIDE = [
 ]
 
 
-@pytest.mark.parametrize("command", RECURSIVE_AND_GIT_SECRETS + PROC + RUNS_LATER_WRITES + CONFIG_OUTSIDE)
+OPTIONS_MADE_AT_RUN_TIME = [
+    "sort {-o,/tmp/x} f.py",                # (was allow) brace expansion makes two words: -o /tmp/x
+    "git log {--output=/tmp/x,-1}",         # (was allow)
+    "tar -tf a.tar {--to-command=sh,-v}",   # (was allow)
+    "du {--files0-from=list,.}",            # (was allow)
+    "touch ./--output=x && sort *",         # a glob expands to a file named like an option
+    "touch -- -o && sort * f.py", "echo x > ./--to-command=sh; tar -tf a.tar *",
+]
+
+
+@pytest.mark.parametrize("command", RECURSIVE_AND_GIT_SECRETS + PROC + RUNS_LATER_WRITES + CONFIG_OUTSIDE
+                         + OPTIONS_MADE_AT_RUN_TIME)
 def test_never_allowed(command: str, ws: Path) -> None:
     assert "allow" not in decisions(command, ws), command
 
@@ -119,8 +130,17 @@ def test_detached_processes_are_denied_without_a_pid_namespace(command: str, ws:
     "grep -rn TOKEN src", "rg -n foo -g '*.py'", "grep -rn --include='*.py' foo .", "cat f.py | sort > out.txt",
     "curl http://x -o a.tar && tar xf a.tar && cat a/README", "mypy --config-file pyproject.toml src",
     "ruff check --config \"lint.select=['E']\" .", "tsc -p .", "git checkout HEAD -- src/a.py",
+    "cat src/{a,b}.py", "mkdir -p build/{a,b}", "cp f.py{,.bak}", "cat *.py",
 ])
 def test_ordinary_work_is_not_denied_and_mostly_allowed(command: str, ws: Path) -> None:
     assert "deny" not in decisions(command, ws), command
     if "curl" not in command:
         assert classify_command(command, ws, confined=True).decision == "allow", command
+
+
+def test_a_file_named_like_an_option_turns_a_glob_into_one(ws: Path) -> None:
+    (ws / "sub").mkdir(exist_ok=True)
+    (ws / "sub" / "--output=zz").write_text("")
+    (ws / "sub" / "b.txt").write_text("")
+    assert decisions("cd sub && sort *", ws) == {"ask"}
+    assert "allow" in decisions("cd sub && sort *.txt", ws)

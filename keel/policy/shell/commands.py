@@ -140,6 +140,8 @@ def values_of(options: list[tuple[str, Word | None]], *names: str) -> list[Word]
 def judge_write(env: JudgeEnv, word: Word, cwds: Cwds, verb: str = "writes") -> list[Finding]:
     """Escalations for writing ``word``: deny outside the workspace and into protected places."""
     out: list[Finding] = []
+    if word.value.rstrip("/").rpartition("/")[2].startswith("-"):
+        env.paths.dash_names = True           # `touch ./-o; sort *`: a later glob can turn it into an option
     for place in env.paths.places(word, cwds):
         if env.paths.harmless_sink(place):
             continue

@@ -13,8 +13,11 @@ Shell builtins whose judges read every flag that matters (``declare -n``, ``set 
 
 from __future__ import annotations
 
+import glob as globbing
+import itertools
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from keel.policy.shell.commands import Finding, Invocation, ask, judge_write
@@ -255,6 +258,24 @@ def _python(inv: Invocation) -> tuple[str, OptionList, list[Word]] | None:
     return "python", option_list("python") or _EMPTY, args
 
 
+def _glob_options(env: JudgeEnv, inv: Invocation, args: list[Word]) -> str | None:
+    """``sort *`` with a file named ``--output=…`` in the directory: the glob becomes an option."""
+    for word in args:
+        if word.value == "--":
+            return None
+        name = word.value.rpartition("/")[2]
+        if not word.glob or name[:1] not in ("*", "?", "["):
+            continue
+        if env.paths.dash_names:
+            return f"the glob {word.value!r} may match a file this line names with a leading '-' (an option)"
+        for cwd in inv.cwds:
+            base = Path(word.value) if word.value.startswith("/") else (cwd or Path("/nonexistent")) / word.value
+            if cwd is None or any(Path(m).name.startswith("-") for m in itertools.islice(
+                    globbing.iglob(str(base), include_hidden=True), 2000)):
+                return f"the glob {word.value!r} matches a file whose name starts with '-' (an option)"
+    return None
+
+
 def known_options(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     """Ask unless every option is on the command's list; judge the paths ``=W`` options write."""
     found = resolve(inv)
@@ -262,7 +283,7 @@ def known_options(env: JudgeEnv, inv: Invocation) -> list[Finding]:
         return []
     key, spec, args = found
     result = scan(spec, args)
-    out: list[Finding] = []
+    out: list[Finding] = [ask(f"{key}: {why}")] if (why := _glob_options(env, inv, args)) else []
     for name, target in result.writes or []:
         if name.startswith("config "):
             if any(p.where not in ("inside", "root") for p in env.paths.places(target, inv.cwds)):

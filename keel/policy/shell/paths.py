@@ -85,6 +85,53 @@ def expand_braces(text: str) -> list[str] | None:
     return None
 
 
+_SEQUENCE = re.compile(r"\{(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?\}")
+
+
+def expand_argv_word(text: str) -> list[str] | None:
+    """Brace expansion as bash does it to a command's words (``{-o,/tmp/x}`` becomes two words,
+    ``-{a..c}`` three); None when there would be more than MAX_BRACE_WORDS."""
+    results = [text]
+    for _ in range(MAX_BRACE_WORDS):
+        expanded: list[str] = []
+        changed = False
+        for item in results:
+            seq = _SEQUENCE.search(item)
+            lst = _BRACE.search(item)
+            m = seq if seq is not None and (lst is None or seq.start() <= lst.start()) else lst
+            if m is None:
+                expanded.append(item)
+                continue
+            changed = True
+            if m is seq:
+                choices = _sequence(m.group(1), m.group(2), m.group(3))
+                if choices is None:
+                    return None
+            else:
+                choices = m.group(1).split(",")
+            expanded.extend(item[: m.start()] + choice + item[m.end():] for choice in choices)
+            if len(expanded) > MAX_BRACE_WORDS:
+                return None
+        results = expanded
+        if not changed:
+            return results
+    return None
+
+
+def _sequence(first: str, last: str, step_text: str | None) -> list[str] | None:
+    step = abs(int(step_text)) if step_text else 1
+    step = step or 1
+    if first.lstrip("-").isdigit() and last.lstrip("-").isdigit():
+        a, b = int(first), int(last)
+        values = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+        return [str(v) for v in values] if len(values) <= MAX_BRACE_WORDS else None
+    if len(first) == 1 and len(last) == 1 and first.isalpha() and last.isalpha():
+        a, b = ord(first), ord(last)
+        values = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+        return [chr(v) for v in values] if len(values) <= MAX_BRACE_WORDS else None
+    return None
+
+
 @dataclass(frozen=True)
 class Place:
     text: str                 # the path as written
@@ -103,6 +150,7 @@ class PathJudge:
         self.root = Path(os.path.realpath(workspace))
         self.home = home
         self.links: dict[Path, Path] = {}     # symlinks this command line creates
+        self.dash_names = False               # this line writes a file whose name starts with "-"
         self._memo: dict[tuple[str, Path | None, bool, int], Place] = {}
         self._secret_memo: dict[Place, str | None] = {}
         self._secret_roots = [(home / rel, f"reads credentials in ~/{rel}") for rel in SECRET_HOME]

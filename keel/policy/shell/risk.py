@@ -13,6 +13,7 @@ overwrite, read from outside, send over the network or hand to a shell.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -47,7 +48,7 @@ from keel.policy.shell.line import (
 )
 from keel.policy.shell.options import known_options
 from keel.policy.shell.parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word
-from keel.policy.shell.paths import PathJudge, within
+from keel.policy.shell.paths import PathJudge, expand_argv_word, within
 from keel.policy.shell.unwrap import SHELLS, classify_env, unwrap
 from keel.policy.shell.walk import walk_script
 
@@ -145,6 +146,13 @@ class Analysis:
     def command(self, cmd: SimpleCommand, extra_args: bool = False) -> None:
         start = len(self.parts)
         findings: list[Finding] = []
+        if any(w.brace for w in cmd.words):
+            # bash expands braces into separate words before anything else: {-o,/tmp/x} is two
+            words = _expand_braces(cmd.words)
+            if words is None:
+                findings.append(ask("brace expansion makes too many words to check", lift=None))
+            else:
+                cmd = dataclasses.replace(cmd, words=words)
         paths: list[Path] = []
         for word in cmd.assignments:
             findings += self.assignment(word, cmd.cwds, exported=bool(cmd.words))
@@ -354,6 +362,19 @@ class Analysis:
 
     def _structure(self, decision: str, reason: str, text: str) -> None:
         self.parts.append(PartReport(text, [], [], [Finding(decision, reason, lift=None)]))
+
+
+def _expand_braces(words: list[Word]) -> list[Word] | None:
+    out: list[Word] = []
+    for word in words:
+        if not word.brace:
+            out.append(word)
+            continue
+        values = expand_argv_word(word.value)
+        if values is None:
+            return None
+        out += [Word(v, word.raw, word.params, word.subs, word.glob, False) for v in values]
+    return out
 
 
 def _heredoc_code(redirect: Redirect) -> Word:
