@@ -140,3 +140,22 @@ def test_text_output_says_how_to_approve(calc_repo, run_keel):
     assert r.code == 3
     assert "Change `add` in calc.py" in r.stdout and "awaiting_plan_approval" in r.stdout
     assert "--approve-plan" in r.stderr and "plan.md" in r.stderr
+
+
+def test_an_edited_plan_replaces_the_sessions_plan_on_resume(calc_repo, run_keel, tmp_path):
+    r, _ = _plan_run(run_keel, calc_repo)
+    edited = tmp_path / "mine.md"
+    edited.write_text("- Fix add in calc.py only\n")
+    script = [{"tool_calls": [call("edit_file", path="calc.py", old_text="return a - b", new_text="return a + b"),
+                              call("run_shell", command="python -m pytest -q"),
+                              call("todo_write", todos=[{"content": "Fix add in calc.py only", "status": "done"}])]},
+              {"tool_calls": [call("finish", summary="Fixed add.")]}]
+    with ScriptedEngineServer(script) as server:
+        done = run_keel("run", "--resume", r.result["session_id"], "--plan-file", str(edited), "--base-url",
+                        server.base_url, "--model", "scripted", "--output-format", "json", "--verify", "off")
+        approval = server.requests[0]["messages"][-1]["content"]
+    assert done.code == 0, done.stderr
+    assert "Fix add in calc.py only" in approval and "Run python -m pytest" not in approval
+    saved = Path(done.result["log"]).with_suffix("")
+    assert (saved / "plan-approved.md").read_text() == "- Fix add in calc.py only\n"
+    assert (saved / "plan.md").read_text() == PLAN.strip() + "\n"  # the model's plan stays as it was
