@@ -117,12 +117,12 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
     if not ends_turn:
         return CONTINUE  # the model is working; tool results go back to it
 
+    if outcome.malformed_call and outcome.tool_calls == 0:
+        return _push("malformed_call", state)
+
     if plan_mode and outcome.plan_submitted and not (outcome.truncated and not outcome.finished):
         # Headless too: the plan is for a person to read before anything changes (docs/extensions.md).
         return Decision("stop", "awaiting_plan_approval")
-
-    if outcome.malformed_call and outcome.tool_calls == 0:
-        return _push("malformed_call", state)
 
     question = outcome.asked_user is not None or (
         not outcome.finished and outcome.tool_calls == 0 and is_question(outcome.text))
