@@ -86,7 +86,8 @@ def run_subagent(agent: Agent, task: str, profile: str) -> ToolResult:
     bus = EventBus(agent.bus.session_id, [forward])
     bus.emit("subagent_start", profile=profile, task=task[:2000], tools=registry.names, max_steps=limits.max_steps)
     prices = parent.prices if parent is not None else None
-    runner = Runner(agent.engine, registry, ctx, bus, limits=limits, prices=prices, attended=False, task=task)
+    engine = parent.engine if parent is not None else agent.engine  # the parent's guards (runaway, deadline)
+    runner = Runner(engine, registry, ctx, bus, limits=limits, prices=prices, attended=False, task=task)
     messages = [{"role": "system", "content": PROFILES[profile]},
                 {"role": "user", "content": task_message(task, str(agent.workspace), agent.protection)}]
     result = runner.run(messages)
