@@ -82,6 +82,9 @@ OPTIONS_MADE_AT_RUN_TIME = [
     "du {--files0-from=list,.}",            # (was allow)
     "touch ./--output=x && sort *",         # a glob expands to a file named like an option
     "touch -- -o && sort * f.py", "echo x > ./--to-command=sh; tar -tf a.tar *",
+    'o="-o /tmp/x"; sort $o f.py',          # (was allow) an unquoted value is split into words
+    'o="-o /tmp/x"; sort ${o} f.py',        # (was allow)
+    "p='*'; cat $p",                        # an unquoted value is globbed too
 ]
 
 

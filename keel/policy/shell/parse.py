@@ -129,13 +129,14 @@ class Variables:
         elif name in _SETS_VARIABLES or name in functions or not name:
             self.forget()
 
-    def substitute(self, value: str, params: list[str]) -> tuple[str, list[str]]:
-        """Put known values into ``value``; return it with the expansions still unknown."""
+    def substitute(self, value: str, params: list[str], split: set[str] | None = None) -> tuple[str, list[str]]:
+        """Put known values into ``value``; return it with the expansions still unknown. ``split``:
+        expansions written unquoted — a value bash would split into words or glob stays unknown."""
         left: list[str] = []
         for param in params:
             m = re.fullmatch(r"\{?([A-Za-z_]\w*)\}?", param)
             known = self.values.get(m.group(1)) if m else None
-            if m is None or known is None:
+            if m is None or known is None or (param in (split or ()) and re.search(r"[\s*?\[]", known)):
                 left.append(param)
                 continue
             pattern = r"\$\{" + m.group(1) + r"\}|\$" + m.group(1) + r"(?!\w)"

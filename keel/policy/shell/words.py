@@ -55,8 +55,9 @@ class WordReader:
         raw = self.raw(node)
         params: list[str] = []
         subs: list[Sub] = []
+        self._unquoted: list[str] = []
         value = self._value(node, cwds, params, subs)
-        value, params = self.vars.substitute(value, params)
+        value, params = self.vars.substitute(value, params, split=set(self._unquoted))
         glob, brace, subst_syntax = scan_unquoted(raw)
         if node.type in ("string", "raw_string", "ansi_c_string", "translated_string"):
             glob = brace = False
@@ -88,9 +89,13 @@ class WordReader:
             return "".join(self._value(c, cwds, params, subs) for c in node.children)
         if kind == "simple_expansion":
             params.append(raw[1:])
+            if not getattr(self, "_quoting", 0):
+                self._unquoted.append(raw[1:])       # unquoted: bash splits its value into words
             return raw
         if kind in ("expansion", "arithmetic_expansion", "array"):
             params.append(raw[1:] if raw.startswith("$") else raw)
+            if not getattr(self, "_quoting", 0):
+                self._unquoted.append(raw[1:] if raw.startswith("$") else raw)
             self._scan_subs(node, cwds, subs)
             return raw
         if kind in ("command_substitution", "process_substitution"):
@@ -113,24 +118,33 @@ class WordReader:
         out: list[str] = []
         pos = node.start_byte + 1
         end = node.end_byte - 1
-        for child in node.named_children:
-            if child.type == "string_content":
-                continue
-            out.append(_DQ_ESCAPE.sub(_unescape, self.data[pos:child.start_byte].decode("utf-8", "surrogateescape")))
-            out.append(self._value(child, cwds, params, subs))
-            pos = child.end_byte
+        self._quoting = getattr(self, "_quoting", 0) + 1
+        try:
+            for child in node.named_children:
+                if child.type == "string_content":
+                    continue
+                out.append(_DQ_ESCAPE.sub(_unescape, self.data[pos:child.start_byte].decode("utf-8",
+                                                                                            "surrogateescape")))
+                out.append(self._value(child, cwds, params, subs))
+                pos = child.end_byte
+        finally:
+            self._quoting -= 1
         out.append(_DQ_ESCAPE.sub(_unescape, self.data[pos:end].decode("utf-8", "surrogateescape")))
         return "".join(out)
 
     def _assignment(self, node: Any, cwds: Cwds, params: list[str], subs: list[Sub]) -> str:
         out: list[str] = []
-        for child in node.children:
-            if child.type in ("=", "+="):
-                out.append(child.type)
-            elif child.type == "variable_name":
-                out.append(self.raw(child))
-            else:
-                out.append(self._value(child, cwds, params, subs))
+        self._quoting = getattr(self, "_quoting", 0) + 1      # x=$v: no word splitting in an assignment
+        try:
+            for child in node.children:
+                if child.type in ("=", "+="):
+                    out.append(child.type)
+                elif child.type == "variable_name":
+                    out.append(self.raw(child))
+                else:
+                    out.append(self._value(child, cwds, params, subs))
+        finally:
+            self._quoting -= 1
         return "".join(out)
 
     def _scan_subs(self, node: Any, cwds: Cwds, subs: list[Sub]) -> None:
