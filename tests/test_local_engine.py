@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from keel.engine.local import shared_prefix, template_messages
+from keel.engine.local import shared_prefix, speed_cap, template_messages
 from keel.engine.local_model import DEFAULT_LOCAL_MODEL, is_hf_spec, resolve_model
 from keel.engine.runaway import ReplyWatch, call_deadline, repeated_lines, repeating_tail
 from keel.engine.types import EngineError
@@ -41,6 +41,14 @@ def test_call_arguments_reach_the_template_as_objects_and_results_name_their_too
     assert out[3]["content"].startswith("[output of grep,")
     assert history[1]["tool_calls"][0]["function"]["arguments"] == '{"path": "a.py"}'  # caller's list untouched
     assert template_messages(history, label_tool_results=False)[2]["content"] == "1\tx = 1"
+
+
+def test_the_reply_cap_follows_the_measured_speed() -> None:
+    assert speed_cap(768, None) == 768      # nothing measured yet
+    assert speed_cap(768, 20.0) == 768      # fast: the configured cap
+    assert speed_cap(768, 2.0) == 360       # 2 tokens/s: about three minutes' worth
+    assert speed_cap(768, 0.2) == 192       # very slow: a floor that still fits a small edit
+    assert speed_cap(100, 0.2) == 100       # never above what the user configured
 
 
 def test_shared_prefix() -> None:

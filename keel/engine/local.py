@@ -29,6 +29,10 @@ from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamD
 LOCAL_REPLY_CAP = 768
 DEFAULT_CONTEXT = 8192
 MIN_REPLY_TOKENS = 64
+# The cap also follows the model's measured speed: a reply may take about this long, but never
+# fewer than SPEED_CAP_FLOOR tokens (a tool call with a small edit must still fit).
+REPLY_SECONDS = 180.0
+SPEED_CAP_FLOOR = 192
 INSTALL_HINT = ("the in-process engine needs llama-cpp-python: pip install 'keel[local]' "
                 "(it builds llama.cpp once, about 15 minutes on 2 cores)")
 
@@ -47,6 +51,13 @@ def default_threads() -> int:
     other, and on 2 shared cores 2 threads decoded 6x slower than 1 (measured, 0.5B model)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, usable // 2)
+
+
+def speed_cap(configured: int, tokens_per_s: float | None) -> int:
+    """Tokens the next reply may have: the configured cap, lowered on a slow machine."""
+    if tokens_per_s is None:
+        return configured
+    return min(configured, max(SPEED_CAP_FLOOR, int(tokens_per_s * REPLY_SECONDS)))
 
 
 def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -130,11 +141,16 @@ class LocalEngine:
         self._grammars: dict[str, Any] = {}
         self._next_text_call = 1
         self.last_cut: str | None = None
+        self.tokens_per_s: float | None = None   # generation speed measured on the last reply
+        self.prompt_eval_s = 0.0                  # time to the first token of the last reply
         self.last_usage_raw: dict[str, Any] | None = None
 
     @property
     def context_window(self) -> int:
         return int(self._llm.n_ctx())
+
+    def reply_cap(self) -> int:
+        return speed_cap(self.max_tokens, self.tokens_per_s)
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
         try:
@@ -168,14 +184,16 @@ class LocalEngine:
         cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
         grammar = self._grammar(tools) if self.constrain and tools else None
         stream = self._llm.create_completion(
-            prompt=prompt, max_tokens=min(self.max_tokens, room), temperature=self.temperature,
+            prompt=prompt, max_tokens=min(self.reply_cap(), room), temperature=self.temperature,
             seed=self.seed, stream=True, grammar=grammar, repeat_penalty=1.0)
         pieces: list[str] = []
         finish: str | None = None
         self.last_cut = None
+        first_token_at: float | None = None
         try:
             for chunk in stream:
                 choice = chunk["choices"][0]
+                first_token_at = first_token_at or time.monotonic()
                 if choice["text"]:
                     pieces.append(choice["text"])
                     if on_delta:
@@ -196,7 +214,12 @@ class LocalEngine:
                                "prompt_tokens_details": {"cached_tokens": cached}}
         if content and turn.finish_reason != "length":  # a cut reply may end inside a call: never run it
             self._recover_text_calls(turn, tools)
-        turn.latency_s = time.monotonic() - started
+        ended = time.monotonic()
+        turn.latency_s = ended - started
+        if first_token_at is not None:
+            self.prompt_eval_s = first_token_at - started
+            if completion > 8 and ended > first_token_at:
+                self.tokens_per_s = completion / (ended - first_token_at)
         return turn
 
     def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:

@@ -37,10 +37,11 @@ def run_local_doctor(spec: str) -> list[DoctorCheck]:
         return checks
     finally:
         engine.close()
-    rate = turn.usage.completion_tokens / turn.latency_s if turn.latency_s > 0 else 0.0
+    speed = f"{engine.tokens_per_s:.1f} tokens/s" if engine.tokens_per_s else "speed not measured"
     if turn.tool_calls and turn.tool_calls[0].name == "get_time":
         checks.append(DoctorCheck("tool calls", True, f"called get_time({turn.tool_calls[0].arguments}) "
-                                                      f"in {turn.latency_s:.1f} s (~{rate:.1f} tokens/s)"))
+                                                      f"in {turn.latency_s:.1f} s (prompt {engine.prompt_eval_s:.1f} s, "
+                                                      f"{speed})"))
     else:
         checks.append(DoctorCheck("tool calls", False, f"answered without a tool call: {turn.content[:200]!r}",
                                   "try a larger or instruction-tuned model with a tool-calling chat template"))
