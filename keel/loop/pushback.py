@@ -93,8 +93,6 @@ def _pushback_text(kind: str, level: int, state: TaskState) -> str:
             "STOP ASKING. There is no user. Your next message must be a tool call (for example read_file, "
             "edit_file or run_shell) that makes progress on the task.",
         ][level]
-    if kind == "plan_unattended":
-        return "No one is here to approve a plan. Treat it as approved and carry it out now."
     if kind == "did_nothing":
         return [
             "You have not done anything yet. Inspect the workspace (list_dir, read_file, grep) and carry out "
