@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from keel.verify.failure_parsers.common import clean_lines, clip
-from keel.verify.summarize import summarize_failure
-
 # Up to this size output is shown as it is: a short traceback or a one-screen diff is what the model
 # asked for, and a pointer to a file would only cost it a turn.
 VERBATIM_MAX_BYTES = 6_000
@@ -161,6 +158,10 @@ def wants_reduction(facts: OutputFacts, capped: bool) -> bool:
 
 def reduced_view(facts: OutputFacts, saved: str) -> str:
     """The text the model sees instead of the whole output; ``saved`` is where the whole output is."""
+    # Imported here: the parsers cost ~50 ms to import, and most commands never need them.
+    from keel.verify.failure_parsers.common import clean_lines
+    from keel.verify.summarize import summarize_failure
+
     lines = clean_lines(facts.output)
     while lines and not lines[-1].strip():
         lines.pop()
@@ -180,6 +181,8 @@ def reduced_view(facts: OutputFacts, saved: str) -> str:
 def _success_digest(lines: list[str]) -> list[str]:
     """Long output of a command that succeeded: its start, the lines that mention problems, its end
     (where runners and compilers print their summary)."""
+    from keel.verify.failure_parsers.common import clip
+
     if len(lines) <= HEAD_LINES + OK_TAIL_LINES:
         return [clip(line) for line in lines]
     head, middle, tail = lines[:HEAD_LINES], lines[HEAD_LINES:-OK_TAIL_LINES], lines[-OK_TAIL_LINES:]
@@ -202,6 +205,8 @@ def _tail(lines: list[str], n: int) -> list[str]:
 
 def _fresh(lines: list[str], shown: str) -> list[str]:
     """The lines whose text the summary does not already show."""
+    from keel.verify.failure_parsers.common import clip
+
     return [clip(line) for line in lines if line.strip(" =-*_")[:60] not in shown]
 
 
