@@ -128,7 +128,8 @@ def event_line(e: dict[str, Any], t0: float) -> str:
         body = (f"tool     {e.get('name')} {_target(e)} {mark} {float(e.get('elapsed_ms') or 0):.0f}ms"
                 + (f" {size:,} B" if isinstance(size, int) else ""))
     elif kind == "decision":
-        body = f"decide   {e.get('verdict')} ({e.get('reason')})" + (" + pushback" if e.get("pushback") else "")
+        reason = f" ({e['reason']})" if e.get("reason") else ""
+        body = f"decide   {e.get('verdict')}{reason}" + (f" + pushback: {e.get('pushback_kind')}" if e.get("pushback") else "")
     elif kind == "verification":
         body = f"verify   {e.get('status', '')} " + _short(json.dumps({k: v for k, v in e.items()
                                                                          if k in ("blocking", "summary")}), 100)
