@@ -75,6 +75,11 @@ CONFIG_OUTSIDE = [
 ]
 
 
+ENVIRONMENT = [
+    "PYTHONPATH=/tmp pytest",               # (was allow) modules from outside the workspace
+    "PYTHONPATH=/tmp:$PYTHONPATH pytest", "export PYTHONPATH=$X", "declare -gx RUSTC_WRAPPER=x",
+    "typeset -x CC=x", "env -S 'CC=x make test'", "x=CC; export $x=1",
+]
 OPTIONS_MADE_AT_RUN_TIME = [
     "sort {-o,/tmp/x} f.py",                # (was allow) brace expansion makes two words: -o /tmp/x
     "git log {--output=/tmp/x,-1}",         # (was allow)
@@ -89,7 +94,7 @@ OPTIONS_MADE_AT_RUN_TIME = [
 
 
 @pytest.mark.parametrize("command", RECURSIVE_AND_GIT_SECRETS + PROC + RUNS_LATER_WRITES + CONFIG_OUTSIDE
-                         + OPTIONS_MADE_AT_RUN_TIME)
+                         + OPTIONS_MADE_AT_RUN_TIME + ENVIRONMENT)
 def test_never_allowed(command: str, ws: Path) -> None:
     assert "allow" not in decisions(command, ws), command
 
@@ -133,7 +138,7 @@ def test_detached_processes_are_denied_without_a_pid_namespace(command: str, ws:
     "grep -rn TOKEN src", "rg -n foo -g '*.py'", "grep -rn --include='*.py' foo .", "cat f.py | sort > out.txt",
     "curl http://x -o a.tar && tar xf a.tar && cat a/README", "mypy --config-file pyproject.toml src",
     "ruff check --config \"lint.select=['E']\" .", "tsc -p .", "git checkout HEAD -- src/a.py",
-    "cat src/{a,b}.py", "mkdir -p build/{a,b}", "cp f.py{,.bak}", "cat *.py",
+    "cat src/{a,b}.py", "mkdir -p build/{a,b}", "cp f.py{,.bak}", "cat *.py", "PYTHONPATH=src:$PYTHONPATH pytest",
 ])
 def test_ordinary_work_is_not_denied_and_mostly_allowed(command: str, ws: Path) -> None:
     assert "deny" not in decisions(command, ws), command

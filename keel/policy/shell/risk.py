@@ -136,6 +136,16 @@ class Analysis:
             return [ask(f"sets {name}, which changes which programs run", lift=None)]
         if kind == "command" and value:
             self.sub_code(Word(value, value, word.params, word.subs), cwds, f"{name}=")
+        if kind == "safe" and name == "PYTHONPATH":
+            for entry in value.split(":"):
+                if entry in ("$PYTHONPATH", "${PYTHONPATH}", ""):
+                    continue                     # the inherited value
+                params = tuple(p for p in word.params if "$" + p in entry or "${" + p in entry)
+                places = self.paths.places(Word(entry, entry, params, word.subs if "$" in entry else ()), cwds)
+                if any(p.where not in ("inside", "root") for p in places):
+                    return [ask(f"PYTHONPATH takes modules from {entry!r}, outside the workspace", lift=None)]
+        # a name already in the environment stays exported when a plain assignment changes it
+        exported = exported or name in os.environ
         if kind == "plain" and exported:
             return [ask(f"sets the environment variable {name}, which is not on the list of known-harmless "
                         "names (it may change what a program runs)", lift=None)]
