@@ -59,6 +59,8 @@ def test_skills_are_listed_in_the_prefix_and_loaded_on_demand(calc_repo, tmp_pat
     script = [{"tool_calls": [{"name": "skill", "arguments": {"name": "release-notes"}}]},
               {"tool_calls": [{"name": "skill", "arguments": {"name": "pdf"}}]},
               {"tool_calls": [{"name": "skill", "arguments": {"name": "nope"}}]},
+              {"tool_calls": [{"name": "skill", "arguments": {"name": "pdf", "file": "forms.md"}},
+                              {"name": "skill", "arguments": {"name": "pdf", "file": "../../../calc.py"}}]},
               {"content": "Loaded."}]
     with ScriptedEngineServer(script) as server:
         agent = _agent(calc_repo, server, tmp_path)
@@ -73,6 +75,8 @@ def test_skills_are_listed_in_the_prefix_and_loaded_on_demand(calc_repo, tmp_pat
     assert loaded.startswith("Skill release-notes (.keel/skills/release)") and "Group entries under" in loaded
     assert "forms.md" in requests[2]["messages"][-1]["content"]
     assert "No skill named 'nope'" in requests[3]["messages"][-1]["content"]
+    read, escaped = [m["content"] for m in requests[4]["messages"][-2:]]
+    assert read == "form notes" and "has no file" in escaped  # confined to the skill's folder
     assert any("broken" in w for w in agent.ext.warnings)
 
 

@@ -97,6 +97,8 @@ def skills_prompt(skills: list[Skill]) -> str:
 
 class SkillArgs(ToolArgs):
     name: str = Field(min_length=1, description="The skill's name, as listed in the system prompt.")
+    file: str | None = Field(default=None, description="A file of the skill (as listed when it was loaded) to "
+                                                       "read instead of its SKILL.md.")
 
 
 def make_skill_tool(skills: list[Skill]) -> Tool:
@@ -111,15 +113,31 @@ def make_skill_tool(skills: list[Skill]) -> Tool:
         except (OSError, UnicodeDecodeError) as exc:
             return ToolResult.error(f"Skill {skill.name} could not be read: {exc}")
         folder = skill.path.parent
+        if args.file is not None:
+            return _skill_file(skill, folder, args.file)
         others = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
                         if p.is_file() and p != skill.path)[:50]
         where = _shown(folder, ctx.workspace)
-        files = (f"\n\nFiles in this skill (under {where}): " + ", ".join(others)) if others else ""
+        files = ("\n\nFiles in this skill (read one with skill(name, file=...)): " + ", ".join(others)) \
+            if others else ""
         return ToolResult(ok=True, output=f"Skill {skill.name} ({where}):\n\n{body[:BODY_CAP]}{files}")
 
     names = ", ".join(by_name)
     return Tool(ToolSpec("skill", f"Load a skill's full instructions by name. Available: {names}.", SkillArgs,
                          ToolAnnotations(read_only=True, idempotent=True)), run)
+
+
+def _skill_file(skill: Skill, folder: Path, name: str) -> ToolResult:
+    """One file of the skill's folder (user skills live outside the workspace, where read_file cannot go)."""
+    root = folder.resolve()
+    target = (root / name).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        return ToolResult.error(f"Skill {skill.name} has no file {name!r}.")
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return ToolResult.error(f"{name} of skill {skill.name} could not be read: {exc}")
+    return ToolResult(ok=True, output=text[:BODY_CAP])
 
 
 def _shown(folder: Path, workspace: Path) -> str:
