@@ -56,6 +56,8 @@ def test_skills_are_listed_in_the_prefix_and_loaded_on_demand(calc_repo, tmp_pat
     _skill(tmp_path / "xdg" / "keel" / "skills", "mine", "---\nname: mine\ndescription: The user's own.\n---\nHi\n")
     _skill(tmp_path / "xdg" / "keel" / "skills", "pdf-user", "---\nname: pdf\ndescription: shadowed\n---\nno\n")
     _skill(calc_repo / ".keel" / "skills", "broken", "no front matter here\n")
+    _skill(tmp_path / "elsewhere", "x", "---\nname: outside\ndescription: points out\n---\n")
+    (calc_repo / ".keel" / "skills" / "linked").symlink_to(tmp_path / "elsewhere" / "x")
     script = [{"tool_calls": [{"name": "skill", "arguments": {"name": "release-notes"}}]},
               {"tool_calls": [{"name": "skill", "arguments": {"name": "pdf"}}]},
               {"tool_calls": [{"name": "skill", "arguments": {"name": "nope"}}]},
@@ -78,6 +80,7 @@ def test_skills_are_listed_in_the_prefix_and_loaded_on_demand(calc_repo, tmp_pat
     read, escaped = [m["content"] for m in requests[4]["messages"][-2:]]
     assert read == "form notes" and "has no file" in escaped  # confined to the skill's folder
     assert any("broken" in w for w in agent.ext.warnings)
+    assert "outside" not in system and any("links outside the project" in w for w in agent.ext.warnings)
 
 
 def test_front_matter_and_discovery_without_skills(tmp_path):

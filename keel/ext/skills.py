@@ -75,6 +75,9 @@ def discover_skills(workspace: Path) -> tuple[list[Skill], list[str]]:
             continue
         for folder in folders:
             path = folder / SKILL_FILE
+            if source == "project" and not folder.resolve().is_relative_to(workspace.resolve()):
+                warnings.append(f"skill {folder}: links outside the project; skipped")
+                continue  # a cloned repository must not point the skill tool at files of this machine
             try:
                 meta, _body = parse_front_matter(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError):
