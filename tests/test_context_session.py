@@ -351,3 +351,21 @@ def test_agent_compact_folds_a_finished_runs_history(calc_repo):
     files = sections(event["record"])["## Files modified"]
     assert "calc.py — current content:" in files and "return a + b" in files
     assert "nothing: the task is done" in event["record"]
+
+
+def test_text_output_says_when_the_history_was_compacted():
+    import io
+
+    from keel.cli.render import TextRenderer
+
+    out, err = io.StringIO(), io.StringIO()
+    render = TextRenderer(out=out, err=err)
+    render({"type": "compaction", "step": 7, "trigger": "threshold", "ok": True, "tokens_before": 26000,
+            "tokens_after": 9100, "folded": {"messages": 14}, "summarizer": "model"})
+    render({"type": "compaction", "step": 9, "trigger": "circuit_breaker", "ok": False, "tokens_before": 1,
+            "tokens_after": 1, "error": "3 compactions in a row did not get the history under the trigger"})
+    lines = err.getvalue().splitlines()
+    assert lines[0] == ("[step 7] context compacted (threshold): 26,000 → 9,100 tokens, 14 messages folded, "
+                        "summary by the model")
+    assert "did not free enough room (3 compactions in a row" in lines[1]
+    assert out.getvalue() == ""  # stdout carries only the answer

@@ -118,6 +118,12 @@ class TextRenderer:
             self._line(f"changes: {event['diffstat']}" + (f" · flagged: {', '.join(flags)}" if flags else ""))
             for line in (event.get("summary") or "").splitlines()[:20]:
                 self._line(f"  {line}")
+        elif kind == "compaction":  # the history was folded to fit the window: the user should know
+            how = "summary by the model" if event.get("summarizer") == "model" else "keel's own record"
+            done = (f"{event['tokens_before']:,} → {event['tokens_after']:,} tokens, "
+                    f"{(event.get('folded') or {}).get('messages', 0)} messages folded, {how}") if event["ok"] \
+                else f"did not free enough room ({event.get('error') or 'still over the trigger'})"
+            self._line(f"[step {event['step']}] context compacted ({event['trigger']}): {done}", self.err)
         elif kind == "decision" and event.get("pushback_kind"):
             self._line(f"[step {event['step']}] pushback: {event['pushback_kind']}")
         elif kind == "stop":
