@@ -239,6 +239,9 @@ def test_context_length_error_compacts_with_a_summary_and_retries_once(tmp_path)
     assert (compaction["trigger"], compaction["summarizer"]) == ("context_error", "model")
     assert "observing 3 twice: same output" in compaction["record"]
     assert retried["messages"][2]["content"] == compaction["record"]
+    # the summarising call counts in the run's usage (token limits and cost see it)
+    assert compaction["summary_tokens"] > 0
+    assert result.usage.prompt_tokens == sum(server_prompt_tokens(q) for i, q in enumerate(requests) if i != 8)
     # what the engine taught: the window is smaller than configured
     assert runner.context.prompt_limit < 32_768 - 1000
     assert_tool_messages_answer_calls(retried)

@@ -142,7 +142,7 @@ class ContextManager:
         hard_room = max(MIN_ROOM, self.trigger - fixed - record_tokens)
         plan = plan_compaction(messages, sizes, keep_last=self.settings.keep_last, room=room, over_share=over,
                                hard_room=hard_room)
-        summary, summary_error, spent = None, None, self.summary_usage.total
+        summary, summary_error, spent = None, None, self.summary_usage.total  # this compaction's share
         if self.settings.summarizer == "model" and self.summarizer is not None and plan.fold_end > plan.prefix_len:
             summary, summary_error = self._summarize(messages, sizes, tools, tools_tokens)
         chars_per_token = 4 / self.counter.ratio
@@ -230,6 +230,12 @@ class ContextManager:
             except (PathJailError, OSError, UnicodeDecodeError):
                 continue
         return out
+
+    def take_summary_usage(self) -> Usage:
+        """Tokens the summarising calls used since the last take: the runner adds them to the run's usage,
+        so token limits and cost count them."""
+        spent, self.summary_usage = self.summary_usage, Usage()
+        return spent
 
     @property
     def prefix_reuse(self) -> float:

@@ -102,7 +102,11 @@ class Runner:
     def compact(self, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Fold ``messages`` now (the REPL's /compact): the compaction event, or None when unmanaged."""
         self.repeats = RepetitionGuard()
-        return self.context.compact(messages, self.tools, self.state, step=self.steps) if self.context else None
+        if self.context is None:
+            return None
+        event = self.context.compact(messages, self.tools, self.state, step=self.steps)
+        self.usage.add(self.context.take_summary_usage())
+        return event
 
     def _make_room(self, messages: list[dict[str, Any]], extra: list[dict[str, Any]], refused: bool = False) -> bool:
         """Whether the next request may be sent, compacting first when needed (``refused``: the engine said
@@ -117,6 +121,7 @@ class Runner:
             ok = self.context.fit(messages, extra, self.tools, self.state, self.steps)
         if self.context.compactions != folds:
             self.repeats = RepetitionGuard()
+            self.usage.add(self.context.take_summary_usage())  # the summarising call is the run's cost too
         return ok
 
     # -- one turn's tools ----------------------------------------------------------------------
