@@ -80,7 +80,7 @@ def test_skills_are_listed_in_the_prefix_and_loaded_on_demand(calc_repo, tmp_pat
     read, escaped = [m["content"] for m in requests[4]["messages"][-2:]]
     assert read == "form notes" and "has no file" in escaped  # confined to the skill's folder
     assert any("broken" in w for w in agent.ext.warnings)
-    assert "outside" not in system and any("links outside the project" in w for w in agent.ext.warnings)
+    assert "points out" not in system and any("links outside the project" in w for w in agent.ext.warnings)
 
 
 def test_front_matter_and_discovery_without_skills(tmp_path):
