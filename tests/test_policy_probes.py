@@ -75,6 +75,14 @@ CONFIG_OUTSIDE = [
 ]
 
 
+BASH_SEMANTICS = [
+    "declare -a 'a=([0]=$(touch x))'",      # (was allow) declare evaluates a quoted array value again
+    "declare -A 'm=([k]=$(touch x))'",      # (was allow)
+    "local -a 'x=(`touch y`)'",
+    "read -r n <<< 'a[$(touch q)]'; echo $((n))",   # (was allow) n's value is evaluated as arithmetic
+    "read n; (( n > 1 ))", "read n; let n+1", "read n; [[ $n -gt 1 ]]", "read -a arr; echo ${x[arr]}",
+    "printf -v n '%s' 'a[$(touch q)]'; echo $((n+1))",
+]
 ENVIRONMENT = [
     "PYTHONPATH=/tmp pytest",               # (was allow) modules from outside the workspace
     "PYTHONPATH=/tmp:$PYTHONPATH pytest", "export PYTHONPATH=$X", "declare -gx RUSTC_WRAPPER=x",
@@ -94,7 +102,7 @@ OPTIONS_MADE_AT_RUN_TIME = [
 
 
 @pytest.mark.parametrize("command", RECURSIVE_AND_GIT_SECRETS + PROC + RUNS_LATER_WRITES + CONFIG_OUTSIDE
-                         + OPTIONS_MADE_AT_RUN_TIME + ENVIRONMENT)
+                         + OPTIONS_MADE_AT_RUN_TIME + ENVIRONMENT + BASH_SEMANTICS)
 def test_never_allowed(command: str, ws: Path) -> None:
     assert "allow" not in decisions(command, ws), command
 
@@ -139,6 +147,7 @@ def test_detached_processes_are_denied_without_a_pid_namespace(command: str, ws:
     "curl http://x -o a.tar && tar xf a.tar && cat a/README", "mypy --config-file pyproject.toml src",
     "ruff check --config \"lint.select=['E']\" .", "tsc -p .", "git checkout HEAD -- src/a.py",
     "cat src/{a,b}.py", "mkdir -p build/{a,b}", "cp f.py{,.bak}", "cat *.py", "PYTHONPATH=src:$PYTHONPATH pytest",
+    "read x; [[ $x == y ]]", "while read line; do echo \"$line\"; done < list", "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done",
 ])
 def test_ordinary_work_is_not_denied_and_mostly_allowed(command: str, ws: Path) -> None:
     assert "deny" not in decisions(command, ws), command

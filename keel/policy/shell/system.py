@@ -129,6 +129,10 @@ def _declare(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         return [allow(f"{inv.name} prints variables"), Finding("allow", "prints the environment", secret=True)]
     out = [allow(f"{inv.name} sets shell variables")]
     for word in names:
+        if word.literal and re.search(r"\$\(|`|\$\{|\$\[", word.value) and "=(" in word.value:
+            # declare 'a=([0]=$(cmd))': declare evaluates a quoted compound assignment again
+            out.append(ask(f"{inv.name} {word.raw}: declare expands a quoted array value again and runs what is in it",
+                           lift=None))
         if "=" in word.value:
             out += env.assignment(word, inv.cwds, exported=exported)
         elif not word.literal:

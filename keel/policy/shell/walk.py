@@ -52,6 +52,7 @@ class Walker(WordReader):
         self.uncertain = 0          # > 0 while walking code that may not run or runs in a subshell
         self.depth = 0              # substitutions nested around this point
         self._tail_redirects: tuple[int, list[Any]] | None = None
+        self.tainted: set[str] = set()   # variables given run-time input (read, mapfile, printf -v)
 
     def _maybe(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
         """Walk code whose variable assignments may not happen or may not persist."""
@@ -287,7 +288,9 @@ class Walker(WordReader):
         return out
 
     def _arith(self, node: Any, cwds: Cwds) -> None:
-        """``(( ))`` and arithmetic parts: only their substitutions run."""
+        """``(( ))`` and arithmetic parts: only their substitutions run — and the values of the
+        variables they name, which bash evaluates as expressions too (``a[$(cmd)]`` inside)."""
+        self._tainted_arith(self.raw(node), node, whole=True)
         for child in node.named_children:
             if child.type in ("command_substitution", "process_substitution"):
                 self._substitution(child, cwds)
@@ -318,10 +321,47 @@ class Walker(WordReader):
         redirects = [self.redirect(r, cwds, extra) for r in redirect_nodes + outer_redirects]
         return self._simple(node, assignments, words + extra, redirects, cwds)
 
+    def _tainted_arith(self, raw: str, node: Any, whole: bool = False) -> None:
+        """Ask when a variable holding run-time input is evaluated as arithmetic: ``read n;
+        echo $((n))`` runs a command hidden in n's value as an array subscript."""
+        for name in self.tainted:
+            pattern = rf"\b{re.escape(name)}\b" if whole else rf"(\$\(\(|\$\[|\[)[^\]]*\b{re.escape(name)}\b"
+            if re.search(pattern, raw):
+                self.issue("ask", f"{name!r} holds input read at run time and is evaluated as arithmetic here "
+                                  "(bash runs commands in array subscripts inside it)", node)
+                return
+
+    def _taint(self, words: list[Word]) -> None:
+        values = [w.value for w in words]
+        name = values[0] if values else ""
+        if name in ("read", "mapfile", "readarray"):
+            valued = {"-a", "-d", "-n", "-N", "-p", "-t", "-u", "-i", "-C", "-c", "-O", "-s"}
+            names: list[str] = []
+            skip = False
+            for i, value in enumerate(values[1:], start=1):
+                if skip:
+                    skip = False
+                    if values[i - 1] == "-a":
+                        names.append(value)
+                elif value in valued:
+                    skip = True
+                elif not value.startswith("-"):
+                    names.append(value)
+            self.tainted.update(names or (["REPLY"] if name == "read" else ["MAPFILE"]))
+        elif name == "printf" and "-v" in values[:-1]:
+            self.tainted.add(values[values.index("-v") + 1])
+
     def _simple(self, node: Any, assignments: list[Word], words: list[Word], redirects: list[Redirect],
                 cwds: Cwds) -> tuple[Cwds, Cwds]:
         if words and "=" in words[0].value and node.type.startswith("variable_assignment"):
             assignments, words = words, []
+        if self.tainted:
+            values = [w.value for w in words]
+            arith_command = bool(words) and (values[0] in ("let", "declare", "typeset", "local") or (
+                values[0] == "[[" and bool({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"} & set(values))))
+            for word in assignments + words[1:]:
+                self._tainted_arith(word.raw, node, whole=arith_command)
+        self._taint(words)
         cmd = SimpleCommand(self.src(node), assignments, words, redirects, cwds)
         self._add(cmd)
         if words and words[0].literal and words[0].value in self.functions:
