@@ -169,3 +169,17 @@ def test_context_window_flag_reaches_the_config(tmp_path):
                             flags={"engine": {"context_window": 16384}})
     assert config.engine.context_window == 16384
     assert (config.context.compact_at, config.context.keep_last) == (0.8, 8)
+
+
+def test_an_in_process_engine_states_its_own_window():
+    class InProcess:  # what keel.engine.local.LocalEngine exposes
+        model = "local.gguf"
+        context_window = 8192
+        max_tokens = 1024
+
+    config = Config.model_validate({})
+    manager = build_context_manager(config, InProcess(), EventBus("t"))
+    assert manager.window == Window(8192, "engine") and manager.reply_cap == 1024
+    pinned = build_context_manager(Config.model_validate({"engine": {"context_window": 4096}}), InProcess(),
+                                   EventBus("t"))
+    assert pinned.window == Window(4096, "config")  # the user's word wins
