@@ -177,6 +177,9 @@ def tracked_secret_shown(sub: str, rest: list[Word], inv: Invocation, env: Judge
             re.fullmatch(r"[0-9a-fA-F]{4,64}", v) for v in values)
     elif sub in _PATCH_ALWAYS:
         shows = not any(_NO_PATCH.fullmatch(v) for v in values) or any(_PATCH_FLAGS.fullmatch(v) for v in values)
+        revs = [v for v in (values[:values.index("--")] if "--" in values else values) if not v.startswith("-")]
+        if sub == "show" and revs and all(":" in v for v in revs):
+            shows = False                   # git show REV:PATH: that file only (its name is judged)
     elif sub in _PATCH_ON_REQUEST:
         shows = any(_PATCH_FLAGS.fullmatch(v) or re.fullmatch(r"-p\w*|-\w*p", v) for v in values)
     else:
