@@ -161,7 +161,7 @@ def test_record_names_every_modified_file_with_content_or_pointer():
     parts = sections(record)
     files = parts["## Files modified"]
     assert "calc.py — current content:" in files and "return a + b" in files
-    assert "docs/notes.md — no longer exists" in files
+    assert "docs/notes.md — not on disk now" in files
     assert "big.txt — read_file it" in files  # named by its write call, content unknown: a pointer
     assert "`pytest -q` must pass" in parts["## Acceptance"]
     assert "[in_progress] run tests" in parts["## Open todos"] and "fix add" not in parts["## Open todos"]

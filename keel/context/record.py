@@ -125,7 +125,7 @@ def _files(messages: Sequence[dict[str, Any]], plan: Plan, facts: Facts, calls: 
         elif path not in facts.contents:
             lines.append(f"- {path} — read_file it for the current content")
         elif text is None:
-            lines.append(f"- {path} — no longer exists")
+            lines.append(f"- {path} — not on disk now (deleted, or the write did not happen)")
         elif len(text) + 20 <= budget:
             budget -= len(text) + 20
             lines.append(f"- {path} — current content:\n```\n{text}\n```")
