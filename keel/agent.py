@@ -168,9 +168,8 @@ class Agent:
         self.recorder = attach_session(self)  # state after every step, checkpoints of every file change
 
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
-        from keel.engine.prompts import task_message
-
         from keel.context.memory import memory_cap, project_memory
+        from keel.engine.prompts import task_message
 
         first = task_message(task, str(self.workspace), self.protection, top_level_entries(self.workspace))
         cap = memory_cap(self.context_manager().window.tokens, self.config.context.budget.memory)
