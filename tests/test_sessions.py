@@ -146,6 +146,10 @@ def test_killed_during_a_tool_call_gets_an_interrupted_result_and_resumes(calc_r
     assert [e["interrupted_calls"] for e in events if e["type"] == "resume"] == [ids]
     # the write that happened in the killed step still counts as a change of this session
     assert r.result["files_changed"] == ["calc.py", "notes.txt"]
+    # and its checkpoints outlived the kill: undo puts the workspace back as before the session
+    undone = run_keel("undo", "--cwd", str(calc_repo))
+    assert undone.code == 0, undone.stdout + undone.stderr
+    assert (calc_repo / "calc.py").read_text() == CALC and not (calc_repo / "notes.txt").exists()
 
 
 def test_a_torn_last_line_is_skipped_by_readers_and_repaired_by_the_resumed_writer(calc_repo, keel_env, run_keel):
