@@ -96,6 +96,14 @@ def test_schemas_are_made_strict_without_touching_the_originals() -> None:
     assert json.dumps(TOOLS, sort_keys=True) == before
 
 
+def test_with_require_call_prose_alone_is_refused_but_prose_before_a_call_is_not() -> None:
+    required = tool_call_grammar(TOOLS, require_call=True)
+    assert not accepts(required, "The number is 42.")
+    assert not accepts(required, '```json\n["list_dir", "finish"]\n```')   # what a 0.5B model kept sending
+    assert accepts(required, "Done.\n" + wrap("finish", {"summary": "fixed"}))
+    assert accepts(required, wrap("read_file", {"path": "calc.py"}))
+
+
 def test_nothing_to_constrain_is_a_clear_error() -> None:
     with pytest.raises(GrammarError, match="no tools"):
         tool_call_grammar([])

@@ -23,7 +23,7 @@ from typing import Any
 # reply). A model that means to call a tool is thus steered into the checked <tool_call> form. A
 # final answer rarely needs either character; code belongs in tool arguments.
 FRAME = r'''
-root ::= keel-text keel-calls?
+root ::= keel-text keel-calls{CALLS}
 keel-text ::= [^<{]*
 keel-calls ::= keel-call ("\n" keel-call)*
 keel-call ::= "<tool_call>\n" keel-call-json "\n</tool_call>"
@@ -65,8 +65,10 @@ def call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     return variants[0] if len(variants) == 1 else {"anyOf": variants}
 
 
-def tool_call_grammar(tools: list[dict[str, Any]]) -> str:
-    """GBNF for a whole reply: prose without '<' or '{', then optionally one or more tool calls."""
+def tool_call_grammar(tools: list[dict[str, Any]], require_call: bool = False) -> str:
+    """GBNF for a whole reply: prose without '<' or '{', then one or more tool calls (optional
+    unless ``require_call``: when a ``finish`` tool is offered, a reply that is only prose is a
+    model drifting — a 0.5B model answered with a fenced list of tool names four turns in a row)."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     try:
@@ -76,7 +78,7 @@ def tool_call_grammar(tools: list[dict[str, Any]]) -> str:
     renamed, count = re.subn(r"^root ::=", "keel-call-json ::=", json_part, count=1, flags=re.MULTILINE)
     if count != 1:
         raise GrammarError("llama.cpp's schema converter produced no root rule")
-    return FRAME.lstrip() + strict_json_chars(renamed)
+    return FRAME.lstrip().replace("{CALLS}", "" if require_call else "?") + strict_json_chars(renamed)
 
 
 def strict_json_chars(grammar: str) -> str:

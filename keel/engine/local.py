@@ -33,6 +33,7 @@ MIN_REPLY_TOKENS = 64
 # fewer than SPEED_CAP_FLOOR tokens (a tool call with a small edit must still fit).
 REPLY_SECONDS = 180.0
 SPEED_CAP_FLOOR = 192
+FINISH_TOOL = "finish"
 INSTALL_HINT = ("the in-process engine needs llama-cpp-python: pip install 'keel[local]' "
                 "(it builds llama.cpp once, about 15 minutes on 2 cores)")
 
@@ -167,7 +168,11 @@ class LocalEngine:
 
             from keel.engine.grammar import tool_call_grammar
 
-            self._grammars[key] = LlamaGrammar.from_string(tool_call_grammar(tools), verbose=False)
+            # With a finish tool the model always has a call that ends the task, so every reply
+            # must be a call: prose-only replies were where small models drifted.
+            require = any((t.get("function") or {}).get("name") == FINISH_TOOL for t in tools)
+            self._grammars[key] = LlamaGrammar.from_string(tool_call_grammar(tools, require_call=require),
+                                                           verbose=False)
         return self._grammars[key]
 
     # ---- the Engine protocol ----------------------------------------------------------------
