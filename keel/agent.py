@@ -151,7 +151,10 @@ class Agent:
         from keel.ext.setup import Extensions
         self.ext = Extensions(self, prompt=prompt)  # trust, hooks, skills, MCP, plugins (docs/extensions.md)
         base = tools if tools is not None else default_tools() + self.ext.extra_tools()
-        self.registry = ToolRegistry(self.ext.wrap(base, plan_mode=plan_mode))
+        from keel.tools.diffs import add_diffs
+        self.registry = ToolRegistry(add_diffs(self.ext.wrap(base, plan_mode=plan_mode)))  # edits carry a diff
+        # called after each step that goes on; False stops the run (the REPL's and `keel run`'s --step)
+        self.after_step: Callable[[int], bool] | None = None
         self.ctx = build_context(self.workspace, self.config, attended=attended, prompt=prompt,
                                  ask_user=ask_user)
         self.system_prompt = system_prompt if system_prompt is not None else default_prompt() + self.ext.prompt_addendum()
@@ -209,6 +212,7 @@ class Agent:
                         on_stop=self.ext.hooks.on_stop if self.ext.hooks.has("Stop") else None)
         runner.context = self.context_manager(engine)  # the window: compaction and prefix accounting
         self.runner = runner  # sub-agents (keel.tools.delegate) read the budget left from it
+        runner.after_step = self.after_step
         if self.recorder is not None:
             runner.on_step = self.recorder.on_step
             self.recorder.prepare(runner, messages)

@@ -54,6 +54,11 @@ def _run_parser(sub: Any) -> None:
                         "e.g. --accept 'python -m pytest -q tests/test_api.py'")
     p.add_argument("--verify", choices=["auto", "off"],
                    help="auto (default): every completion claim runs the project's checks; off: no gate")
+    p.add_argument("--attended", action="store_true",
+                   help="a person is present: a question the model asks stops the run (needs_user) instead of "
+                        "being answered with 'decide yourself'")
+    p.add_argument("--step", action="store_true",
+                   help="pause after each step: continue / abort / stop stepping (needs a terminal)")
     from keel.cli.plan import add_plan_flags
     add_plan_flags(p)  # --plan, --approve-plan, --plan-file (docs/extensions.md)
 
@@ -68,7 +73,8 @@ def _version() -> str:
 
 
 def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="keel", description="A coding agent that finishes verified.")
+    parser = argparse.ArgumentParser(prog="keel", description="A coding agent that finishes verified. Without a "
+                                     "command, keel opens its interactive terminal (`keel repl --help`).")
     parser.add_argument("--version", action="version", version=f"keel {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
@@ -89,6 +95,7 @@ def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser
     d.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
     d.add_argument("--local", nargs="?", const="", metavar="MODEL",
                    help="check the in-process engine instead: MODEL loads and answers a tool call")
+    sub.add_parser("repl", help="the interactive terminal (also: `keel` alone)", add_help=False)
     sub.add_parser("policy", help="judge a shell command: allow / ask / deny", add_help=False)
     sub.add_parser("trust", help="let this project's hooks and MCP servers run", add_help=False)
     sub.add_parser("log", help="sessions newest first; with SESSION, its events", add_help=False)
@@ -185,9 +192,16 @@ def _run_task(args: argparse.Namespace) -> int:
             return fail("--approval interactive needs a terminal on stdin")
         from keel.cli.prompt import terminal_prompt
         prompt = terminal_prompt
+    if args.step and not sys.stdin.isatty():
+        return fail("--step needs a terminal on stdin")
     try:
         agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
-                      ask_user=prompt, session_id=saved.id if saved else None, plan_mode=args.plan)
+                      ask_user=prompt, session_id=saved.id if saved else None, plan_mode=args.plan,
+                      attended=args.attended)
+        if args.step:  # keel.cli.repl.stepping: the runner asks it after each step
+            from keel.cli.prompt import terminal_prompt
+            from keel.cli.repl.stepping import StepPauser
+            agent.after_step = StepPauser(terminal_prompt)
         for w in agent.ext.warnings:  # untrusted project hooks / MCP servers, skills or plugins left out
             print(f"keel: warning: {w}", file=sys.stderr)
         if saved and plan is not None:
@@ -288,6 +302,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] == "repl" or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        from keel.cli.repl import repl_main  # bare `keel` (or `keel --cwd DIR ...`): the interactive terminal
+        return repl_main(argv[1:] if argv and argv[0] == "repl" else argv)
     if argv and argv[0] == "policy":
         from keel.policy.cli import policy_main
         return policy_main(argv[1:])

@@ -54,6 +54,9 @@ class Runner:
         # the session recorder saves the run there (keel.trace.sessions)
         self.on_step: Callable[[Runner, list[dict[str, Any]], Decision | None], None] | None = None
         self.tools = registry.schemas()  # computed once: byte-stable request prefix
+        # called with the step number after each step that goes on; False stops the run as an
+        # interrupt would (--step mode's "abort": keel.cli.repl.stepping). None: never pause
+        self.after_step: Callable[[int], bool] | None = None
 
     def run(self, messages: list[dict[str, Any]]) -> RunResult:
         """Drive ``messages`` (appended to in place) until the decider says stop."""
@@ -92,6 +95,8 @@ class Runner:
                 decision = self._decide(outcome, started)
                 pushback = decision.pushback
                 self._saved(messages, decision)
+                if self.after_step is not None and not decision.stop and not self.after_step(self.steps):
+                    return self._result(messages, started, "incomplete", "interrupted", summary)
         except KeyboardInterrupt:
             return self._result(messages, started, "incomplete", "interrupted", summary)
         finally:
@@ -238,7 +243,8 @@ class Runner:
                       invalid=bool(result.meta.get("invalid")),
                       result_preview=result.output[:300],
                       output_bytes=len(result.output.encode("utf-8", "replace")), files_changed=result.files_changed,
-                      elapsed_ms=round(result.meta.get("elapsed_ms", 0.0), 2))
+                      elapsed_ms=round(result.meta.get("elapsed_ms", 0.0), 2),
+                      **({"diff": result.meta["diff"]} if result.meta.get("diff") else {}))  # keel.tools.diffs
 
     def _result(self, messages: list[dict[str, Any]], started: float, status: str, reason: str,
                 summary: str, error: str | None = None) -> RunResult:

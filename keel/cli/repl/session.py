@@ -1,0 +1,135 @@
+"""One REPL session: the agent, the conversation carried across tasks, and the prompt loop.
+
+Every task typed continues the same history (``Agent.continue_run`` on the same messages). The
+REPL is attended: a question the model asks stops the run (``needs_user``) and the next thing the
+person types is the answer, on the same task.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from keel.agent import Agent
+from keel.cli.repl.input import TaskInput
+from keel.cli.repl.render import ReplRenderer, Tally
+from keel.cli.repl.stepping import StepPauser
+from keel.config import Config
+from keel.loop.limits import Prices
+from keel.loop.result import RunResult
+from keel.loop.state import TaskState
+from keel.trace.events import data_dir
+
+EXIT_HINT = "(Ctrl-C again or Ctrl-D to exit)"
+
+
+class ReplSession:
+    def __init__(self, workspace: Path, config: Config, console: Console, *, step: bool = False,
+                 history_path: Path | None = None) -> None:
+        from keel.cli.repl.commands import COMMANDS
+
+        self.workspace, self.config, self.console = workspace, config, console
+        p = config.prices
+        prices = Prices(p.input_per_m, p.cached_input_per_m, p.output_per_m)
+        self.tally = Tally(prices, any(v > 0 for v in p.model_dump().values()))
+        self.renderer = ReplRenderer(console, self.tally)
+        self.input = TaskInput({name: c.help for name, c in COMMANDS.items()},
+                               history_path if history_path is not None else data_dir() / "repl_history",
+                               toolbar=self.toolbar)
+        self.stepper = StepPauser(self.ask, enabled=step)
+        self.messages: list[dict[str, Any]] = []
+        self.last: RunResult | None = None
+        self.note: str | None = None   # told to the model with the next task (e.g. files were undone)
+        self.agent = self._build_agent()
+
+    # -- the agent ------------------------------------------------------------------------------
+    def _build_agent(self, session_id: str | None = None, log_path: Path | None = None) -> Agent:
+        agent = Agent(workspace=self.workspace, config=self.config, attended=True, prompt=self.approve,
+                      sinks=[self.renderer], log_path=log_path, session_id=session_id)
+        agent.after_step = self.stepper
+        for w in agent.ext.warnings:
+            self.console.print(Text(f"keel: warning: {w}", style="yellow"))
+        return agent
+
+    def replace_agent(self, session_id: str | None = None, log_path: Path | None = None) -> None:
+        self.agent.close()
+        self.agent = self._build_agent(session_id, log_path)
+        self.messages, self.last = [], None
+
+    def close(self) -> None:
+        self.renderer.pause()
+        self.agent.close()
+
+    # -- asking the person ------------------------------------------------------------------------
+    def ask(self, question: str) -> str:
+        self.renderer.pause()
+        self.console.print(Text(question, style="bold yellow"))
+        return self.input.ask("> ")
+
+    def approve(self, question: str) -> str:
+        """The Approver's prompt: what keel wants to do, why it needs approval, once / always / no."""
+        return self.ask(question)
+
+    def toolbar(self) -> str:
+        return (f" {self.agent.engine.model} · {self.tally.line()} · Esc-Enter or \\ for a new line · "
+                "/help") if hasattr(self, "agent") else ""
+
+    # -- tasks ----------------------------------------------------------------------------------
+    def run_task(self, text: str) -> RunResult:
+        if self.note:
+            text, self.note = f"{self.note}\n\n{text}", None
+        try:
+            if not self.messages:
+                result = self.agent.run(text)
+            else:
+                waiting = self.last is not None and self.last.stop_reason == "needs_user"
+                runner = getattr(self.agent, "runner", None)
+                state = runner.state if waiting and runner is not None else None
+                task = state.task if state is not None else text
+                self._add_user(text)
+                result = self.agent.continue_run(self.messages, task=task, state=state or TaskState(task=text))
+        except KeyboardInterrupt:  # outside the loop's own handling (before the first call, after the stop)
+            self.renderer.pause()
+            self.console.print(Text("■ interrupted", style="yellow"))
+            return self.last or RunResult(status="incomplete", stop_reason="interrupted")
+        self.messages = result.messages or self.messages
+        self.last = result
+        return result
+
+    def _add_user(self, text: str) -> None:
+        """Append the person's words; after an interrupted call the last message may already be theirs,
+        and two user messages in a row break some chat templates, so they are joined."""
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last.get("role") == "user" and isinstance(last.get("content"), str):
+            last["content"] += "\n\n" + text
+        else:
+            self.messages.append({"role": "user", "content": text})
+
+    # -- the prompt loop ------------------------------------------------------------------------
+    def loop(self) -> int:
+        from keel.cli.repl.commands import dispatch
+
+        armed = False   # a Ctrl-C at the prompt arms; a second one exits
+        while True:
+            try:
+                line = self.input.read()
+            except KeyboardInterrupt:
+                if armed:
+                    return 0
+                armed = True
+                self.console.print(Text(EXIT_HINT, style="dim"))
+                continue
+            except EOFError:
+                return 0
+            armed = False
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                if dispatch(self, text) == "exit":
+                    return 0
+                continue
+            self.run_task(text)
