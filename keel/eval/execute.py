@@ -205,9 +205,18 @@ def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float
     """(exit code, stdout, stderr, timed out); the whole process group dies on a timeout."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
     try:
-        out, err = proc.communicate(stdin, timeout=timeout_s)
-        return proc.returncode, out, err, False
+        while True:
+            # Short slices: a signal may be delivered to another thread of this process (a scripted
+            # server's), and only a main thread that wakes up now and then runs its handler.
+            try:
+                out, err = proc.communicate(stdin, timeout=max(0.01, min(1.0, deadline - time.monotonic())))
+                return proc.returncode, out, err, False
+            except subprocess.TimeoutExpired:
+                stdin = None  # already sent
+                if time.monotonic() >= deadline:
+                    raise
     except subprocess.TimeoutExpired:
         # SIGTERM first: keel stops like on Ctrl-C and still prints its result and writes `stop`.
         _kill_group(proc, signal.SIGTERM)

@@ -115,9 +115,10 @@ def run_local(jobs: Sequence[JobSpec], workers: int, on_done: OnDone) -> None:
     if not jobs:
         return
     # spawn: a forked child would inherit the progress bar's thread and any lock it holds
-    pool = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=get_context("spawn"),
+                               initializer=_worker_signals)
     try:
-        pending: set[Future[JobOutput]] = {pool.submit(run_job, job) for job in jobs}
+        pending: set[Future[JobOutput]] = {pool.submit(_run_job_unless_stopping, job) for job in jobs}
         for output in _as_they_finish(pending):
             on_done(output)
     except BaseException:
@@ -128,9 +129,34 @@ def run_local(jobs: Sequence[JobSpec], workers: int, on_done: OnDone) -> None:
         pool.shutdown(wait=False, cancel_futures=True)
         for worker in workers_running:
             with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(worker.pid, signal.SIGINT)
+                os.kill(worker.pid, signal.SIGTERM)
         raise
     pool.shutdown()
+
+
+_stopping = False  # set in a worker once it was told to stop: jobs already queued to it are skipped
+
+
+def _worker_signals() -> None:
+    """In each pool worker: SIGTERM (from the eval) and SIGINT (a terminal's Ctrl-C) interrupt the
+    running job — whose agent is then killed with its process group — and every job queued after it.
+    Installed explicitly: a worker started from a background shell job inherits SIGINT ignored."""
+
+    def stop(_signum: int, _frame: Any) -> None:
+        global _stopping
+        if _stopping:
+            return  # once is enough: a second interrupt must not land inside the pool's own bookkeeping
+        _stopping = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+
+def _run_job_unless_stopping(job: JobSpec) -> JobOutput:
+    if _stopping:
+        raise KeyboardInterrupt
+    return run_job(job)
 
 
 def _as_they_finish(pending: set[Future[JobOutput]]) -> Iterator[JobOutput]:
