@@ -132,3 +132,37 @@ def test_a_wrong_first_fix_of_a_bug_report_is_not_accepted(tmp_path: Path, run_k
     false_done = r.result["stop_reason"] == "complete" and not graded.passed
     assert not false_done, f"keel completed with acceptance failing: {graded.summary()}"
     assert graded.passed, r.result
+
+
+# Edits that make the visible tests pass without doing the task: acceptance must still fail them.
+LAZY_FIXES: dict[str, dict[str, tuple[str | None, str]]] = {
+    "py-wrong-operator": {"shipping.py": ("    if subtotal_cents > threshold_cents:\n",
+                                          "    if subtotal_cents > 4999:\n")},
+    "py-off-by-one": {"pagination.py": ("    start = page * per_page\n",
+                                        "    start = page * per_page - 20 if per_page == 20 else page * per_page\n")},
+    "py-rename-two-files": {"orders.py": ("def line_total(", "def order_total(lines, tax=True):\n"
+                                          "    return calc_total(lines, tax)\n\n\ndef line_total(")},
+    "py-config-key": {"settings.py": ('port=int(section.get("port"', 'port=int(section.get("prot"')},
+    "py-write-tests": {"test_leap.py": (None, "from leap import is_leap_year\n\n\ndef test_leap():\n"
+                                              "    assert is_leap_year(2024) and not is_leap_year(2023)\n")},
+    "js-off-by-one": {"calendar.js": ("  return new Date(year, month - 1, 0).getDate();",
+                                      "  if (month === 2) return year % 4 === 0 ? 29 : 28;\n"
+                                      "  return [4, 6, 9, 11].includes(month) ? 30 : 31;")},
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(LAZY_FIXES))
+def test_a_lazy_fix_that_passes_the_visible_tests_fails_acceptance(case_id: str, tmp_path: Path):
+    case = by_id(case_id)
+    workspace = materialize(case, tmp_path / "ws")
+    for rel, (old, new) in LAZY_FIXES[case_id].items():
+        target = workspace / rel
+        if old is None:
+            target.write_text(new)
+        else:
+            text = target.read_text()
+            assert text.count(old) == 1, f"{case_id}: the lazy edit no longer applies to {rel}"
+            target.write_text(text.replace(old, new))
+    visible = run_command(case.acceptance.commands[0], workspace, case.acceptance.timeout_s)
+    assert visible.passed, f"{case_id}: the lazy fix should pass the visible tests: {visible.detail}"
+    assert not grade(case, workspace).passed, f"{case_id}: acceptance passed a fix that does not do the task"
