@@ -364,15 +364,18 @@ def grade(case: Case, workspace: str | os.PathLike[str]) -> Grade:
         ok = not _touches(changed, path)
         checks.append(CheckResult("must_not_change", path, ok, "" if ok else "changed, but must stay as it was"))
     for command in case.acceptance.commands:
-        checks.append(run_command(command, root, case.acceptance.timeout_s))
+        checks.append(run_command(command, root, case.acceptance.timeout_s, case_dir=case.path))
     return Grade(passed=all(c.passed for c in checks), checks=tuple(checks), changed_files=tuple(changed))
 
 
-def run_command(command: str, cwd: Path, timeout_s: float) -> CheckResult:
-    """One acceptance command in bash, its own process group so a timeout kills servers it started."""
+def run_command(command: str, cwd: Path, timeout_s: float, case_dir: Path | None = None) -> CheckResult:
+    """One acceptance command in bash, its own process group so a timeout kills servers it started.
+    ``CASE_DIR`` points at the case folder, for acceptance files the agent never sees."""
     start = time.monotonic()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KEEL_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep __pycache__ from showing up as changed files
+    if case_dir is not None:
+        env["CASE_DIR"] = str(case_dir)
     proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
