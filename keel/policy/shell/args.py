@@ -78,7 +78,8 @@ READ_LONG = frozenset({"--file", "--exclude-from", "--files-from", "--files0-fro
                        "--git-dir", "--work-tree", "--source", "--pathspec-from-file", "--patterns-from",
                        "--anchored", "--tsconfig", "--resolve-plugins-relative-to", "--ignore-path",
                        "--stdin-filename", "--format", "--pretty", "--date", "--color", "--type-add",
-                       "--exec-path", "--namespace", "--super-prefix", "--list-cmds"})
+                       "--exec-path", "--namespace", "--super-prefix", "--list-cmds", "--reporters", "--reporter",
+                       "--test-reporter", "--environment", "--settings-path", "--sp"})
 # Commands whose arguments are never opened as files (their paths are judged elsewhere or not at all).
 NO_PATH = frozenset({"echo", "printf", "true", "false", ":", "test", "[", "[[", "]]", "exit", "return", "sleep",
                      "seq", "expr", "set", "unset", "export", "declare", "typeset", "local", "readonly", "shift",

@@ -242,6 +242,8 @@ def _python(inv: Invocation) -> tuple[str, OptionList, list[Word]] | None:
     args = inv.args
     for i, word in enumerate(args):
         text = word.value
+        if "pycache_prefix" in text and (text.startswith("-X") or (i and args[i - 1].value == "-X")):
+            return "python", _EMPTY, [Word("-X pycache_prefix", text)]   # writes .pyc files elsewhere
         m = re.fullmatch(r"-[A-Za-z]*m(.*)", text)
         if m:
             module = m.group(1) or (args[i + 1].value if i + 1 < len(args) else "")

@@ -154,7 +154,7 @@ _GIT: dict[str, str] = {
     "git help": "-a --all --no-external-commands --no-aliases --verbose -g --guides -c --config --user-interfaces "
                 "--developer-interfaces",
     "git fsck": "--unreachable --dangling --no-dangling --root --tags --cache --no-reflogs --full --no-full "
-                "--connectivity-only --strict --verbose --lost-found --name-objects --progress --no-progress",
+                "--connectivity-only --strict --verbose --name-objects --progress --no-progress",
     "git verify-commit": "-v --verbose --raw",
     "git verify-tag": "-v --verbose --raw --format=",
     "git show-index": "--object-format=",
@@ -198,7 +198,7 @@ _MYPY = ("--strict --ignore-missing-imports --follow-imports= --python-version= 
          "--no-namespace-packages --exclude= --config-file=C --no-incremental --incremental --cache-dir=W "
          "--sqlite-cache --junit-xml=W --html-report=W --txt-report=W --xml-report=W --linecount-report=W "
          "--lineprecision-report=W --any-exprs-report=W --cobertura-xml-report=W -v --verbose -V "
-         "--no-site-packages --python-executable= --enable-error-code= --disable-error-code= "
+         "--no-site-packages --enable-error-code= --disable-error-code= "
          "--warn-unreachable --allow-redefinition --local-partial-types --no-warn-no-return "
          "--soft-error-limit= --show-traceback --tb --raise-exceptions --fast-module-lookup "
          "--disable-bytearray-promotion --disable-memoryview-promotion --extra-checks --strict-equality "
@@ -212,16 +212,16 @@ _RUFF = ("-q --quiet -v --verbose -s --silent --no-cache --isolated --config=C -
          "--force-exclude --no-force-exclude --respect-gitignore --no-respect-gitignore --preview --no-preview "
          "-e --exit-zero --fix --no-fix --unsafe-fixes --no-unsafe-fixes --fix-only --watch -n --range= "
          "--stdin-filename= --all --explain --format=")
-_ESLINT = ("-c=C --config=C --no-config-lookup --no-eslintrc --ext= --env= --global= --parser= --parser-options= "
-           "--rule= --no-inline-config --report-unused-disable-directives --max-warnings= -f= --format= -o=W "
+_ESLINT = ("-c=C --config=C --no-config-lookup --no-eslintrc --ext= --env= --global= --parser-options= "
+           "--rule= --no-inline-config --report-unused-disable-directives --max-warnings= -f=C --format=C -o=W "
            "--output-file=W --color --no-color --quiet --cache --cache-location=W --cache-strategy= "
            "--no-error-on-unmatched-pattern --ignore-pattern= --no-ignore --ignore-path= --debug --print-config= "
            "--fix --fix-dry-run --fix-type= --exit-on-fatal-error --pass-on-no-patterns --stats")
 _JEST = ("--ci --coverage=? --collectCoverage --watch --watchAll --runInBand -i --verbose --silent --bail=? "
          "-b --testNamePattern= -t= --testPathPattern= --testPathIgnorePatterns= --passWithNoTests --onlyChanged "
          "-o --listTests --json --outputFile=W --coverageDirectory=W --maxWorkers= -w= --no-cache --clearCache "
-         "--detectOpenHandles --forceExit --updateSnapshot -u --reporters= --config=C -c=C --selectProjects= "
-         "--testTimeout= --colors --no-colors --run --reporter= --dir= --root= -r= --project= --environment= "
+         "--detectOpenHandles --forceExit --updateSnapshot -u --reporters=C --config=C -c=C --selectProjects= "
+         "--testTimeout= --colors --no-colors --run --reporter=C --dir= --root= -r= --project= --environment=C "
          "--globals --threads= --no-threads --changed=? --testNamePattern --shard= --exclude= --spec= "
          "--grep= -g= --recursive --exit --timeout= --retries= --parallel --jobs= -j= --forbid-only "
          "--forbid-pending --sort --full-trace --inline-diffs --check-leaks --no-timeouts --extension=")
@@ -411,7 +411,7 @@ LISTS: dict[str, str] = {
     "prettier": "--check -c --list-different -l --write -w --config=C --no-config --ignore-path= "
                 "--log-level= --no-color --no-error-on-unmatched-pattern --cache",
     "eslint": _ESLINT, "tsc": _TSC, "jest": _JEST, "vitest": "run " + _JEST, "mocha": _JEST,
-    "node": ("STOP --test -e= --eval= -p= --print= --test-reporter= --test-name-pattern= --test-only "
+    "node": ("STOP --test -e= --eval= -p= --print= --test-reporter=C --test-name-pattern= --test-only "
              "--test-reporter-destination=W --enable-source-maps --no-warnings --trace-warnings "
              "--trace-uncaught --experimental-vm-modules --experimental-strip-types --input-type= "
              "--stack-trace-limit= --unhandled-rejections= -c --check -v --version -h --help "
