@@ -117,10 +117,8 @@ WRONG_FIRST_OFF_BY_ONE = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "false done found by this suite: py-off-by-one's task text names no test/bug word, so the gate files the "
-    "tests that failed before the edit as pre-existing (keel/verify/task.py task_concerns) and accepts a "
-    "wrong fix that leaves them failing; remove this mark once the gate refuses it"))
+# A false done this suite found: the task names no "fix", so the gate filed the tests that failed before
+# the edit as pre-existing and accepted a wrong fix that left them failing (keel/verify/gate.py _blocks).
 def test_a_wrong_first_fix_of_a_bug_report_is_not_accepted(tmp_path: Path, run_keel):
     case = by_id("py-off-by-one")
     workspace = materialize(case, tmp_path / "ws")

@@ -10,8 +10,9 @@ rules, in the order they apply:
 - Acceptance checks (named by the task or ``--accept``) always block when they fail.
 - An inferred check that failed before the agent changed anything (the baseline) and fails the
   same way now is a pre-existing failure: reported apart, not blocking — unless the task
-  concerns it ("fix the failing test" is about that very failure), the agent changed nothing
-  and the task asked for a change, or new tests fail that passed at baseline.
+  concerns it ("fix the failing test" is about that very failure; a bug report that names the
+  module counts too once the agent has changed something, even without a "fix" in it), the agent
+  changed nothing and the task asked for a change, or new tests fail that passed at baseline.
 - Any other failing check blocks.
 """
 
@@ -145,8 +146,10 @@ def _blocks(o: CheckOutcome, baseline: Baseline | None, *, unchanged: bool, chan
     before = baseline.failed.get(o.check.command)
     if before is None:
         return True                      # it passed (or was not run) at baseline: the agent broke it
-    if change_requested and (unchanged or task_concerns(task, o.check.category, o.failing_tests)):
-        return True                      # nothing done about the change, or that failure is the task
+    if change_requested and unchanged:
+        return True                      # nothing done about the change the task asked for
+    if (change_requested or not unchanged) and task_concerns(task, o.check.category, o.failing_tests):
+        return True                      # that failure is the task: also for a bug report with no "fix" in it
     return bool(failing_ids_new(before, o.failing_tests))   # new failures on top of the old ones
 
 
