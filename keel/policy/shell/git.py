@@ -282,7 +282,9 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         if name == "--template" and sub in ("clone", "init"):
             out.append(deny(f"git {sub} --template can install hooks"))
     if sub in _READ_ONLY:
-        return out + [allow(f"git {sub} only reads")] + _read_only_args(sub, rest, inv, env)
+        tokens = [Finding("allow", "git var prints configuration that may hold tokens", secret=True)] \
+            if sub == "var" else []
+        return out + [allow(f"git {sub} only reads")] + _read_only_args(sub, rest, inv, env) + tokens
     listing = (sub == "branch" and _listing("branch", rest, set(), {"-a", "-r", "-v", "-vv", "-l", "-i"}).decision
                == "allow") or (sub == "stash" and values[:1] in (["list"], ["show"]))
     if sub in _LOCAL and not listing:
@@ -295,10 +297,13 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if sub == "tag":
         return out + [_listing("tag", rest, {"--delete", "--annotate", "--sign", "--message", "--file",
                                              "--force", "--local-user"}, {"-l", "-n", "-i"})]
+    # remote URLs and config values can hold tokens (https://user:TOKEN@host, http.extraHeader)
+    holds_tokens = Finding("allow", f"git {sub} prints configuration that may hold tokens", secret=True)
     if sub == "config":
-        return out + [_config(rest)]
+        verdict = _config(rest)
+        return out + [verdict] + ([holds_tokens] if verdict.decision == "allow" else [])
     if sub == "remote" and (not values or values in (["-v"], ["--verbose"]) or values[:1] == ["get-url"]):
-        return out + [allow("git remote lists remotes")]
+        return out + [allow("git remote lists remotes"), holds_tokens]
     if sub in ("stash", "worktree", "notes") and values[:1] in (["list"], ["show"]):
         return out + [allow(f"git {sub} {values[0]} only reads")] + tracked_secret_shown(sub, rest, inv, env)
     if sub == "reflog" and (not values or values[0] == "show" or values[0].startswith("-")):

@@ -156,11 +156,16 @@ def secret_params(words: list[Word]) -> list[Finding]:
 
 def exfiltration(parts: list[PartReport], confined: bool) -> None:
     """Deny a line that both reads secrets/the environment and can reach the network."""
-    secret = next((p for p in parts if any(f.secret for f in p.findings)), None)
-    if secret is None:
+    secrets = [p for p in parts if any(f.secret for f in p.findings)]
+    if not secrets:
         return
+    secret = secrets[0]
+    only_git_config = all(p.words[:1] == ["git"] and all("configuration that may hold tokens" in f.reason
+                                                          for f in p.findings if f.secret) for p in secrets)
     for part in parts:
         name = part.words[0].rsplit("/", 1)[-1] if part.words else ""
+        if only_git_config and name == "git":
+            continue          # `git remote -v && git fetch`: git's own config goes nowhere new
         reaches = part.network or name in NET_TOOLS or any(
             f.tier == "code" and not confined for f in part.findings)
         if reaches:

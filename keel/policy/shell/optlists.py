@@ -221,7 +221,7 @@ _JEST = ("--ci --coverage=? --collectCoverage --watch --watchAll --runInBand -i 
          "-b --testNamePattern= -t= --testPathPattern= --testPathIgnorePatterns= --passWithNoTests --onlyChanged "
          "-o --listTests --json --outputFile=W --coverageDirectory=W --maxWorkers= -w= --no-cache --clearCache "
          "--detectOpenHandles --forceExit --updateSnapshot -u --reporters=C --config=C -c=C --selectProjects= "
-         "--testTimeout= --colors --no-colors --run --reporter=C --dir= --root= -r= --project= --environment=C "
+         "--testTimeout= --colors --no-colors --run --reporter=C --dir=C --root=C --project= --environment=C "
          "--globals --threads= --no-threads --changed=? --testNamePattern --shard= --exclude= --spec= "
          "--grep= -g= --recursive --exit --timeout= --retries= --parallel --jobs= -j= --forbid-only "
          "--forbid-pending --sort --full-trace --inline-diffs --check-leaks --no-timeouts --extension=")
@@ -230,7 +230,7 @@ _TSC = ("--noEmit -p=C --project=C -b --build --pretty --strict --noImplicitAny 
         "--skipLibCheck --target= --module= --moduleResolution= --jsx= --lib= --types= --allowJs --checkJs "
         "--outDir=W --outFile=W --declarationDir=W --tsBuildInfoFile=W --declaration --emitDeclarationOnly "
         "--sourceMap --noUnusedLocals --noUnusedParameters --esModuleInterop --resolveJsonModule --isolatedModules "
-        "--traceResolution --locale= --verbose --dry --force --clean -w --watch --init --all")
+        "--traceResolution --locale= --verbose --dry --force --clean -w --watch --all")
 _COVERAGE = ("run report html xml json lcov erase combine debug annotate -m= --module -a --append --branch "
              "--concurrency= --context= --include= --omit= --source= -p --parallel-mode --pylib --timid "
              "--rcfile=C --data-file=W -d=W --directory=W -o=W --show-missing --skip-covered --no-skip-covered "
@@ -240,13 +240,13 @@ _CARGO = ("test check build clippy doc bench tree metadata run fmt version --rel
           "--all-features --features= -F= --no-default-features -p= --package= --workspace --all --exclude= "
           "--lib --bins --bin= --tests --test= --benches --bench= --examples --example= -j= --jobs= --locked "
           "--offline --frozen -q --quiet -v -vv --verbose --message-format= --color= --no-fail-fast --no-run "
-          "--doc --target= --profile= --keep-going --timings=? --no-deps --format-version= --depth= "
+          "--doc --target=C --profile= --keep-going --timings=? --no-deps --format-version= --depth= "
           "--prefix= -e= --edges= -i= --invert= --duplicates -d --check --all-targets --future-incompat-report "
           "--ignore-rust-version -V")
 _GO = ("SINGLE test vet build list version doc env -v -race -run= -skip= -count= -short -timeout= -cover "
        "-covermode= -coverpkg= -coverprofile=W -cpuprofile=W -memprofile=W -blockprofile=W -mutexprofile=W "
        "-trace=W -outputdir=W -bench= -benchmem -benchtime= -failfast -json -p= -parallel= -cpu= -o=W -x -n "
-       "-mod= -trimpath -tags= -buildvcs= -a -list= -shuffle= -fuzz= -fuzztime= -vet= -work -m -f= -u -e "
+       "-trimpath -tags= -buildvcs= -a -list= -shuffle= -fuzz= -fuzztime= -vet= -work -m -f= -u -e "
        "-deps -test -export -find -compiled -all -short -cmd -src -fullpath")
 _NPM = ("test t tst run run-script ls list why help version config get -s --silent -q --quiet --no-color --color= "
         "--if-present --json --long -l --parseable -p --all -a --depth= --omit= --include= --loglevel= "
@@ -418,7 +418,7 @@ LISTS: dict[str, str] = {
              "--test-concurrency= --test-timeout= --test-skip-pattern="),
     "nodejs": "STOP --test -e= --eval= -p= --print= -c --check -v --version",
     "npm": _NPM, "yarn": _NPM, "pnpm": _NPM + " -r --recursive --filter= -F=",
-    "cargo": _CARGO, "go": _GO, "go run": "SINGLE STOP run -race -tags= -mod= -trimpath -v -x -n -a -cover",
+    "cargo": _CARGO, "go": _GO, "go run": "SINGLE STOP run -race -tags= -trimpath -v -x -n -a -cover",
     "pip": _PIP, "pip3": _PIP,
     "make": "-k --keep-going -s --silent --quiet -C= --directory= -f= --file= --makefile= -B --always-make -j=? "
             "--jobs=? -l=? --load-average=? -n --just-print --dry-run -q --question",
