@@ -31,6 +31,7 @@ from keel.policy.shell.secrets import git_object_path, glob_matches_secret, is_s
 
 if TYPE_CHECKING:
     from keel.policy.shell.commands import JudgeEnv
+    from keel.policy.shell.paths import PathJudge
 
 # Per tool whose option parser accepts unambiguous prefixes of long options (GNU getopt_long,
 # git's parse-options, Python's argparse): the options that write, run a program or point the
@@ -294,3 +295,16 @@ def subscript_code(words: list[Word]) -> list[Finding]:
         if _SUBSCRIPT_CODE.search(word.value) and not word.subs:
             return [ask(f"{word.raw!r}: bash runs the command in an array subscript", lift=None)]
     return []
+
+
+def pythonpath_outside(paths: PathJudge, word: Word, cwds: Cwds) -> str | None:
+    """``PYTHONPATH=src:$PYTHONPATH``: the first entry outside the workspace (None: all inside)."""
+    value = word.value.partition("=")[2]
+    for entry in value.split(":"):
+        if entry in ("$PYTHONPATH", "${PYTHONPATH}", ""):
+            continue                     # the inherited value
+        params = tuple(p for p in word.params if "$" + p in entry or "${" + p in entry)
+        places = paths.places(Word(entry, entry, params, word.subs if "$" in entry else ()), cwds)
+        if any(p.where not in ("inside", "root") for p in places):
+            return entry
+    return None

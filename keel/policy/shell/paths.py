@@ -291,3 +291,17 @@ class PathJudge:
         """/dev/null and friends: writing there changes nothing."""
         return place.lexical is not None and (str(place.lexical) in HARMLESS_DEVICES
                                               or str(place.lexical).startswith("/dev/fd/"))
+
+
+def expand_brace_words(words: list[Word]) -> list[Word] | None:
+    """A command's words after brace expansion (None: too many to check)."""
+    out: list[Word] = []
+    for word in words:
+        if not word.brace:
+            out.append(word)
+            continue
+        values = expand_argv_word(word.value)
+        if values is None:
+            return None
+        out += [Word(v, word.raw, word.params, word.subs, word.glob, False) for v in values]
+    return out

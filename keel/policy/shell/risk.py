@@ -26,6 +26,7 @@ from keel.policy.shell import text as shell_text
 from keel.policy.shell import tools as shell_tools
 from keel.policy.shell.args import (
     option_writes,
+    pythonpath_outside,
     recursive_secrets,
     secret_reads,
     spell_out,
@@ -48,7 +49,7 @@ from keel.policy.shell.line import (
 )
 from keel.policy.shell.options import known_options
 from keel.policy.shell.parse import Cwds, Redirect, ShellParseError, SimpleCommand, Word
-from keel.policy.shell.paths import PathJudge, expand_argv_word, within
+from keel.policy.shell.paths import PathJudge, expand_brace_words, within
 from keel.policy.shell.unwrap import SHELLS, classify_env, unwrap
 from keel.policy.shell.walk import walk_script
 
@@ -136,14 +137,8 @@ class Analysis:
             return [ask(f"sets {name}, which changes which programs run", lift=None)]
         if kind == "command" and value:
             self.sub_code(Word(value, value, word.params, word.subs), cwds, f"{name}=")
-        if kind == "safe" and name == "PYTHONPATH":
-            for entry in value.split(":"):
-                if entry in ("$PYTHONPATH", "${PYTHONPATH}", ""):
-                    continue                     # the inherited value
-                params = tuple(p for p in word.params if "$" + p in entry or "${" + p in entry)
-                places = self.paths.places(Word(entry, entry, params, word.subs if "$" in entry else ()), cwds)
-                if any(p.where not in ("inside", "root") for p in places):
-                    return [ask(f"PYTHONPATH takes modules from {entry!r}, outside the workspace", lift=None)]
+        if kind == "safe" and name == "PYTHONPATH" and (outside := pythonpath_outside(self.paths, word, cwds)):
+            return [ask(f"PYTHONPATH takes modules from {outside!r}, outside the workspace", lift=None)]
         # a name already in the environment stays exported when a plain assignment changes it
         exported = exported or name in os.environ
         if kind == "plain" and exported:
@@ -158,7 +153,7 @@ class Analysis:
         findings: list[Finding] = []
         if any(w.brace for w in cmd.words):
             # bash expands braces into separate words before anything else: {-o,/tmp/x} is two
-            words = _expand_braces(cmd.words)
+            words = expand_brace_words(cmd.words)
             if words is None:
                 findings.append(ask("brace expansion makes too many words to check", lift=None))
             else:
@@ -372,19 +367,6 @@ class Analysis:
 
     def _structure(self, decision: str, reason: str, text: str) -> None:
         self.parts.append(PartReport(text, [], [], [Finding(decision, reason, lift=None)]))
-
-
-def _expand_braces(words: list[Word]) -> list[Word] | None:
-    out: list[Word] = []
-    for word in words:
-        if not word.brace:
-            out.append(word)
-            continue
-        values = expand_argv_word(word.value)
-        if values is None:
-            return None
-        out += [Word(v, word.raw, word.params, word.subs, word.glob, False) for v in values]
-    return out
 
 
 def _heredoc_code(redirect: Redirect) -> Word:

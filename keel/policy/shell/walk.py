@@ -31,6 +31,7 @@ from keel.policy.shell.parse import (
     Word,
     parse_tree,
 )
+from keel.policy.shell.taint import ArithmeticTaint
 from keel.policy.shell.unwrap import env_name_risk
 from keel.policy.shell.words import REDIRECTS, WORDLIKE, WordReader
 
@@ -39,7 +40,7 @@ MAX_COMMANDS = 1000
 _CD_NAMES = ("cd", "pushd")
 
 
-class Walker(WordReader):
+class Walker(WordReader, ArithmeticTaint):
     """Walks one parsed text, tracking possible working directories and known variables."""
 
     def __init__(self, data: bytes, home: Path) -> None:
@@ -320,36 +321,6 @@ class Walker(WordReader):
         extra: list[Word] = []
         redirects = [self.redirect(r, cwds, extra) for r in redirect_nodes + outer_redirects]
         return self._simple(node, assignments, words + extra, redirects, cwds)
-
-    def _tainted_arith(self, raw: str, node: Any, whole: bool = False) -> None:
-        """Ask when a variable holding run-time input is evaluated as arithmetic: ``read n;
-        echo $((n))`` runs a command hidden in n's value as an array subscript."""
-        for name in self.tainted:
-            pattern = rf"\b{re.escape(name)}\b" if whole else rf"(\$\(\(|\$\[|\[)[^\]]*\b{re.escape(name)}\b"
-            if re.search(pattern, raw):
-                self.issue("ask", f"{name!r} holds input read at run time and is evaluated as arithmetic here "
-                                  "(bash runs commands in array subscripts inside it)", node)
-                return
-
-    def _taint(self, words: list[Word]) -> None:
-        values = [w.value for w in words]
-        name = values[0] if values else ""
-        if name in ("read", "mapfile", "readarray"):
-            valued = {"-a", "-d", "-n", "-N", "-p", "-t", "-u", "-i", "-C", "-c", "-O", "-s"}
-            names: list[str] = []
-            skip = False
-            for i, value in enumerate(values[1:], start=1):
-                if skip:
-                    skip = False
-                    if values[i - 1] == "-a":
-                        names.append(value)
-                elif value in valued:
-                    skip = True
-                elif not value.startswith("-"):
-                    names.append(value)
-            self.tainted.update(names or (["REPLY"] if name == "read" else ["MAPFILE"]))
-        elif name == "printf" and "-v" in values[:-1]:
-            self.tainted.add(values[values.index("-v") + 1])
 
     def _simple(self, node: Any, assignments: list[Word], words: list[Word], redirects: list[Redirect],
                 cwds: Cwds) -> tuple[Cwds, Cwds]:
