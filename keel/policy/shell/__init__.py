@@ -2,14 +2,15 @@
 
 Modules, in the order a command passes through them (docs/policy.md follows the same order):
 
-- ``parse``, ``walk``, ``words`` — the tree-sitter-bash parse, flattened into the simple
-  commands that would run, with their words and redirections;
+- ``parse``, ``walk``, ``words``, ``taint`` — the tree-sitter-bash parse, flattened into the
+  simple commands that would run, with their words and redirections (and variables holding
+  run-time input that are evaluated as arithmetic);
 - ``unwrap``   — peels wrappers (env, sudo, xargs, bash -c ...) and classifies env assignments;
 - ``paths``, ``secrets`` — where a word points (workspace, outside, protected, runs-later) and
   which files look like secrets;
 - ``commands``, ``text``, ``tools``, ``builds``, ``git``, ``system`` — findings, option parsing
   and the per-command judges by family;
-- ``options``, ``optlists``, ``args`` — rules every command's arguments pass (allow only on
+- ``options``, ``optlists``, ``optlists_git``, ``args`` — rules every command's arguments pass (allow only on
   positive knowledge: each command's list of known-safe options, writes through options,
   paths built at run time, secrets through globs, recursive readers and git objects);
 - ``line``     — rules about the whole line (exfiltration, downloads that run, detached processes);
