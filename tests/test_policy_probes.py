@@ -163,3 +163,13 @@ def test_a_file_named_like_an_option_turns_a_glob_into_one(ws: Path) -> None:
     (ws / "sub" / "b.txt").write_text("")
     assert decisions("cd sub && sort *", ws) == {"ask"}
     assert "allow" in decisions("cd sub && sort *.txt", ws)
+
+
+@pytest.mark.parametrize("path", [".Claude/settings.json", ".CLAUDE/commands/x.md", "lefthook.yml",
+                                  ".gemini/settings.json", ".codex/config.toml", "sub/.MCP.json"])
+def test_file_tools_ask_for_runs_later_files_in_any_spelling(path: str, ws: Path) -> None:
+    from keel.policy.approval import Approver
+
+    for mode in ("auto-edit", "unattended"):
+        assert not Approver(mode, workspace=ws).authorize_edit(path).allowed, (mode, path)  # type: ignore[arg-type]
+    assert Approver("unattended", workspace=ws).authorize_edit("src/new.py").allowed
