@@ -160,8 +160,9 @@ def _make(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         if not (skip_number or re.fullmatch(r"-[jl]\d*(\.\d+)?|--(jobs|load-average)=\S*", word.value)):
             args.append(word)
     options, operands = parse_options(args, {"-C", "-f", "--directory", "--file"})
-    unknown = [opt for opt, _ in options if opt not in ("-k", "-s", "--silent", "-C", "-f", "--directory",
-                                                         "--file", "--keep-going", "-B", "--always-make")]
+    unknown = [opt for opt, _ in options if opt not in ("-k", "-s", "--silent", "--quiet", "-C", "-f", "--directory",
+                                                         "--file", "--makefile", "--keep-going", "-B", "--always-make",
+                                                         "-n", "--just-print", "--dry-run", "-q", "--question")]
     if unknown:
         return [ask(f"make option {unknown[0]!r} is not understood")]
     if any("=" in w.value for w in operands):

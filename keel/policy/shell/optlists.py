@@ -129,7 +129,7 @@ _NPM = ("test t tst run run-script ls list why help version config get -s --sile
         "--workspace= -w= --workspaces --ws --include-workspace-root --production --dev "
         "--frozen-lockfile -v --verbose -y --yes --reporter=")
 _PIP = ("list show freeze check help debug inspect -q --quiet -v --verbose -V --no-color "
-        "--disable-pip-version-check --isolated --no-input -o --outdated -u --uptodate --not-required --user "
+        "--disable-pip-version-check --isolated --no-input --not-required --user "
         "-l --local -e --editable --format= --exclude-editable --include-editable --exclude= -f --files --all "
         "--path= --pre --no-python-version-warning")
 

@@ -202,6 +202,8 @@ def _node(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
                                                  "--import", "--loader"})
     if has(options, "--test"):
         return [allow("node --test runs the project's tests")]
+    if not operands and inv.args and all(w.value in ("-v", "--version", "-h", "--help") for w in inv.args):
+        return [allow("node prints its version or help")]
     if has(options, "-e", "--eval", "-p", "--print") or operands:
         return [runs_code(f"node {RUN}")]
     return [runs_code(f"node reads its program from stdin; {RUN}")]
@@ -227,7 +229,8 @@ def reads_code_from_stdin(inv: Invocation) -> bool:
     code_flags = {"-c"} if (name in SHELLS or PYTHON.fullmatch(name)) else {"-e", "-E", "-p", "-r", "--eval"}
     if name in SHELLS and any(v == "-s" for v in values):
         return True
-    if any(v in ("--version", "-V", "--help", "-h", "--test") for v in values):
+    if any(v in ("--version", "-V", "--help", "-h", "--test") or (v == "-v" and name in ("node", "nodejs"))
+           for v in values):
         return False
     if not (name in SHELLS or PYTHON.fullmatch(name) or name in INTERPRETERS):
         return False
