@@ -41,6 +41,31 @@ _DATA_RUNNERS = frozenset({"awk", "gawk", "mawk", "nawk", "sed", "gsed", "xargs"
 _SECRET_PARAM = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CRED|AUTH|COOKIE|SESSION)", re.IGNORECASE)
 
 
+def escapes_hide_text(argv: list[Word]) -> bool:
+    """``printf '\\x6c\\x73'``, ``echo -e '\\154'``: text spelled in escapes is decoded data."""
+    name = argv[0].value.rsplit("/", 1)[-1] if argv else ""
+    values = [w.value for w in argv[1:]]
+    if name == "echo" and not any(re.fullmatch(r"-[neE]*e[neE]*", v) for v in values):
+        return False
+    return name in ("printf", "echo") and any(re.search(r"\\(x[0-9a-fA-F]|[0-7]{1,3}|u[0-9a-fA-F]|U[0-9a-fA-F])", v)
+                                               for v in values)
+
+
+def clone_target(inv: Invocation) -> Word | None:
+    """``git clone URL [DIR]``: the directory the downloaded repository lands in."""
+    values = inv.values
+    if inv.name != "git" or "clone" not in values:
+        return None
+    rest = [w for w in inv.args[values.index("clone") + 1:] if not w.value.startswith("-")]
+    if len(rest) >= 2:
+        return rest[1]
+    if rest:
+        name = rest[0].value.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        name = name[:-4] if name.endswith(".git") else name
+        return Word(name, name) if name else None
+    return None
+
+
 def fetched_targets(un: Unwrapped, cmd: SimpleCommand, upstream_fetches: bool) -> list[Word]:
     """Files this command fills with downloaded or decoded data."""
     name = un.argv[0].value.rsplit("/", 1)[-1] if un.argv else ""
@@ -51,8 +76,10 @@ def fetched_targets(un: Unwrapped, cmd: SimpleCommand, upstream_fetches: bool) -
         values = [w.value for w in un.argv[1:]]
         remote_name = name in ("wget", "aria2c") or any(
             v in ("--remote-name", "--remote-name-all") or re.fullmatch(r"-[a-zA-Z]*O[a-zA-Z]*", v) for v in values)
-        if remote_name and not targets:           # saved under the URL's last component
-            targets = [Word(w.value.rstrip("/").rsplit("/", 1)[-1], w.value) for w in un.argv[1:]
+        if remote_name and not targets:           # saved under the URL's last component (wget -P DIR: in DIR)
+            prefix = next((w.value.rstrip("/") + "/" for w in values_of(
+                _parse_options(un.argv[1:], {"-P", "--directory-prefix"})[0], "-P", "--directory-prefix")), "")
+            targets = [Word(prefix + w.value.rstrip("/").rsplit("/", 1)[-1], w.value) for w in un.argv[1:]
                        if "://" in w.value]
         return targets + [r.target for r in cmd.redirects if r.writes and r.target is not None]
     if upstream_fetches:                          # curl … | tee f ; curl … | cat > f

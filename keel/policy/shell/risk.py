@@ -38,7 +38,9 @@ from keel.policy.shell.decision import PartReport, Verdict, apply_tier, verdict_
 from keel.policy.shell.line import (
     DECODERS,
     FETCHERS,
+    clone_target,
     detached,
+    escapes_hide_text,
     exfiltration,
     extracted_into,
     fetched_targets,
@@ -199,7 +201,7 @@ class Analysis:
                 own.append(sent)
             if runs_fetched(inv, self.paths, self.fetched, self.fetched_trees):
                 own.append(deny(f"{inv.name} runs a file downloaded or decoded earlier on this line", lift=None))
-            for target in extracted_into(inv, self.paths, self.fetched):
+            for target in extracted_into(inv, self.paths, self.fetched) + [t for t in [clone_target(inv)] if t]:
                 self.fetched_trees.update(p.real for p in self.paths.places(target, cwds) if p.real is not None)
             if upstream_fetches and pipes_into_runner(inv, un) and any(f.decision != "allow" for f in own):
                 own.append(deny(f"pipes downloaded or decoded data into {inv.name}, which can run it", lift=None))
@@ -308,7 +310,7 @@ class Analysis:
                 continue
             un = unwrap(cmd.words)
             names = {w.value.rsplit("/", 1)[-1] for w in un.argv[:1]} | set(un.layers)
-            if names & (FETCHERS | DECODERS):
+            if names & (FETCHERS | DECODERS) or escapes_hide_text(un.argv):
                 return True
             for _, code in un.shell_code:
                 if set(re.findall(r"[\w.-]+", code.value)) & (FETCHERS | DECODERS):
