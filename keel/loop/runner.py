@@ -136,11 +136,11 @@ class Runner:
         finished = asked = None
         progress = False
         answered = 0
-        if calls:
-            self.phase = "tool_use"
-            if self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
-                self.verifier.ensure_baseline()  # which checks fail before anything changes
-        try:
+        try:  # an interrupt from here on (the baseline's checks too) answers every call: history stays valid
+            if calls:
+                self.phase = "tool_use"
+                if self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
+                    self.verifier.ensure_baseline()  # which checks fail before anything changes
             for call, result in zip(calls, self.registry.run_calls(calls, self.ctx), strict=False):
                 repeat = self.repeats.observe(call.name, call.arguments, result.output)
                 self.state.record_tool_call()

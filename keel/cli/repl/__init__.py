@@ -80,5 +80,7 @@ def repl_main(argv: list[str]) -> int:
                   style="bold", markup=False)
     try:
         return session.loop()
+    except KeyboardInterrupt:  # between two prompts, outside any run
+        return 130
     finally:
         session.close()

@@ -76,7 +76,7 @@ def _todos(s: ReplSession, _arg: str) -> None:
     if not todos:
         s.console.print("no todos")
         return
-    marks = {"completed": ("✓", "green"), "in_progress": ("▸", "yellow"), "pending": ("·", "")}
+    marks = {"done": ("✓", "green"), "in_progress": ("▸", "yellow"), "pending": ("·", "")}
     for todo in todos:
         mark, style = marks.get(todo.status, ("?", ""))
         s.console.print(Text(f"  {mark} {todo.content}", style=style))
@@ -200,7 +200,11 @@ COMMANDS: dict[str, Command] = {
 
 def dispatch(s: ReplSession, line: str) -> str | None:
     name, _, arg = line[1:].partition(" ")
-    command = COMMANDS.get(name.strip())
+    name = name.strip()
+    unique = [n for n in COMMANDS if n.startswith(name)] if name else []
+    if name not in COMMANDS and len(unique) == 1:   # a unique prefix is enough: /st → /stats
+        name = unique[0]
+    command = COMMANDS.get(name)
     if command is None:
         close = [n for n in COMMANDS if n.startswith(name[:2])] if name else []
         hint = f"; did you mean /{close[0]}?" if close else ""

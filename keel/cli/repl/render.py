@@ -115,6 +115,10 @@ class ReplRenderer:
         elif kind == "model_call":
             self.tally.model_call(event.get("usage") or {})
             self._flush_answer()
+            calls = (event.get("replay") or {}).get("calls") or []
+            if calls:  # the tools run now: say which (Ctrl-C interrupts them)
+                names = ", ".join(f"{c['name']} {_target(c['name'], c['arguments'])}".strip() for c in calls)
+                self._show(Spinner("dots", text=Text(f"running {shorten(names, 100)}", style="dim")))
         elif kind == "tool_call":
             self._tool(event)
         elif kind == "decision":
@@ -161,8 +165,7 @@ class ReplRenderer:
         mark, style = ("✓", "green") if ok else ("↻", "yellow") if event.get("repeat") else ("✗", "red")
         line = Text(f"  {mark} ", style=style)
         who = f"[{event['subagent']}] " if event.get("subagent") else ""
-        line.append(f"{who}{event['name']} ", style="bold")
-        line.append(_target(event["name"], event["arguments"]))
+        line.append(f"{who}{event['name']} {_target(event['name'], event['arguments'])}".rstrip())
         ms = float(event.get("elapsed_ms") or 0)
         line.append(f"  ({ms:.0f} ms)" if ms < 10_000 else f"  ({ms / 1000:.1f} s)", style="dim")
         if not ok:

@@ -89,12 +89,16 @@ class ReplSession:
                 runner = getattr(self.agent, "runner", None)
                 state = runner.state if waiting and runner is not None else None
                 task = state.task if state is not None else text
+                if self.last is not None and self.last.stop_reason == "interrupted":
+                    from keel.trace.sessions import repair_history  # an interrupt may leave a call unanswered
+                    self.messages, _ = repair_history(self.messages)
                 self._add_user(text)
                 result = self.agent.continue_run(self.messages, task=task, state=state or TaskState(task=text))
         except KeyboardInterrupt:  # outside the loop's own handling (before the first call, after the stop)
             self.renderer.pause()
             self.console.print(Text("■ interrupted", style="yellow"))
-            return self.last or RunResult(status="incomplete", stop_reason="interrupted")
+            self.last = RunResult(status="incomplete", stop_reason="interrupted", messages=self.messages)
+            return self.last
         self.messages = result.messages or self.messages
         self.last = result
         return result
@@ -120,7 +124,10 @@ class ReplSession:
                 if armed:
                     return 0
                 armed = True
-                self.console.print(Text(EXIT_HINT, style="dim"))
+                try:
+                    self.console.print(Text(EXIT_HINT, style="dim"))
+                except KeyboardInterrupt:  # the second Ctrl-C came before the prompt was back
+                    return 0
                 continue
             except EOFError:
                 return 0
