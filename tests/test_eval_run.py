@@ -149,3 +149,14 @@ def test_interrupt_stops_the_eval_and_leaves_no_agent_running(tmp_path, how, cod
             survivors.append(text)
     assert survivors == []
     assert not list((tmp_path / "out").glob("results/*.json"))  # nothing half-done counts as finished
+
+
+def test_list_and_report_subcommands(scripted_run):
+    env, out, _ = scripted_run
+    proc = keel(env, "eval", "list", "--cases-dir", str(FIXTURES), "tag:false-done", "category:bugfix")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split()[:4] for line in proc.stdout.splitlines()]
+    assert rows == [["false-done", "feature", "small", "python"], ["fix-sub", "bugfix", "small", "python"]]
+    (out / "report.html").unlink()
+    proc = keel(env, "eval", "report", str(out))
+    assert proc.returncode == 0 and (out / "report.html").read_text().count('id="success-grid"') == 1
