@@ -66,22 +66,23 @@ def test_the_grammar_is_complete() -> None:
     "The number in notes.txt is 42.",
     "",
     "I will read the file first.\n" + wrap("read_file", {"path": "calc.py"}),
-    wrap("read_file", {"path": "a.py"}) + "\n" + wrap("read_file", {"path": "b.py"}),
     wrap("edit_file", {"path": "c.py", "old_text": "    return a - b\n", "new_text": "    return a + b\n"}),
     wrap("write_file", {"path": "t.py", "content": 'print("<ok> {}")\n'}),
+    '```json\n{"name": "read_file", "arguments": {"path": "calc.py"}}',   # bare, as 0.5B models write it
 ])
 def test_prose_and_well_formed_calls_are_admitted(reply: str) -> None:
     assert accepts(GRAMMAR, reply)
 
 
 @pytest.mark.parametrize("reply", [
-    '{"name": "read_file", "arguments": {"path": "calc.py"}}',             # a bare JSON call (0.5B did this)
+    '{"name": "read_notes", "arguments": {"path": "calc.py"}}',            # a bare call of no offered tool
     'Use this: {"path": "calc.py"}',                                        # braces in prose
     "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}\n</tool_call>",  # unbalanced
     "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}}",  # never closed
     wrap("read_file", {"path": 7}),                                          # wrong type
     "<tool_call>\n" + '{"name": "write_file", "arguments": {"path": "t.py", "content": "a\nb"}}' + "\n</tool_call>",
     "Open calc.py in a text editor <b>now</b>.",                             # '<' in prose
+    wrap("list_dir", {"path": "."}) + "\n" + wrap("list_dir", {"path": "."}),  # one call per reply
 ])
 def test_malformed_calls_cannot_be_produced(reply: str) -> None:
     assert not accepts(GRAMMAR, reply)

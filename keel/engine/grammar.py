@@ -20,13 +20,14 @@ from typing import Any
 
 # Prose may contain neither '<' nor '{': otherwise "plain text" could spell a tool call the grammar
 # never checked (a 0.5B model, left free, wrote a bare {"name": "read_notes", ...} object as its
-# reply). A model that means to call a tool is thus steered into the checked <tool_call> form. A
-# final answer rarely needs either character; code belongs in tool arguments.
+# reply). Its first '{' therefore starts a call that is checked like one in <tool_call> tags (a
+# bare call object is recovered the same way, keel/engine/recovery.py; 0.5B models prefer it). A
+# final answer rarely needs either character; code belongs in tool arguments. One call per reply:
+# left free, a 0.5B model repeated the same list_dir call until the token cap.
 FRAME = r'''
-root ::= keel-text keel-calls{CALLS}
+root ::= keel-text keel-call{CALLS}
 keel-text ::= [^<{]*
-keel-calls ::= keel-call ("\n" keel-call)*
-keel-call ::= "<tool_call>\n" keel-call-json "\n</tool_call>"
+keel-call ::= "<tool_call>\n" keel-call-json "\n</tool_call>" | keel-call-json
 '''
 
 
@@ -66,7 +67,7 @@ def call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def tool_call_grammar(tools: list[dict[str, Any]], require_call: bool = False) -> str:
-    """GBNF for a whole reply: prose without '<' or '{', then one or more tool calls (optional
+    """GBNF for a whole reply: prose without '<' or '{', then one tool call (optional
     unless ``require_call``: when a ``finish`` tool is offered, a reply that is only prose is a
     model drifting — a 0.5B model answered with a fenced list of tool names four turns in a row)."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf

@@ -13,6 +13,7 @@ so a step costs its new tokens, not the whole conversation. ``cached_tokens`` re
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import time
@@ -140,6 +141,8 @@ class LocalEngine:
                                               stop_token_ids=[eos_id] if eos_id != -1 else None)
         self._formatter._environment.environment.filters["tojson"] = _hf_tojson
         self._grammars: dict[str, Any] = {}
+        self._llama_cpp = llama_cpp
+        self._vocab = llama_cpp.llama_model_get_vocab(self._llm._model.model)
         self._next_text_call = 1
         self.last_cut: str | None = None
         self.tokens_per_s: float | None = None   # generation speed measured on the last reply
@@ -149,6 +152,9 @@ class LocalEngine:
     @property
     def context_window(self) -> int:
         return int(self._llm.n_ctx())
+
+    def _is_eog(self, token: int) -> bool:
+        return bool(self._llama_cpp.llama_vocab_is_eog(self._vocab, token))
 
     def reply_cap(self) -> int:
         return speed_cap(self.max_tokens, self.tokens_per_s)
@@ -188,31 +194,42 @@ class LocalEngine:
         # llama-cpp-python re-evaluates at least the prompt's last token, so it never counts as cached.
         cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
         grammar = self._grammar(tools) if self.constrain and tools else None
-        stream = self._llm.create_completion(
-            prompt=prompt, max_tokens=min(self.reply_cap(), room), temperature=self.temperature,
-            seed=self.seed, stream=True, grammar=grammar, repeat_penalty=1.0)
+        cap = min(self.reply_cap(), room)
         pieces: list[str] = []
-        finish: str | None = None
+        finish = "length"
+        completion = 0
         self.last_cut = None
         first_token_at: float | None = None
+        # Our own loop over the sampled tokens rather than create_completion: its streamed text
+        # lost the Hermes <tool_call> tags (added tokens) in real runs, and here each token is
+        # decoded with special=True, end-of-generation is the vocabulary's own EOG set, and a cut
+        # (runaway, deadline, Ctrl-C) stops sampling at once.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        if self.seed is not None:
+            self._llm.set_seed(self.seed)
+        tokens = self._llm.generate(prompt, temp=self.temperature, repeat_penalty=1.0, grammar=grammar)
         try:
-            for chunk in stream:
-                choice = chunk["choices"][0]
+            for token in tokens:
                 first_token_at = first_token_at or time.monotonic()
-                if choice["text"]:
-                    pieces.append(choice["text"])
+                if self._is_eog(token):
+                    finish = "stop"
+                    break
+                completion += 1
+                piece = decoder.decode(self._llm.detokenize([token], special=True))
+                if piece:
+                    pieces.append(piece)
                     if on_delta:
                         try:
-                            on_delta(StreamDelta("content", choice["text"]))
+                            on_delta(StreamDelta("content", piece))
                         except ReplyCut as cut:  # stop sampling now; the reply so far counts as too long
-                            self.last_cut, finish = cut.reason, "length"
+                            self.last_cut = cut.reason
                             break
-                finish = choice.get("finish_reason") or finish
+                if completion >= cap:
+                    break
         finally:
-            stream.close()  # stops the generator, also on Ctrl-C; the evaluated tokens stay cached
-        content = "".join(pieces)
-        completion = len(self._llm.tokenize(content.encode("utf-8"), add_bos=False, special=True)) if content else 0
-        turn = AssistantTurn(content=content, finish_reason=finish or "stop",
+            tokens.close()  # stops the generator, also on Ctrl-C; the evaluated tokens stay cached
+        content = "".join(pieces) + decoder.decode(b"", final=True)
+        turn = AssistantTurn(content=content, finish_reason=finish,
                              usage=Usage(prompt_tokens=len(prompt), completion_tokens=completion,
                                          cached_tokens=cached))
         self.last_usage_raw = {"prompt_tokens": len(prompt), "completion_tokens": completion,
