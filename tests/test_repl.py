@@ -176,7 +176,7 @@ def test_slash_commands_help_cost_todos_and_unknown(repo, keel_env):
         child.sendline("/nope")
         child.expect("unknown command /nope")
         child.expect(PROMPT)
-        child.sendline("plan the fix")
+        child.sendline("what needs checking in calc.py")
         child.expect("Working on it")
         child.expect(PROMPT)
         child.sendline("/todos")
@@ -184,6 +184,19 @@ def test_slash_commands_help_cost_todos_and_unknown(repo, keel_env):
         child.expect(PROMPT)
         child.sendline("/cost")
         child.expect(r"[\d,]+ tokens .* in 2 model calls")
+        child.expect(PROMPT)
+        child.sendline("/log")
+        child.expect("tool     todo_write")
+        child.expect("stop     complete")
+        child.expect(PROMPT)
+        child.sendline("/verify")
+        child.expect(r"PASS \[test\] python3 -c 'import calc'")
+        child.expect(PROMPT)
+        child.sendline("/model other-model")
+        child.expect("model: other-model")
+        child.expect(PROMPT)
+        child.sendline("/model")
+        child.expect("model: other-model")
         child.expect(PROMPT)
         child.sendline("/exit")
         child.expect(pexpect.EOF)
@@ -213,3 +226,43 @@ def test_attended_run_stops_for_the_question(repo, run_keel):
         r = run_keel("run", "set up", "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
                      "--output-format", "json", "--attended")
     assert r.result["stop_reason"] == "needs_user"
+
+
+def test_resume_carries_an_earlier_conversation_on(repo, keel_env):
+    first = [{"tool_calls": [call("read_file", path="calc.py")]}, {"content": "add subtracts: a bug."}]
+    with ScriptedEngineServer(first) as server:
+        child = spawn(server, repo, keel_env)
+        child.sendline("what is wrong in calc.py")
+        child.expect("a bug")
+        child.expect(PROMPT)
+        assert ctrl_d_exits(child) == 0
+    second = [{"tool_calls": [call("list_dir")]}, {"content": "As I said: add subtracts."}]
+    with ScriptedEngineServer(second) as server:
+        child = spawn(server, repo, keel_env)
+        child.sendline("/resume")
+        child.expect("resumed session .* \\(complete\\): what is wrong in calc.py")
+        child.expect(PROMPT)
+        child.sendline("remind me")
+        child.expect("As I said")
+        child.expect(PROMPT)
+        assert ctrl_d_exits(child) == 0
+        request = server.requests[0]
+    assert any(m.get("content") == "add subtracts: a bug." for m in request["messages"])
+    assert request["messages"][-1] == {"role": "user", "content": "remind me"}
+
+
+def test_keel_run_step_mode_stop_stepping_runs_to_the_end(repo, keel_env, tmp_path):
+    script = [{"tool_calls": [call("list_dir")]}, {"tool_calls": [call("read_file", path="calc.py")]},
+              {"content": "calc.py holds add."}]
+    with ScriptedEngineServer(script) as server:
+        child = pexpect.spawn(sys.executable, ["-m", "keel.cli.main", "run", "look", "--cwd", str(repo), "--step",
+                                               "--base-url", server.base_url, "--model", "scripted"],
+                              env={**keel_env, "PROMPT_TOOLKIT_NO_CPR": "1"}, encoding="utf-8", timeout=TIMEOUT)
+        child.expect("step 1 done")
+        child.expect(">")
+        child.sendline("s")
+        child.expect("complete")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert len(server.requests) == 3
+    assert child.exitstatus == 0

@@ -152,26 +152,34 @@ def _clear(s: ReplSession, _arg: str) -> None:
 
 def _resume(s: ReplSession, arg: str) -> None:
     """Load a saved session's history (default: the latest other one in this workspace) and carry on."""
-    from keel.trace.sessions import repair_history, resumable, resume_run, saved_sessions
+    from keel.trace.sessions import load_session, repair_history, resumable, resume_run, saved_sessions
 
     ref = arg.strip() or None
-    if ref is None:
-        here = [x for x in saved_sessions() if Path(x.workspace) == s.workspace and x.id != s.agent.session_id]
-        if not here:
-            s.console.print("no earlier session in this workspace")
-            return
-        ref = here[0].id
-    saved, problem = resumable(ref, s.workspace)
-    if problem or saved is None:
-        s.console.print(Text(f"keel: {problem or 'no such session'}", style="red"))
+    try:
+        if ref is None:
+            here = [x for x in saved_sessions() if Path(x.workspace) == s.workspace and x.id != s.agent.session_id]
+            if not here:
+                s.console.print("no earlier session in this workspace")
+                return
+            saved = here[0]
+        else:
+            saved = load_session(ref)
+    except ValueError as e:
+        s.console.print(Text(f"keel: {e}", style="red"))
         return
+    finished = saved.status in ("complete", "incomplete", "error")
+    if not finished:  # cut short (crash, kill, Ctrl-C): the same checks as `keel run --resume`
+        _, problem = resumable(saved.id, s.workspace)
+        if problem:
+            s.console.print(Text(f"keel: {problem}", style="red"))
+            return
     s.replace_agent(saved.id, saved.log_path)
     s.console.print(Text(f"resumed session {saved.id} ({saved.status}): {saved.task}", style="bold"))
-    if saved.status in ("complete", "incomplete", "error"):  # finished: its history is the conversation now
+    if finished:  # its history is the conversation now; the next task continues it
         s.messages, _ = repair_history(saved.data["messages"])
         return
     try:
-        result = resume_run(s.agent, saved)   # cut short (crash, kill, Ctrl-C): carry the task on
+        result = resume_run(s.agent, saved)   # carry the unfinished task on from its last saved step
     except KeyboardInterrupt:
         s.renderer.pause()
         return
