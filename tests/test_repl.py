@@ -266,3 +266,29 @@ def test_keel_run_step_mode_stop_stepping_runs_to_the_end(repo, keel_env, tmp_pa
         child.close()
         assert len(server.requests) == 3
     assert child.exitstatus == 0
+
+
+def test_plan_then_approve_carries_the_plan_out(repo, keel_env):
+    plan = "1. Change `a - b` to `a + b` in calc.py\n2. Run the check"
+    script = [{"tool_calls": [call("read_file", path="calc.py")]},
+              {"content": plan},
+              {"tool_calls": [call("edit_file", path="calc.py", old_text="a - b", new_text="a + b")]},
+              {"tool_calls": [call("todo_write", todos=[{"content": "Change it", "status": "done"},
+                                                        {"content": "Run the check", "status": "done"}])]},
+              {"content": "Done."}]
+    with ScriptedEngineServer(script) as server:
+        child = spawn(server, repo, keel_env, "--approval", "auto-edit")
+        child.sendline("/plan")
+        child.expect("plan mode for the next task")
+        child.expect(PROMPT)
+        child.sendline("fix add")
+        child.expect("approve this plan")
+        child.expect(">")
+        assert "return a - b" in (repo / "calc.py").read_text()    # nothing changed while planning
+        child.sendline("y")
+        child.expect("■ complete")
+        child.expect(PROMPT)
+        assert ctrl_d_exits(child) == 0
+        execute = server.requests[2]["messages"]
+    assert "approved this plan" in execute[1]["content"]
+    assert "return a + b" in (repo / "calc.py").read_text()

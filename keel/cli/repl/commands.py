@@ -186,6 +186,15 @@ def _resume(s: ReplSession, arg: str) -> None:
     s.messages, s.last = result.messages, result
 
 
+def _plan(s: ReplSession, arg: str) -> None:
+    """/plan TASK plans TASK now; /plan alone plans the next task typed."""
+    if arg.strip():
+        s.plan_task(arg.strip())
+        return
+    s.plan_next = True
+    s.console.print("plan mode for the next task: keel explores read-only and shows a plan for you to approve")
+
+
 def _exit(_s: ReplSession, _arg: str) -> str:
     return "exit"
 
@@ -202,6 +211,7 @@ COMMANDS: dict[str, Command] = {
     "model": Command("show the model, or /model NAME to switch", _model),
     "clear": Command("start a fresh conversation", _clear),
     "resume": Command("continue a saved session (/resume [SESSION]; default: the latest here)", _resume),
+    "plan": Command("plan the next task (or /plan TASK) read-only, then approve the plan", _plan),
     "exit": Command("leave (also Ctrl-D)", _exit),
 }
 

@@ -7,6 +7,7 @@ person types is the answer, on the same task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ class ReplSession:
         self.messages: list[dict[str, Any]] = []
         self.last: RunResult | None = None
         self.note: str | None = None   # told to the model with the next task (e.g. files were undone)
+        self.plan_next = False         # /plan: the next task is planned first (plan mode), then approved
         self.agent = self._build_agent()
 
     # -- the agent ------------------------------------------------------------------------------
@@ -78,23 +80,43 @@ class ReplSession:
                 "/help") if hasattr(self, "agent") else ""
 
     # -- tasks ----------------------------------------------------------------------------------
-    def run_task(self, text: str) -> RunResult:
-        if self.note:
-            text, self.note = f"{self.note}\n\n{text}", None
+    def plan_task(self, text: str) -> RunResult | None:
+        """/plan: a plan-mode agent (read-only tools, its own session log) plans ``text``; once the person
+        approves the plan, this conversation's agent carries it out with its steps as todos."""
+        from keel.ext.plan import approved_plan_message, plan_todos
+        from keel.loop.state import Todo
+
+        planner = Agent(workspace=self.workspace, config=self.config, attended=True, prompt=self.approve,
+                        sinks=[self.renderer], plan_mode=True)
         try:
-            if not self.messages:
-                result = self.agent.run(text)
-            else:
-                waiting = self.last is not None and self.last.stop_reason == "needs_user"
-                runner = getattr(self.agent, "runner", None)
-                state = runner.state if waiting and runner is not None else None
-                task = state.task if state is not None else text
-                if self.last is not None and self.last.stop_reason == "interrupted":
-                    from keel.trace.sessions import repair_history  # an interrupt may leave a call unanswered
-                    self.messages, _ = repair_history(self.messages)
-                self._add_user(text)
-                result = self.agent.continue_run(self.messages, task=task, state=state or TaskState(task=text))
-        except KeyboardInterrupt:  # outside the loop's own handling (before the first call, after the stop)
+            planned = planner.run(text)
+        except KeyboardInterrupt:
+            self.renderer.pause()
+            return None
+        finally:
+            planner.close()
+        if planned.stop_reason != "awaiting_plan_approval" or not planned.plan:
+            return planned
+        try:
+            answer = self.ask("approve this plan?  [y] carry it out   [n] discard it").strip().lower()
+        except (EOFError, KeyboardInterrupt):
+            answer = "n"
+        if answer not in ("y", "yes"):
+            self.console.print(Text("plan discarded", style="dim"))
+            return planned
+        plan = planned.plan
+        if not self.messages:
+            return self._finish(lambda: self.agent.run(text, approved_plan=plan))
+        self._add_user(text + approved_plan_message(plan))
+        state = TaskState(task=text, todos=[Todo(t["content"], "pending") for t in plan_todos(plan)])
+        return self._finish(lambda: self.agent.continue_run(self.messages, task=text, state=state))
+
+    def _finish(self, run: Callable[[], RunResult]) -> RunResult:
+        """Run, keeping the conversation; a Ctrl-C outside the loop's own handling (before the first
+        call, after the stop) still leaves a usable history."""
+        try:
+            result = run()
+        except KeyboardInterrupt:
             self.renderer.pause()
             self.console.print(Text("■ interrupted", style="yellow"))
             self.last = RunResult(status="incomplete", stop_reason="interrupted", messages=self.messages)
@@ -102,6 +124,23 @@ class ReplSession:
         self.messages = result.messages or self.messages
         self.last = result
         return result
+
+    def run_task(self, text: str) -> RunResult | None:
+        if self.plan_next:
+            self.plan_next = False
+            return self.plan_task(text)
+        if self.note:
+            text, self.note = f"{self.note}\n\n{text}", None
+        if not self.messages:
+            return self._finish(lambda: self.agent.run(text))
+        waiting = self.last is not None and self.last.stop_reason == "needs_user"
+        runner = getattr(self.agent, "runner", None)
+        state = runner.state if waiting and runner is not None else TaskState(task=text)  # an answer: same task
+        if self.last is not None and self.last.stop_reason == "interrupted":
+            from keel.trace.sessions import repair_history  # an interrupt may leave a call unanswered
+            self.messages, _ = repair_history(self.messages)
+        self._add_user(text)
+        return self._finish(lambda: self.agent.continue_run(self.messages, task=state.task, state=state))
 
     def _add_user(self, text: str) -> None:
         """Append the person's words; after an interrupted call the last message may already be theirs,
