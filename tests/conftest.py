@@ -16,6 +16,9 @@ import pytest
 CALC = "def add(a, b):\n    return a - b\n"
 TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
+# Fixture projects (eval cases, MCP servers) hold their own tests, which are data here, not tests of keel.
+collect_ignore_glob = ["fixtures/*"]
+
 
 def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True,

@@ -119,9 +119,11 @@ def test_long_task_from_stdin_and_from_a_file(calc_repo, keel_env, tmp_path):
         with ScriptedEngineServer(script) as server:
             args = ["-"] if how == "stdin" else ["--task-file", str(tmp_path / "task.txt")]
             (tmp_path / "task.txt").write_text(task)
+            # ~80k tokens: over the default window, so the run says how big its model's window is
             proc = subprocess.run([sys.executable, "-m", "keel.cli.main", "run", *args, "--cwd", str(calc_repo),
                                    "--base-url", server.base_url, "--model", "scripted", "--output-format",
-                                   "json"], input=task if how == "stdin" else "", env=keel_env,
+                                   "json", "--context-window", "200000"], input=task if how == "stdin" else "",
+                                  env=keel_env,
                                   capture_output=True, text=True, timeout=60)
             first = server.requests[0]["messages"][1]["content"]
         assert proc.returncode in (0, 1), proc.stderr
@@ -197,7 +199,7 @@ def test_budget_without_prices_is_announced_and_cost_is_not_printed_as_measured(
         r = run_keel("run", "x", "--cwd", str(calc_repo), "--base-url", server.base_url, "--model", "scripted",
                      "--budget-usd", "1")
     assert "cost budget cannot be enforced: no prices are configured" in r.stderr
-    stop_line = r.stdout.strip().splitlines()[-1]
+    stop_line = next(line for line in reversed(r.stdout.strip().splitlines()) if "steps" in line)
     assert "cost unknown (no prices configured)" in stop_line and "$0.0000" not in stop_line
     with ScriptedEngineServer([{"content": "Done."}]) as server:
         j = run_keel("run", "x", "--cwd", str(calc_repo), "--base-url", server.base_url, "--model", "scripted",
