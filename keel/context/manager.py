@@ -74,6 +74,13 @@ class ContextManager:
         return self.counter.count(self.texts.texts(messages), serialize(tools))
 
     # -- the runner's calls --------------------------------------------------------------------
+    def overflow_message(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> str:
+        """Why the next request cannot be sent, with the numbers a user needs to choose a bigger window."""
+        return (f"the request does not fit the context window, even after compaction: about "
+                f"{self.estimate(messages, tools)} tokens against {self.prompt_limit} usable "
+                f"({self.window.tokens}-token window from {self.window.source}, {self.reply_cap} kept for the "
+                "reply); give the model's real window with --context-window N or [engine] context_window")
+
     def fit(self, messages: list[dict[str, Any]], extra: list[dict[str, Any]], tools: list[dict[str, Any]],
             state: TaskState | None = None, step: int = 0) -> bool:
         """Make ``messages + extra`` fit before it is sent (compacting ``messages`` in place if needed).

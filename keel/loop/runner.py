@@ -70,7 +70,8 @@ class Runner:
                 self.phase = "thinking"
                 extra: list[dict[str, Any]] = [{"role": "user", "content": pushback}] if pushback else []
                 if not self._make_room(messages, extra):
-                    engine_error = "the request does not fit the context window, even after compaction"
+                    engine_error = self.context.overflow_message(messages + extra, self.tools) if self.context \
+                        else "the request does not fit the context window"
                     decision = self._decide(TurnOutcome(engine_failure="context"), started)
                     break
                 request = messages + extra if extra else messages
