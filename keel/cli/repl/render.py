@@ -26,12 +26,12 @@ def diff_text(diff: str, limit: int = MAX_DIFF_LINES) -> Text:
     """A unified diff coloured line by line: additions green, removals red, hunks cyan."""
     out = Text()
     lines = diff.splitlines()
-    for line in lines[:limit]:
+    for i, line in enumerate(lines[:limit]):
         style = ("bold" if line.startswith(("+++", "---")) else "green" if line.startswith("+")
                  else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else "dim")
-        out.append("    " + line + "\n", style=style)
+        out.append(("\n" if i else "") + "    " + line, style=style)
     if len(lines) > limit:
-        out.append(f"    … {len(lines) - limit} more diff lines\n", style="dim")
+        out.append(f"\n    … {len(lines) - limit} more diff lines", style="dim")
     return out
 
 
