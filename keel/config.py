@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from keel.context.budget import ContextSettings
 
@@ -103,6 +104,17 @@ class HookEntry(_Section):
     command: str = Field(min_length=1)
     timeout: float = Field(default=60.0, gt=0)   # seconds, as in Claude Code's settings
     source: Literal["user", "project"] = "user"
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher_compiles(cls, value: str) -> str:
+        # A typo in a guard hook's pattern would otherwise match nothing and the guard would never run.
+        if value not in ("", "*"):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"matcher {value!r} is not a valid regular expression ({exc})") from exc
+        return value
 
 
 class HookSettings(_Section):
