@@ -39,7 +39,8 @@ def undo_main(argv: list[str]) -> int:
     else:
         what = "would undo" if args.dry_run else "undo"
         scope = "the whole session" if args.to == 0 else f"steps after {args.to}"
-        print(f"keel {what}: session {report.session_id}, {scope}")
+        where = "" if Path(report.workspace).resolve() == workspace else f" in {report.workspace}"  # --session
+        print(f"keel {what}: session {report.session_id}{where}, {scope}")
         for line in report.lines() or ["nothing to undo"]:
             print(f"  {line}")
     return 0 if report.ok else 1

@@ -33,6 +33,7 @@ class UndoReport:
     session_id: str
     to_step: int
     files: list[FileUndo] = field(default_factory=list)
+    workspace: str = ""   # the session's own workspace: with --session it need not be the current directory
 
     def by_action(self, action: str) -> list[FileUndo]:
         return [f for f in self.files if f.action == action]
@@ -42,7 +43,7 @@ class UndoReport:
         return not self.by_action("conflict") and not self.by_action("cannot")
 
     def to_json(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "to_step": self.to_step, "ok": self.ok,
+        return {"session_id": self.session_id, "workspace": self.workspace, "to_step": self.to_step, "ok": self.ok,
                 "files": [{"path": f.path, "action": f.action, "why": f.why} for f in self.files]}
 
     def lines(self) -> list[str]:
@@ -95,7 +96,7 @@ def undo_session(session_dir: Path, workspace: Path, *, to_step: int = 0, force:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
-    report = UndoReport(session_dir.name, to_step)
+    report = UndoReport(session_dir.name, to_step, workspace=str(root))
     for item in plan_undo(read_manifest(store.dir), to_step, current, force=force):
         if not dry_run:
             item = _apply(store, root, item)
