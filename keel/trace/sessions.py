@@ -134,13 +134,16 @@ class SavedSession:
     def status(self) -> str:
         """complete / incomplete / error as the run ended, "running", or "crashed" (its process is gone)."""
         status = str(self.data.get("status", "running"))
-        if status == "running" and not _alive(self.data.get("pid")):
+        if status == "running" and not _alive(self.data.get("pid"), self.data.get("updated")):
             return "crashed"
         return status
 
 
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
+def _alive(pid: Any, updated: Any = None) -> bool:
+    """Whether the process that saved the state still runs. Its pid may belong to another process by
+    now (a restarted container hands out the same small pids, often to the keel asking), so a process
+    that started after the state was last written is not it."""
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
         return False
     try:
         os.kill(pid, 0)
@@ -150,9 +153,24 @@ def _alive(pid: Any) -> bool:
         return True
     try:  # a zombie (killed, not yet reaped by its parent) is gone too
         stat = Path(f"/proc/{pid}/stat").read_bytes()
-        return stat[stat.rfind(b")") + 2:][:1] != b"Z"
     except OSError:
         return True
+    fields = stat[stat.rfind(b")") + 2:].split()
+    if fields[:1] == [b"Z"]:
+        return False
+    started = _process_start(fields)
+    return not (started is not None and isinstance(updated, int | float) and started > updated + 2.0)
+
+
+def _process_start(fields: list[bytes]) -> float | None:
+    """Wall-clock start of a process from its /proc stat fields after the name (starttime is the
+    20th: clock ticks since boot)."""
+    try:
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, StopIteration, IndexError, ValueError):
+        return None
 
 
 def load_session(ref: str) -> SavedSession:
