@@ -143,10 +143,31 @@ def event_line(e: dict[str, Any], t0: float) -> str:
         body = f"approval {e.get('action')} {_short(e.get('target'), 60)}: {verdict} ({_short(e.get('how'), 60)})"
     elif kind == "resume":
         body = f"resume   from step {e.get('from_step')}, {len(e.get('interrupted_calls') or [])} call(s) interrupted"
+    elif kind in _CONTEXT_LINES:
+        body = _CONTEXT_LINES[kind](e)
     else:
         rest = {k: v for k, v in e.items() if k not in ("type", "ts", "session_id", "schema", "step")}
         body = f"{kind:<8} {_short(json.dumps(rest, ensure_ascii=False, default=str), 110)}"
     return f"{at} {step} {body}"
+
+
+def _compaction_line(e: dict[str, Any]) -> str:
+    if not e.get("ok"):
+        return f"compact  FAILED ({e.get('trigger')}): {_short(e.get('error'), 80)}"
+    folded = (e.get("folded") or {}).get("messages", 0)
+    return (f"compact  {e.get('trigger')}: {e.get('tokens_before', 0):,} → {e.get('tokens_after', 0):,} tokens, "
+            f"{folded} message(s) folded, " + ("summary by the model" if e.get("summarizer") == "model"
+                                                  else "keel's own record"))
+
+
+# The context events as sentences (docs/events.md): their raw JSON holds the whole record.
+_CONTEXT_LINES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "compaction": _compaction_line,
+    "cache_break": lambda e: (f"cache    prefix broken at message {e.get('index')} by {e.get('cause')}, "
+                              f"{float(e.get('prefix_reuse') or 0):.0%} reused"),
+    "context_window": lambda e: (f"window   {e.get('tokens', 0):,} tokens ({e.get('source')}), replies ≤ "
+                                 f"{e.get('reply_cap', 0):,}, prompts ≤ {e.get('prompt_limit', 0):,}"),
+}
 
 
 def _target(e: dict[str, Any]) -> str:
