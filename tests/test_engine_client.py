@@ -286,6 +286,12 @@ def test_text_form_calls_are_recovered_into_structured_calls(text_format):
     assert "<tool_call>" not in message["content"]
     assert [c["id"] for c in message["tool_calls"]] == ["call_txt_1", "call_txt_2"]
     assert [c.id for c in later.tool_calls] == ["call_txt_3"]  # ids stay unique across turns
+    # A resumed session is a new process with a new engine: the ids in the history are taken.
+    resumed = MESSAGES + [message, {"role": "tool", "tool_call_id": "call_txt_1", "content": "x"},
+                          {"role": "tool", "tool_call_id": "call_txt_2", "content": "ok"}]
+    with ScriptedEngineServer(script[1:]) as server:
+        after_resume = engine_for(server).complete(resumed, TOOLS)
+    assert [c.id for c in after_resume.tool_calls] == ["call_txt_3"]
 
 
 # ---- stream assembly for server quirks the scripted server does not produce -------------------------

@@ -19,7 +19,7 @@ from typing import Any
 
 from keel.engine import sse
 from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
-from keel.engine.recovery import recover_text_tool_calls
+from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.retry import backoff_delay, parse_retry_after
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
 
@@ -131,6 +131,7 @@ class OpenAICompatEngine:
             # A reply cut by max_tokens may end inside a text call whose missing closing tags
             # recovery would forgive, running e.g. write_file with half its content. Leave it as
             # text; the caller treats "length" as recoverable and asks again.
+            self._next_text_call = first_free_text_call_id(messages, self._next_text_call)
             self._recover_text_calls(turn, tools)
         if turn.usage.estimated:
             turn.usage = _estimate_usage(messages, tools, turn)

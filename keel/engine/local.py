@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from keel.engine.recovery import recover_text_tool_calls
+from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.runaway import ReplyCut
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
 
@@ -235,6 +235,7 @@ class LocalEngine:
         self.last_usage_raw = {"prompt_tokens": len(prompt), "completion_tokens": completion,
                                "prompt_tokens_details": {"cached_tokens": cached}}
         if content and turn.finish_reason != "length":  # a cut reply may end inside a call: never run it
+            self._next_text_call = first_free_text_call_id(messages, self._next_text_call)
             self._recover_text_calls(turn, tools)
         ended = time.monotonic()
         turn.latency_s = ended - started

@@ -48,6 +48,17 @@ _PLACEHOLDER_NAMES = frozenset({
 JsonSchema = Mapping[str, Any]
 
 
+_TEXT_CALL_ID = re.compile(r"call_txt_(\d+)")
+
+
+def first_free_text_call_id(messages: list[dict[str, Any]], start: int) -> int:
+    """The next ``call_txt_<n>`` number not used in ``messages``: a resumed session's history already
+    holds the ids an earlier process gave out, and a repeated id would pair a result with the wrong call."""
+    used = [int(m.group(1)) for msg in messages for call in (msg.get("tool_calls") or [])
+            if isinstance(call, dict) and (m := _TEXT_CALL_ID.fullmatch(str(call.get("id", ""))))]
+    return max([start, *(n + 1 for n in used)])
+
+
 def recover_text_tool_calls(content: str, tool_names: set[str], *,
                             schemas: Mapping[str, JsonSchema] | None = None,
                             id_start: int = 1) -> tuple[str, list[ToolCall], str]:
