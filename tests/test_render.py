@@ -69,3 +69,9 @@ def test_json_result_leaves_cost_null_without_prices():
     result = RunResult(status="complete", stop_reason="complete", cost_usd=0.0, cost_known=False)
     assert result.to_json()["cost_usd"] is None
     assert RunResult(status="complete", stop_reason="complete").to_json()["cost_usd"] == 0.0
+
+
+def test_an_argument_error_line_shows_the_reason_from_the_next_line():
+    preview = "Invalid arguments for remember:\n  text: field required\nSchema: {...}"
+    out, _ = _render(_tool("remember", "{}", False, preview))
+    assert "Invalid arguments for remember: text: field required" in out

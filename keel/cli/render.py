@@ -104,7 +104,8 @@ class TextRenderer:
             status = "ok" if event["ok"] else ("refused (repeat)" if event["repeat"] else "error")
             detail = ""
             if not event["ok"] and not event["repeat"]:
-                detail = ": " + shorten((event["result_preview"].strip().splitlines() or [""])[0], 100)
+                # the first lines up to the reason: "Invalid arguments for x:" alone says nothing
+                detail = ": " + shorten(" ".join(event["result_preview"].split()), 160)
             who = f"[{event['subagent']}] " if event.get("subagent") else ""  # a delegate's sub-agent
             self._line(f"{who}[step {event['step']}] {event['name']} {target} → {status}{detail} "
                        f"({_ms(event['elapsed_ms'])})".replace("  ", " "))
