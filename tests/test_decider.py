@@ -9,8 +9,9 @@ from keel.loop.limits import Limits, Usage
 from keel.loop.state import TaskState, Todo
 
 
-def state(*, calls=1, changed=False, check=None, todos=(), streak=0, strikes=0, counts=None, idle=0) -> TaskState:
-    s = TaskState()
+def state(*, calls=1, changed=False, check=None, todos=(), streak=0, strikes=0, counts=None, idle=0,
+          task="") -> TaskState:
+    s = TaskState(task=task)
     for _ in range(calls):
         s.record_tool_call()
     if changed:
@@ -45,6 +46,12 @@ CASES = [
     ("no check after change", FINISH, state(changed=True), L, U, False, False, "continue", "unverified"),
     ("failing check", FINISH, state(changed=True, check=1), L, U, False, False, "continue", "unverified"),
     ("did nothing", DONE_TEXT, state(calls=0), L, U, False, False, "continue", "did_nothing"),
+    ("a follow-up question answered in the REPL", TurnOutcome(text="You changed calc.py: add() now adds."),
+     state(calls=0, task="what did you just change?"), L, U, True, False, "stop", "complete"),
+    ("a change asked in the REPL still needs work", DONE_TEXT, state(calls=0, task="fix add() in calc.py"), L, U,
+     True, False, "continue", "did_nothing"),
+    ("the same question unattended is pushed back", TurnOutcome(text="You changed calc.py."),
+     state(calls=0, task="what did you just change?"), L, U, False, False, "continue", "did_nothing"),
     ("unfinished todos", FINISH, state(todos=[("fix", "in_progress")]), L, U, False, False, "continue",
      "unfinished_todos"),
     ("todos all done", FINISH, state(todos=[("fix", "done")]), L, U, False, False, "stop", "complete"),

@@ -26,6 +26,7 @@ from keel.loop.limits import Limits, Usage, exceeded_limit
 from keel.loop.pushback import pushback_text
 from keel.loop.state import TaskState
 from keel.verify.gate import GateFacts
+from keel.verify.task import task_requests_change
 
 STOP_REASONS = (
     "complete", "needs_user", "awaiting_plan_approval",
@@ -135,7 +136,9 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
         return _push("empty_reply", state)
 
     # Everything left is a claim of completion: a finish call, or a reply with no tool calls.
-    if state.tool_calls_total == 0:
+    if state.tool_calls_total == 0 and not (attended and not task_requests_change(state.task)):
+        # Unattended, an answer made without looking is pushed back. A person asking a follow-up
+        # question ("what did you just change?") in the REPL is answered from the conversation.
         return _push("did_nothing", state)
     if state.unfinished_todos():
         return _push("unfinished_todos", state)
