@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from keel.eval.cases import Case, grade, load_case, load_cases, materialize, run_command
+from keel.policy.sandbox import detect_sandbox
 from keel.testing.script import load_script
 from keel.testing.server import ScriptedEngineServer
 
@@ -92,6 +93,12 @@ def test_acceptance_fails_before_and_passes_after(case: Case, tmp_path: Path):
                          ids=[c.id for c in CASES if SWEEP or c.id in SCRIPTED_SUBSET])
 def test_the_scripted_trajectory_solves_the_case_under_keel(case: Case, tmp_path: Path, run_keel):
     workspace = materialize(case, tmp_path / "ws")
+    if "http" in case.tags and detect_sandbox().kind != "bubblewrap":
+        # Landlock refuses every TCP connect/bind unless the network is approved (bubblewrap gives a
+        # private loopback instead), so a case whose tests start a server needs that approval there.
+        config = tmp_path / "xdg-config" / "keel" / "config.toml"   # the user config run_keel's env names
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text("[shell]\nnetwork = true\n")
     assert case.script_path is not None
     with ScriptedEngineServer(case.script_path) as server:
         r = run_keel("run", "--task-file", str(case.path / "task.md"), "--cwd", str(workspace),

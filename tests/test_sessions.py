@@ -120,7 +120,7 @@ def test_killed_during_a_tool_call_gets_an_interrupted_result_and_resumes(calc_r
     with ScriptedEngineServer([{"tool_calls": [FIX]}, {"tool_calls": [note, slow]}]) as server:
         proc = _start(calc_repo, keel_env, server, "--verify", "off")
         try:
-            _wait_for(lambda: _survivors(token), "the slow command to start")
+            _wait_for(lambda: _survivors(token), "the slow command to start", timeout=120)  # loaded CI machines
             _kill9(proc)
         finally:
             for pid in _survivors(token):   # the sandboxed command may outlive keel's kill -9

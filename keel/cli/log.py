@@ -112,7 +112,7 @@ def event_line(e: dict[str, Any], t0: float) -> str:
     at = f"+{float(e.get('ts', t0)) - t0:7.1f}s"
     step = f"#{e['step']:<3}" if isinstance(e.get("step"), int) else "    "
     if kind == "session_start":
-        body = f"start    model={e.get('model')} sandbox={e.get('sandbox')} task: {_short(e.get('task'), 80)}"
+        body = f"start    model={e.get('model')} task: {_short(e.get('task'), 80)} · sandbox={e.get('sandbox')}"
     elif kind == "model_call":
         u = e.get("usage") or {}
         est = " (estimated)" if u.get("estimated") else ""
