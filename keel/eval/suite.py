@@ -22,6 +22,7 @@ from typing import Any
 
 from keel.eval.cases import Case
 from keel.eval.execute import JobOutput, JobSpec, pack_case, run_job
+from keel.trace.checkpoints import write_atomic
 
 RUN_FILE = "run.json"
 
@@ -88,9 +89,7 @@ def write_output(out: Path, output: JobOutput) -> Path:
 
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text.encode("utf-8"))
 
 
 def load_records(out: Path) -> list[dict[str, Any]]:

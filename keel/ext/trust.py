@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from keel.trace.checkpoints import write_atomic
 from keel.trace.events import data_dir
 
 PROJECT_MCP_FILE = ".mcp.json"
@@ -130,9 +131,7 @@ def trusted_projects() -> dict[str, Any]:
 def _save(data: dict[str, Any]) -> None:
     path = store_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # never a half-written store
+    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))  # never half-written
 
 
 def decide_trust(workspace: Path, *, prompt: Any = None) -> tuple[bool, list[str]]:
