@@ -381,19 +381,20 @@ def run_command(command: str, cwd: Path, timeout_s: float, case_dir: Path | None
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         out, _ = proc.communicate()
         return CheckResult("command", command, False, f"timed out after {timeout_s:g}s\n{(out or '')[-OUTPUT_TAIL:]}",
                            None, time.monotonic() - start)
-    _kill_group(proc)  # a backgrounded server the command forgot to stop must not outlive it
+    kill_group(proc)  # a backgrounded server the command forgot to stop must not outlive it
     ok = proc.returncode == 0
     detail = "" if ok else f"exit {proc.returncode}\n{(out or '')[-OUTPUT_TAIL:]}"
     return CheckResult("command", command, ok, detail, proc.returncode, time.monotonic() - start)
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
+    """Signal the process group a ``start_new_session`` child leads (servers it started included)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
 
 
 def case_summary(case: Case) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from keel.eval.cases import Case, CaseError, Grade, case_summary, grade, load_case, materialize
+from keel.eval.cases import Case, CaseError, Grade, case_summary, grade, kill_group, load_case, materialize
 from keel.eval.metrics import outcome, run_metrics
 
 SCHEMA = 1
@@ -219,22 +219,17 @@ def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float
                     raise
     except subprocess.TimeoutExpired:
         # SIGTERM first: keel stops like on Ctrl-C and still prints its result and writes `stop`.
-        _kill_group(proc, signal.SIGTERM)
+        kill_group(proc, signal.SIGTERM)
         try:
             out, err = proc.communicate(timeout=TERM_GRACE_S)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             out, err = proc.communicate()
         return None, out, err, True
     except BaseException:
         # Ctrl-C reaches the eval, not the agent (its own session): it must not outlive the eval.
-        _kill_group(proc)
+        kill_group(proc)
         raise
-
-
-def _kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
 
 
 def last_json_object(text: str) -> dict[str, Any] | None:
