@@ -7,7 +7,8 @@
 Each case of ``evals/`` runs in a fresh workspace (keel.eval.cases.materialize), one case at a
 time, temperature 0, the same step limit for every agent, and is graded by the case's acceptance
 commands (keel.eval.cases.grade). keel runs as ``keel run --local MODEL`` (no server) with
-``[engine] constrain_tool_calls`` on or off; mini-swe-agent (default configuration) talks to
+``[engine] constrain_tool_calls`` on or off (keel-constrained, keel-free; both with the small profile
+that ``--local`` picks) or with the full tool set and prompt (keel-full); mini-swe-agent (default configuration) talks to
 ``python -m llama_cpp.server`` started here on 127.0.0.1 with the same GGUF, context and threads,
 and stopped afterwards. Metrics come from keel.eval.metrics, so both agents are counted alike:
 success, false done, steps, idle turns, invalid/recovered calls, prompt tokens and the cached
@@ -38,16 +39,18 @@ from keel.eval.cases import grade, load_case, materialize  # noqa: E402
 from keel.eval.execute import AgentRun, JobSpec, last_json_object, run_process  # noqa: E402
 from keel.eval.metrics import outcome, run_metrics  # noqa: E402
 
-AGENTS = ("keel-constrained", "keel-free", "mini-swe-agent")
+AGENTS = ("keel-constrained", "keel-free", "keel-full", "mini-swe-agent")
 SERVER_ALIAS = "local-gguf"
 
 
-def run_keel_local(case: Any, workspace: Path, tmp: Path, args: argparse.Namespace, constrain: bool) -> AgentRun:
+def run_keel_local(case: Any, workspace: Path, tmp: Path, args: argparse.Namespace, constrain: bool,
+                   profile: str = "auto") -> AgentRun:
     log = tmp / "session.jsonl"
     config_home = tmp / "xdg"
     (config_home / "keel").mkdir(parents=True)
     (config_home / "keel" / "config.toml").write_text(
-        f'[engine]\nconstrain_tool_calls = "{"on" if constrain else "off"}"\nlocal_context = {args.context}\n'
+        f'[engine]\nconstrain_tool_calls = "{"on" if constrain else "off"}"\nprofile = "{profile}"\n'
+        f"local_context = {args.context}\n"
         f"temperature = 0.0\n" + (f"local_threads = {args.threads}\n" if args.threads else ""))
     cmd = [sys.executable, "-m", "keel.cli.main", "run", "--task-file", str(case.path / "task.md"),
            "--cwd", str(workspace), "--local", str(args.model), "--output-format", "json", "--log", str(log),
@@ -115,7 +118,8 @@ def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str |
                            timeout_s=args.timeout)
             run = run_peer(spec, case, workspace, tmp)
         else:
-            run = run_keel_local(case, workspace, tmp, args, constrain=agent == "keel-constrained")
+            run = run_keel_local(case, workspace, tmp, args, constrain=agent != "keel-free",
+                                 profile="full" if agent == "keel-full" else "auto")
         graded = grade(case, workspace)
         metrics = run_metrics(run.result, run.events)
         cuts = sum(1 for e in run.events if e.get("type") == "model_call" and e.get("finish_reason") == "length")

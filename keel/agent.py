@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from keel.verify.verifier import Verifier
 
 
+def tool_profile(config: Config) -> str:
+    """``small`` or ``full`` (``[engine] profile``; auto: small for the in-process engine, whose
+    models are the 0.5–3B ones the slim tools and short prompt are measured on)."""
+    p = config.engine.profile
+    return p if p != "auto" else ("small" if config.engine.local_model is not None else "full")
+
+
 def build_engine(config: Config, api_key: str | None = None) -> Engine:
     from keel.engine.client import OpenAICompatEngine
 
@@ -137,6 +144,7 @@ class Agent:
                  session_id: str | None = None, plan_mode: bool = False) -> None:
         from keel.engine.prompts import system_prompt as default_prompt
         from keel.tools.catalog import default_tools
+        from keel.tools.slim import slim_tools
 
         self.config = config or Config()
         self.workspace = Path(workspace).resolve()
@@ -150,14 +158,17 @@ class Agent:
         self.plan_mode = plan_mode
         from keel.ext.setup import Extensions
         self.ext = Extensions(self, prompt=prompt)  # trust, hooks, skills, MCP, plugins (docs/extensions.md)
-        base = tools if tools is not None else default_tools() + self.ext.extra_tools()
+        self.profile = tool_profile(self.config)
+        builtin = slim_tools() if self.profile == "small" else default_tools()
+        base = tools if tools is not None else builtin + self.ext.extra_tools()
         from keel.tools.diffs import add_diffs
         self.registry = ToolRegistry(add_diffs(self.ext.wrap(base, plan_mode=plan_mode)))  # edits carry a diff
         # called after each step that goes on; False stops the run (the REPL's and `keel run`'s --step)
         self.after_step: Callable[[int], bool] | None = None
         self.ctx = build_context(self.workspace, self.config, attended=attended, prompt=prompt,
                                  ask_user=ask_user)
-        self.system_prompt = system_prompt if system_prompt is not None else default_prompt() + self.ext.prompt_addendum()
+        self.system_prompt = (system_prompt if system_prompt is not None
+                              else default_prompt(self.profile) + self.ext.prompt_addendum())
         self.session_id = session_id or new_session_id()  # given: a resumed session (keel.trace.sessions)
         self.bus = EventBus(self.session_id, sinks)
         self.log_path: Path | None = None
@@ -168,6 +179,7 @@ class Agent:
             self.bus.subscribe(self._writer)
             self.ctx.session_dir = path.with_suffix("")   # saved command output, handoff note
         from keel.trace.sessions import attach_session
+        self._started, self._held = False, list[tuple[str, dict[str, Any]]]()   # see _emit
         self.recorder = attach_session(self)  # state after every step, checkpoints of every file change
 
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
@@ -177,6 +189,16 @@ class Agent:
         first = task_message(task, str(self.workspace), self.protection, top_level_entries(self.workspace))
         cap = memory_cap(self.context_manager().window.tokens, self.config.context.budget.memory)
         memory = project_memory(self.workspace, cap)   # AGENTS.md files: in the cached prefix, read once
+        if self.profile == "small":  # the files in front of the model: it copies old_text, not invents it
+            from keel.context.preload import preload_section
+            from keel.verify.before import checks_before
+
+            files = preload_section(self.workspace, task, self.context_manager().window.tokens, self.ctx)
+            self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
+            before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
+            extra = "\n\n".join(p for p in (files, before) if p)
+            # the task again after the files: a small model follows the last thing it read
+            first = f"{first}\n\n{extra}\n\nYour task: {task.strip()}" if extra else first
         return [{"role": "system", "content": self.system_prompt},
                 {"role": "user", "content": f"{first}\n\n{memory}" if memory else first}]
 
@@ -197,10 +219,14 @@ class Agent:
                      task: str | None = None, state: TaskState | None = None) -> RunResult:
         """Drive an existing message history (owned by the caller, appended in place)."""
         tier, confining = sandbox_tier(self.config)
+        self._started = True
         self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
                       task=task, attended=self.attended, protection=self.protection,
                       sandbox=tier, confining=confining, config=config_summary(self.config),
                       tools=self.registry.names)
+        for kind, fields in self._held:   # what the first message's checks emitted, after the start
+            self.bus.emit(kind, **fields)
+        self._held.clear()
         p = self.config.prices
         from keel.engine.runaway import GuardedEngine
 
@@ -208,7 +234,7 @@ class Agent:
         runner = Runner(engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
                         prices=Prices(p.input_per_m, p.cached_input_per_m, p.output_per_m),
                         attended=self.attended, task=task or "", state=state, plan_mode=self.plan_mode,
-                        verifier=None if self.plan_mode else self.build_verifier(task or ""),
+                        verifier=None if self.plan_mode else self._take_verifier(task or ""),
                         on_stop=self.ext.hooks.on_stop if self.ext.hooks.has("Stop") else None)
         runner.context = self.context_manager(engine)  # the window: compaction and prefix accounting
         self.runner = runner  # sub-agents (keel.tools.delegate) read the budget left from it
@@ -251,6 +277,18 @@ class Agent:
         """Stop what the extensions started (MCP servers)."""
         self.ext.close()
 
+    def _emit(self, kind: str, **fields: Any) -> None:
+        """Events of work done before session_start (the first message's checks) wait for it."""
+        if self._started:
+            self.bus.emit(kind, **fields)
+        else:
+            self._held.append((kind, fields))
+
+    def _take_verifier(self, task: str) -> Verifier | None:
+        """The gate built (and run once) for the first message, else a new one."""
+        early, self._verifier = getattr(self, "_verifier", None), None
+        return early if early is not None else self.build_verifier(task)
+
     def build_verifier(self, task: str) -> Verifier | None:
         """The verification gate for this run: the project's checks plus the task's acceptance."""
         v = self.config.verify
@@ -263,7 +301,7 @@ class Agent:
         artifacts = self.log_path.with_suffix("") / "checks" if self.log_path else None
         return Verifier(lambda: build_plan(self.workspace, task, accept=v.accept, pinned=pinned, enabled=v.enabled()),
                         self.ctx, task=task, artifacts_dir=artifacts, check_timeout_s=v.check_timeout_s,
-                        on_plan=lambda plan: self.bus.emit("verification_plan", **plan.to_json()))
+                        on_plan=lambda plan: self._emit("verification_plan", **plan.to_json()))
 
 
 def run_agent_turn(messages: list[dict[str, Any]], *, engine: Engine, workspace: str | Path = ".",

@@ -43,6 +43,10 @@ class EngineSettings(_Section):
     local_threads: int | None = Field(default=None, ge=1)  # default: half the usable CPUs
     # auto: on for the in-process engine (grammar), off for HTTP servers (see keel/engine/grammar.py)
     constrain_tool_calls: Literal["auto", "on", "off"] = "auto"
+    # The tools and prompt the model sees. small: five tools with only required arguments, a short
+    # prompt, the project's files in the first message (keel.tools.slim, keel.context.preload);
+    # auto: small for the in-process engine, full for servers.
+    profile: Literal["auto", "full", "small"] = "auto"
 
 
 class LimitSettings(_Section):

@@ -114,3 +114,27 @@ def test_local_run_stops_by_itself_after_a_tool_call(tmp_path: Path) -> None:
     assert calls and all(c["usage"]["prompt_tokens"] > 0 for c in calls)
     if len(calls) > 1:  # the KV cache carried the history: later steps evaluate only the new tail
         assert calls[1]["usage"]["cached_tokens"] > 0.5 * calls[1]["usage"]["prompt_tokens"], calls[1]["usage"]
+
+
+def test_a_deadline_cuts_the_reply_while_the_prompt_is_still_being_read() -> None:
+    import time as clock
+
+    from keel.engine.local import LocalEngine
+    from keel.engine.runaway import GuardedEngine
+
+    engine = LocalEngine(_smoke_model(), n_ctx=4096, max_tokens=16)
+    try:
+        long_text = "\n".join(f"line {i}: the quick brown fox jumps over the lazy dog" for i in range(120))
+        messages = [{"role": "system", "content": "You are terse."},
+                    {"role": "user", "content": f"{long_text}\n\nHow many lines were there?"}]
+        guarded = GuardedEngine(engine, lambda: clock.monotonic() + 0.5)   # the run has half a second left
+        turn = guarded.complete(messages, [], lambda d: None)
+        assert (turn.finish_reason, turn.content, guarded.cuts) == ("length", "", ["deadline"])
+        assert turn.usage.completion_tokens == 0
+        read = engine._llm.n_tokens
+        assert 0 < read < turn.usage.prompt_tokens - 1   # stopped part way through the prompt
+        again = GuardedEngine(engine).complete(messages, [], lambda d: None)   # no deadline
+        assert again.usage.cached_tokens >= read - 1     # what was read before the cut is reused
+        assert again.usage.completion_tokens > 0
+    finally:
+        engine.close()

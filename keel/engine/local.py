@@ -35,6 +35,7 @@ MIN_REPLY_TOKENS = 64
 REPLY_SECONDS = 180.0
 SPEED_CAP_FLOOR = 192
 FINISH_TOOL = "finish"
+PROMPT_CHUNK = 128   # tokens of prompt evaluated between two deadline checks (~8 s for a 1.5B model here)
 INSTALL_HINT = ("the in-process engine needs llama-cpp-python: pip install 'keel[local]' "
                 "(it builds llama.cpp once, about 15 minutes on 2 cores)")
 
@@ -194,6 +195,12 @@ class LocalEngine:
         # llama-cpp-python re-evaluates at least the prompt's last token, so it never counts as cached.
         cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
         grammar = self._grammar(tools) if self.constrain and tools else None
+        try:
+            self._read_prompt(prompt, cached, on_delta)
+        except ReplyCut as cut:  # the deadline passed while the prompt was read: no reply at all
+            self.last_cut = cut.reason
+            return AssistantTurn(content="", finish_reason="length", latency_s=time.monotonic() - started,
+                                 usage=Usage(prompt_tokens=len(prompt), completion_tokens=0, cached_tokens=cached))
         cap = min(self.reply_cap(), room)
         pieces: list[str] = []
         finish = "length"
@@ -244,6 +251,20 @@ class LocalEngine:
             if completion > 8 and ended > first_token_at:
                 self.tokens_per_s = completion / (ended - first_token_at)
         return turn
+
+    def _read_prompt(self, prompt: list[int], cached: int, on_delta: DeltaCallback | None) -> None:
+        """Evaluate the prompt's uncached part (all but its last token, which generate() evaluates)
+        in chunks, with a "prompt" delta after each so a watcher can cut here too: a cold 3k-token
+        prompt took 3 min on this CPU, and no cut could reach it inside one llama.cpp call.
+        generate() then finds everything but the last token cached and goes on from there."""
+        end = len(prompt) - 1
+        if on_delta is None or cached >= end:
+            return
+        self._llm.n_tokens = cached      # eval() drops the KV cells past it
+        for start in range(cached, end, PROMPT_CHUNK):
+            on_delta(StreamDelta("prompt", ""))
+            self._llm.eval(prompt[start:min(end, start + PROMPT_CHUNK)])
+        on_delta(StreamDelta("prompt", ""))
 
     def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
         names, schemas = set(), {}

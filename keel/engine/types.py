@@ -68,7 +68,8 @@ class AssistantTurn:
 class StreamDelta:
     """A piece of a streamed response, for front ends that show text as it arrives."""
 
-    kind: Literal["content", "reasoning", "tool_call", "retry"]  # retry: discard what the attempt showed
+    # retry: discard what the attempt showed; prompt: the engine is still reading the prompt (no text)
+    kind: Literal["content", "reasoning", "tool_call", "retry", "prompt"]
     text: str
 
 

@@ -45,7 +45,9 @@ class Extensions:
         from keel.tools.delegate import make_delegate_tool
 
         ext = self.agent.config.extensions
-        tools = [make_delegate_tool(lambda: self.agent)]
+        # a small model's sub-agent would be as small: the slim profile leaves delegate out
+        small = getattr(self.agent, "profile", "full") == "small"
+        tools = [] if small else [make_delegate_tool(lambda: self.agent)]
         if ext.skills:
             from keel.ext.skills import discover_skills, make_skill_tool
 

@@ -222,6 +222,8 @@ class Runner:
 
     # -- events --------------------------------------------------------------------------------
     def _on_delta(self, delta: StreamDelta) -> None:
+        if delta.kind == "prompt":   # progress without text: only the engine's watcher needs it
+            return
         self.bus.emit("assistant_delta", step=self.steps + 1, kind=delta.kind, text=delta.text)
 
     def _emit_model_call(self, turn: AssistantTurn, prefix_reuse: float | None = None) -> None:

@@ -134,6 +134,12 @@ class Approver:
             self._always_edit = True
         return outcome
 
+    def reads_without_asking(self, real: Path) -> bool:
+        """Whether reading ``real`` (resolved, in the workspace) goes ahead with no one asked: what
+        keel may show the model unprompted (keel.context.preload) without bypassing a rule."""
+        decision, _rule = self._session.path_decision("read", real, self.workspace)
+        return decision == "allow" or (decision is None and not is_secret_path(real))
+
     def authorize_read(self, path: str) -> ApprovalOutcome:
         try:
             real = resolve_in_workspace(self.workspace, path)

@@ -321,6 +321,22 @@ def _write_atomic(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
+GUT_MIN_LINES = 5
+
+
+def gutting(old: bytes, content: str) -> str | None:
+    """Why an overwrite that would reduce a file of several lines to one line is refused, or None.
+    Measured: a 1.5B model "wrote" shipping.py as ``[output of edit_file]``, its 11 lines gone. A
+    real rewrite of a file keeps more than one line; emptying a file on purpose is content "".
+    """
+    old_lines = old.count(b"\n") + (1 if old and not old.endswith(b"\n") else 0)
+    if old_lines < GUT_MIN_LINES or not content.strip() or "\n" in content.strip():
+        return None
+    return (f"write_file would replace the file's {old_lines} lines with the single line {content.strip()[:80]!r}; "
+            "nothing was written. write_file's content is the complete new file; to change part of it, "
+            "use edit_file with old_text copied from the file.")
+
+
 def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     try:
         real = resolve_in_workspace(ctx.workspace, args.path, for_write=True)
@@ -345,6 +361,9 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         if stale:
             return ToolResult.error(f"{shown} changed on disk since you last read it. Call read_file(path={shown!r}) "
                                     "again and redo your change on its current content.")
+    gutted = gutting(old, content)
+    if gutted:
+        return ToolResult.error(gutted)
     bom, codec = _bom(old)
     # Keep the file's conventions: read_file showed its lines without \r and without the BOM.
     old_text = old[len(bom):].decode(codec, "replace")

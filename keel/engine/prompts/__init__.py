@@ -6,8 +6,10 @@ from __future__ import annotations
 from importlib import resources
 
 
-def system_prompt() -> str:
-    return resources.files("keel.engine.prompts").joinpath("system.md").read_text(encoding="utf-8")
+def system_prompt(profile: str = "full") -> str:
+    """``small``: the short prompt of the slim tool set (keel.tools.slim), written for 0.5–3B models."""
+    name = "system_small.md" if profile == "small" else "system.md"
+    return resources.files("keel.engine.prompts").joinpath(name).read_text(encoding="utf-8")
 
 
 def task_message(task: str, workspace: str, protection: str, top_level: list[str] | None = None) -> str:

@@ -1,0 +1,72 @@
+"""The small-model tool set: five tools whose arguments are only the required ones.
+
+A 1.5B model fills every field a schema offers: measured, it sent ``list_dir`` with
+``max_entries: 2000000000000000`` (refused, a wasted turn), ``edit_file`` with ``line_hint: 0`` and
+an ``edits`` list repeating the top-level edit, and grep with every option set to null. Each
+optional field is a chance to be wrong and costs prompt tokens on every request (the cold
+prompt is what takes minutes on a CPU). So the slim tools keep the full tools' names, behaviour
+and annotations and change only the schema the model sees: each slim argument model maps onto
+the full one, which runs unchanged (schema kept apart from its executor).
+
+Which tools: the project's files are put in the first message (keel.context.preload), so
+list_dir/find_files/grep are not needed to find the code of a small task; read_file stays for
+files left out and to look again after an edit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
+
+
+class SlimRead(ToolArgs):
+    path: str = Field(description="File to read, relative to the workspace.")
+
+
+class SlimEdit(ToolArgs):
+    path: str = Field(description="File to change, relative to the workspace.")
+    old_text: str = Field(description="Lines copied exactly from the file, the ones to replace.")
+    new_text: str = Field(description="The lines that replace old_text.")
+
+
+class SlimWrite(ToolArgs):
+    path: str = Field(description="File to create or replace, relative to the workspace.")
+    content: str = Field(description="The whole new content of the file.")
+
+
+class SlimShell(ToolArgs):
+    command: str = Field(min_length=1, description="A bash command, e.g. python -m pytest -q")
+
+
+class SlimFinish(ToolArgs):
+    summary: str = Field(min_length=1, description="What you changed and which command showed it works.")
+
+
+def _onto(full: Tool) -> Any:
+    """An executor that runs ``full`` with the slim arguments (every omitted field at its default)."""
+    def execute(args: BaseModel, ctx: ToolContext) -> ToolResult:
+        return full.execute(full.spec.args(**args.model_dump()), ctx)
+    return execute
+
+
+def slim(full: Tool, args: type[ToolArgs], description: str) -> Tool:
+    return Tool(ToolSpec(full.spec.name, description, args, full.spec.annotations), _onto(full))
+
+
+def slim_tools() -> list[Tool]:
+    from keel.tools.edit import EDIT_FILE
+    from keel.tools.files import READ_FILE, WRITE_FILE
+    from keel.tools.shell import RUN_SHELL
+    from keel.tools.task import FINISH
+
+    return [
+        slim(READ_FILE, SlimRead, "Show a file's lines, each as '<line number><TAB><line>'."),
+        slim(EDIT_FILE, SlimEdit, "Change a file: replace old_text, copied exactly from the file (no line "
+                                  "numbers), with new_text."),
+        slim(WRITE_FILE, SlimWrite, "Create a new file or replace a whole file."),
+        slim(RUN_SHELL, SlimShell, "Run a bash command in the project directory; shows its exit code and output."),
+        slim(FINISH, SlimFinish, "Call once the change is made and a command showed it works."),
+    ]
