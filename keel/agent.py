@@ -52,7 +52,8 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
     return OpenAICompatEngine(e.base_url, e.model, api_key if api_key is not None else resolve_api_key(config),
                               temperature=e.temperature, seed=e.seed, tool_choice=e.tool_choice,
                               max_tokens=e.max_tokens, timeout_s=e.timeout_s, max_attempts=e.max_attempts,
-                              extra_body=e.extra_body or None, stream=e.stream)
+                              extra_body=e.extra_body or None, stream=e.stream,
+                              constrain_tool_calls=e.constrain_tool_calls)  # "on": tool_choice "required"
 
 
 def _active_sandbox(config: Config) -> SandboxInfo:

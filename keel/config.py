@@ -41,7 +41,9 @@ class EngineSettings(_Section):
     local_model: str | None = None
     local_context: int = Field(default=8192, ge=512)   # tokens of KV cache kept across steps
     local_threads: int | None = Field(default=None, ge=1)  # default: half the usable CPUs
-    # auto: on for the in-process engine (grammar), off for HTTP servers (see keel/engine/grammar.py)
+    # In process: a grammar (keel/engine/grammar.py); auto = on. HTTP servers: "on" sends tool_choice
+    # "required" when a finish tool is offered (vLLM >= 0.8.3, llama.cpp --jinja; a server answering 400
+    # is asked again without it, for the rest of the session); auto = off there (keel/engine/constrain.py).
     constrain_tool_calls: Literal["auto", "on", "off"] = "auto"
     # The tools and prompt the model sees. small: five tools with only required arguments, a short
     # prompt, the project's files in the first message (keel.tools.slim, keel.context.preload);

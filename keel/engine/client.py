@@ -19,6 +19,7 @@ from typing import Any
 
 from keel.engine import sse
 from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
+from keel.engine.constrain import http_tool_choice, is_refusal, refusal_notice
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.retry import backoff_delay, parse_retry_after
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
@@ -72,7 +73,8 @@ class OpenAICompatEngine:
                  max_tokens: int | None = 4096, timeout_s: float = 300.0, max_attempts: int = 4,
                  backoff_base_s: float = 0.5, backoff_cap_s: float = 30.0,
                  extra_body: dict[str, Any] | None = None, stream: bool = True,
-                 headers: dict[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 headers: dict[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
+                 constrain_tool_calls: str = "off") -> None:
         if not base_url or not base_url.strip():
             raise EngineError("config", "no engine base URL: set KEEL_BASE_URL or --base-url "
                                         "(for example http://localhost:8000/v1)")
@@ -83,6 +85,8 @@ class OpenAICompatEngine:
         self.temperature = temperature
         self.seed = seed
         self.tool_choice = tool_choice
+        self.constrain_tool_calls = constrain_tool_calls  # "on": tool_choice "required" (keel.engine.constrain)
+        self.required_refused: str | None = None  # the server's refusal of "required", once it said so
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
@@ -114,6 +118,14 @@ class OpenAICompatEngine:
             try:
                 turn = self._attempt(params, on_delta)
                 break
+            except EngineError as exc:  # a server that refuses the "required" keel added: ask without it
+                if not is_refusal(params.get("tool_choice"), self.tool_choice, exc.kind, exc.status):
+                    raise
+                self.required_refused = exc.message
+                params = {**params, "tool_choice": self.tool_choice}
+                if on_delta:
+                    on_delta(StreamDelta("retry", refusal_notice(exc.message)))
+                retries += 1
             except TransientFailure as failure:
                 if retries + 1 >= self.max_attempts:
                     raise EngineError(
@@ -152,7 +164,8 @@ class OpenAICompatEngine:
             params["max_tokens"] = self.max_tokens
         if tools:
             params["tools"] = tools
-            params["tool_choice"] = self.tool_choice
+            params["tool_choice"] = http_tool_choice(self.constrain_tool_calls, self.tool_choice, tools,
+                                                     refused=self.required_refused is not None)
         if self.extra_body:
             params["extra_body"] = self.extra_body
         return params

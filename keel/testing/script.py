@@ -17,7 +17,7 @@ from typing import Any
 
 TEXT_FORMATS = ("hermes", "qwen3_coder")
 STEP_KEYS = frozenset({"content", "tool_calls", "text_tool_calls", "reasoning", "usage", "error",
-                       "cut_after_chunks", "delay_s", "finish_reason"})
+                       "cut_after_chunks", "delay_s", "finish_reason", "refuse_tool_choice"})
 CALL_KEYS = frozenset({"name", "arguments", "id"})
 USAGE_KEYS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens",
                         "prompt_tokens_details"})
@@ -73,6 +73,12 @@ class ScriptStep:
     cut_after_chunks: int | None = None
     delay_s: float = 0.0
     finish_reason: str = "stop"
+    # A request whose tool_choice is this value gets HTTP 400 and the step stays next in line, as
+    # from a server that does not support it (the in-process ScriptedModel has no tool_choice).
+    refuse_tool_choice: str | None = None
+
+    def refuses(self, request: Mapping[str, Any]) -> bool:
+        return self.refuse_tool_choice is not None and request.get("tool_choice") == self.refuse_tool_choice
 
 
 def load_script(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]]) -> list[ScriptStep]:
@@ -119,11 +125,15 @@ def parse_step(raw: Any, index: int, where: str) -> ScriptStep:
     delay = raw.get("delay_s", 0)
     if not _is_number(delay) or delay < 0:
         raise fail("delay_s must be a number >= 0")
+    refuse = raw.get("refuse_tool_choice")
+    if refuse is not None and (not isinstance(refuse, str) or not refuse):
+        raise fail('refuse_tool_choice must be a tool_choice value such as "required"')
     if "error" in raw:
         clash = sorted(OUTPUT_KEYS & set(raw))
         if clash:
             raise fail(f"an error step cannot also have {', '.join(clash)}")
-        return ScriptStep(index=index, error=_parse_error(raw["error"], fail), delay_s=float(delay))
+        return ScriptStep(index=index, error=_parse_error(raw["error"], fail), delay_s=float(delay),
+                          refuse_tool_choice=refuse)
 
     content = raw.get("content") or ""
     if not isinstance(content, str):
@@ -153,7 +163,8 @@ def parse_step(raw: Any, index: int, where: str) -> ScriptStep:
         raise fail("finish_reason must be a string")
     return ScriptStep(index=index, content=content, tool_calls=structured, text_format=text_format,
                       reasoning=reasoning, report_usage=report_usage, usage_overrides=overrides,
-                      cut_after_chunks=cut, delay_s=float(delay), finish_reason=finish)
+                      cut_after_chunks=cut, delay_s=float(delay), finish_reason=finish,
+                      refuse_tool_choice=refuse)
 
 
 def _is_number(value: Any) -> bool:
@@ -264,12 +275,15 @@ class ScriptPlayer:
         self._next = 0
         self._lock = threading.Lock()
 
-    def take(self) -> ScriptStep | None:
+    def take(self, request: Mapping[str, Any] | None = None) -> ScriptStep | None:
+        """The next step; one that refuses ``request`` (``ScriptStep.refuses``) is returned but
+        stays next in line, so the request asked again without what was refused gets it."""
         with self._lock:
             if self._next >= len(self._steps):
                 return None
             step = self._steps[self._next]
-            self._next += 1
+            if request is None or not step.refuses(request):
+                self._next += 1
             return step
 
     @property

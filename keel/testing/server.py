@@ -160,9 +160,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         # `keel doctor` marks its probes; they get a canned tool call so they use up no script line.
         probe = owner.canned_probes and self.headers.get(PROBE_HEADER) == "doctor"
-        step = _doctor_probe_step() if probe else owner._player.take()
+        step = _doctor_probe_step() if probe else owner._player.take(body)
         if step is None:
             self._send_error(500, owner._player.exhausted_message(), "server_error", "script_exhausted")
+            return
+        if step.refuses(body):  # the step stays next in line for the request asked again without it
+            self._send_error(400, f'tool_choice "{step.refuse_tool_choice}" is not supported by this server',
+                             "invalid_request_error", None)
             return
         if step.delay_s:
             time.sleep(step.delay_s)
