@@ -11,6 +11,7 @@ from conftest import call
 
 from keel.engine.client import OpenAICompatEngine
 from keel.engine.constrain import http_tool_choice, is_refusal
+from keel.engine.doctor import run_doctor
 from keel.engine.types import EngineError, StreamDelta
 from keel.testing.script import ScriptError, load_script
 from keel.testing.server import ScriptedEngineServer
@@ -149,3 +150,32 @@ def test_keel_run_with_constrain_on_survives_a_server_that_refuses_required(calc
     assert "rest of this session" in r.stderr
     assert (calc_repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 
+
+
+GET_TIME = {"tool_calls": [call("get_time", timezone="UTC")]}
+
+
+def test_doctor_with_constrain_on_says_the_server_takes_required():
+    with ScriptedEngineServer([GET_TIME, GET_TIME, GET_TIME]) as server:
+        checks = {c.name: c for c in run_doctor(server.base_url, "scripted", None, constrain_tool_calls="on")}
+        sent = [r["tool_choice"] for r in server.requests]
+    assert sent == ["auto", "auto", "required"]  # the tool and cache probes as before, then the constrained one
+    assert checks["constrained calls"].ok is True
+
+
+def test_doctor_without_constrain_on_sends_no_extra_probe():
+    with ScriptedEngineServer([GET_TIME, GET_TIME]) as server:
+        checks = run_doctor(server.base_url, "scripted", None, constrain_tool_calls="auto")
+        assert len(server.requests) == 2
+    assert "constrained calls" not in {c.name for c in checks}
+
+
+def test_keel_doctor_with_constrain_on_names_a_server_that_refuses_required(run_keel, keel_env):
+    write_user_config(keel_env, '[engine]\nconstrain_tool_calls = "on"\n')
+    with ScriptedEngineServer([GET_TIME, GET_TIME, {**GET_TIME, "refuse_tool_choice": "required"}]) as server:
+        r = run_keel("doctor", "--base-url", server.base_url, "--model", "scripted")
+        sent = [req["tool_choice"] for req in server.requests]
+    assert sent == ["auto", "auto", "required", "auto"]
+    assert r.code == 1
+    line = next(ln for ln in r.stdout.splitlines() if "constrained calls" in ln)
+    assert line.startswith("[!!]") and 'refuses tool_choice "required"' in line and "--jinja" in line

@@ -294,7 +294,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"keel: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    checks = run_doctor(config.engine.base_url, config.engine.model, resolve_api_key(config, dict(os.environ)))
+    checks = run_doctor(config.engine.base_url, config.engine.model, resolve_api_key(config, dict(os.environ)),
+                        constrain_tool_calls=config.engine.constrain_tool_calls)  # "on": probe tool_choice "required"
     checks.append(price_check(config.prices.model_dump(), config.limits.budget_usd))
     print(format_doctor(checks))
     return 0 if all(c.ok is not False for c in checks) else 1

@@ -43,6 +43,12 @@ TOOL_PARSER_FIX = {
 # lines (a doctor-then-run against one script would otherwise be shifted by two responses).
 PROBE_HEADERS = {"X-Keel-Probe": "doctor"}
 CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
+# With [engine] constrain_tool_calls = "on" keel sends tool_choice "required" when finish is offered
+# (keel/engine/constrain.py); one more short probe shows whether this server takes it.
+FINISH_PROBE_TOOL = {"type": "function", "function": {
+    "name": "finish", "description": "Say that the task is done.",
+    "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}}}
+CONSTRAIN_CHECK = "constrained calls"
 
 
 @dataclass
@@ -53,9 +59,12 @@ class DoctorCheck:
     fix: str | None = None
 
 
-def run_doctor(base_url: str | None, model: str | None, api_key: str | None) -> list[DoctorCheck]:
+def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
+               constrain_tool_calls: str = "off") -> list[DoctorCheck]:
     checks: list[DoctorCheck] = []
     names = ["reachable", "API key", "model", "context window", "tool calls", "usage", "cached tokens"]
+    if constrain_tool_calls == "on":
+        names.append(CONSTRAIN_CHECK)
 
     def skip_rest(reason: str) -> list[DoctorCheck]:
         done = {c.name for c in checks}
@@ -149,8 +158,10 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None) -> 
         engine.complete(PROBE_MESSAGES, [PROBE_TOOL])
     except EngineError as exc:
         checks.append(DoctorCheck("cached tokens", None, f"the repeated probe failed: {exc.message}"))
-        return checks
-    checks.append(_cache_check(engine.last_usage_raw, server_kind))
+    else:
+        checks.append(_cache_check(engine.last_usage_raw, server_kind))
+    if constrain_tool_calls == "on":
+        checks.append(_constrain_check(base_url, model, api_key, engine.stream))
     return checks
 
 
@@ -222,6 +233,23 @@ def _cache_check(raw: dict[str, Any] | None, server_kind: str | None) -> DoctorC
                                                   "came from the prefix cache on a repeated request")
     return DoctorCheck("cached tokens", False, "reported, but 0 on an identical repeated request",
                        "turn on prefix caching (vLLM: --enable-prefix-caching; llama.cpp: cache_prompt)")
+
+
+def _constrain_check(base_url: str, model: str, api_key: str | None, stream: bool) -> DoctorCheck:
+    engine = OpenAICompatEngine(base_url, model, api_key, max_tokens=200, timeout_s=PROBE_TIMEOUT_S,
+                                max_attempts=1, stream=stream, headers=PROBE_HEADERS, constrain_tool_calls="on")
+    try:
+        turn = engine.complete(PROBE_MESSAGES, [PROBE_TOOL, FINISH_PROBE_TOOL])
+    except EngineError as exc:
+        return DoctorCheck(CONSTRAIN_CHECK, None, f"the probe failed: {exc.message}")
+    fix = 'vLLM >= 0.8.3, or llama-server with --jinja; else set constrain_tool_calls = "off" under [engine]'
+    if engine.required_refused is not None:
+        return DoctorCheck(CONSTRAIN_CHECK, False, f'the server refuses tool_choice "required" '
+                                                   f"({engine.required_refused}); runs go on unconstrained", fix)
+    if turn.tool_call_format != "structured":
+        return DoctorCheck(CONSTRAIN_CHECK, False, 'tool_choice "required" was accepted, but the reply holds no '
+                                                   "structured tool call: the server does not apply it", fix)
+    return DoctorCheck(CONSTRAIN_CHECK, True, 'tool_choice "required" accepted; the reply was a tool call')
 
 
 def _fix_for(exc: EngineError) -> str | None:
