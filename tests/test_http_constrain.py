@@ -82,11 +82,12 @@ def test_an_explicit_tool_choice_is_not_overridden():
         assert server.requests[0]["tool_choice"] == "none"
 
 
-def test_a_refusal_is_retried_without_required_and_remembered():
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_refusal_is_retried_without_required_and_remembered(stream):
     script = [{**READ, "refuse_tool_choice": "required"}, {"tool_calls": [call("finish", summary="done")]}]
     deltas: list[StreamDelta] = []
     with ScriptedEngineServer(script) as server:
-        e = engine(server, constrain_tool_calls="on")
+        e = engine(server, constrain_tool_calls="on", stream=stream)
         first = e.complete(MESSAGES, WITH_FINISH, on_delta=deltas.append)
         second = e.complete(MESSAGES, WITH_FINISH)
         sent = [r["tool_choice"] for r in server.requests]
