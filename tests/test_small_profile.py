@@ -108,7 +108,7 @@ def test_small_profile_offers_five_slim_tools_and_the_files_and_edits_them_unrea
     assert set(tools["edit_file"]["required"]) == {"path", "old_text", "new_text"}
     assert set(tools["run_shell"]["properties"]) == {"command"}
     system, user = first["messages"][0]["content"], first["messages"][1]["content"]
-    assert "then one tool call" in system and len(system) < 1000
+    assert "one tool call at a time" in system and len(system) < 1000
     assert "=== shipping.py ===\ndef cost(cents, threshold=5000):" in user
     assert user.rstrip().endswith("Your task: A cart of exactly $50 is charged shipping; fix it.")
     # the preloaded file counts as read: the edit went through without a read_file turn

@@ -24,9 +24,12 @@ from typing import Any
 # bare call object is recovered the same way, keel/engine/recovery.py; 0.5B models prefer it). A
 # final answer rarely needs either character; code belongs in tool arguments. One call per reply:
 # left free, a 0.5B model repeated the same list_dir call until the token cap.
+# When a call is required, the prose before it is bounded: asked to "start with one sentence", a
+# 1.5B model restated the whole prompt in a loop for 409 tokens (5 min) without ever calling.
+MAX_PROSE_BEFORE_CALL = 240
 FRAME = r'''
 root ::= keel-text keel-call{CALLS}
-keel-text ::= [^<{]*
+keel-text ::= [^<{]{PROSE}
 keel-call ::= "<tool_call>\n" keel-call-json "\n</tool_call>" | keel-call-json
 '''
 
@@ -79,7 +82,9 @@ def tool_call_grammar(tools: list[dict[str, Any]], require_call: bool = False) -
     renamed, count = re.subn(r"^root ::=", "keel-call-json ::=", json_part, count=1, flags=re.MULTILINE)
     if count != 1:
         raise GrammarError("llama.cpp's schema converter produced no root rule")
-    return FRAME.lstrip().replace("{CALLS}", "" if require_call else "?") + strict_json_chars(renamed)
+    prose = f"{{0,{MAX_PROSE_BEFORE_CALL}}}" if require_call else "*"
+    frame = FRAME.lstrip().replace("{CALLS}", "" if require_call else "?").replace("{PROSE}", prose)
+    return frame + strict_json_chars(renamed)
 
 
 def strict_json_chars(grammar: str) -> str:
