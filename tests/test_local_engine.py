@@ -65,6 +65,11 @@ def test_a_plan_restated_in_a_loop_is_seen_but_varied_prose_is_not() -> None:
     assert not repeating_tail(" ".join(f"step {i} reads file {i * 37 % 101}" for i in range(60)))
     assert repeated_lines("\n".join(["First, read calc.py carefully to find add.", "ok"] * 5))
     assert not repeated_lines("\n".join(["short", "short"] * 10))  # short lines (e.g. '}') are ignored
+    # a plan restated on one line (measured on a 1.5B model): its sentences repeat, not the line
+    looping = " ".join(["Find the code the task is about in the project's files.",
+                        "Then, change it with edit_file: copy old_text exactly.", "Now,"] * 5)
+    assert repeated_lines(looping) == "Then, change it with edit_file: copy old_text exactly."
+    assert not repeated_lines("Read calc.py. Then run the tests. Then finish. " * 2)
 
 
 def test_the_watch_cuts_prose_loops_and_the_deadline_but_not_tool_arguments() -> None:

@@ -11,6 +11,7 @@ again". Text tool calls in a cut reply are never recovered (see OpenAICompatEngi
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,11 +46,15 @@ def repeating_tail(text: str) -> int:
     return 0
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+
+
 def repeated_lines(text: str, min_len: int = 24, min_count: int = 5) -> str | None:
-    """A non-trivial line said ``min_count`` times with other text between (a plan restated in a
-    loop rarely repeats byte for byte as a block, but its sentences do)."""
+    """A non-trivial line or sentence said ``min_count`` times with other text between (a plan
+    restated in a loop rarely repeats byte for byte as a block, but its sentences do; a 1.5B model
+    restated a five-sentence prompt on one line, with "Now," and "Then," between the copies)."""
     counts: dict[str, int] = {}
-    for line in text.splitlines():
+    for line in _SENTENCE_END.split(text):
         key = line.strip()
         if len(key) >= min_len:
             counts[key] = counts.get(key, 0) + 1
