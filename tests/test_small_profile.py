@@ -183,3 +183,14 @@ def test_the_first_message_says_which_checks_fail_before_any_change_and_the_gate
     before = next(e for e in events if e["type"] == "checks_before")["results"]
     assert before[0]["passed"] is False
     assert result.status == "complete"
+
+
+def test_a_slim_call_breaking_a_full_tools_rule_is_an_invalid_argument_not_a_crash(shop: Path):
+    same = "    if cents > threshold:"
+    script = [{"tool_calls": [call("edit_file", path="shipping.py", old_text=same, new_text=same)]},
+              {"tool_calls": [call("finish", summary="looked")]}]
+    with ScriptedEngineServer(script) as server:
+        result = Agent(workspace=shop, config=small_config(server), log_path=False).run("Fix shipping.")
+    refusal = next(m for m in result.messages if m.get("role") == "tool")["content"]
+    assert refusal.startswith("Invalid arguments for edit_file:")
+    assert "old_text and new_text are identical" in refusal and "ValidationError" not in refusal

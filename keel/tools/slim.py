@@ -15,33 +15,49 @@ files left out and to look again after an edit.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
 
 
-class SlimRead(ToolArgs):
+class SlimArgs(ToolArgs):
+    """Slim arguments are checked by the full model's rules too (edit_file's "old_text and new_text
+    are identical"), so a breach is reported like any invalid argument, before anything runs."""
+
+    full_args: ClassVar[type[BaseModel] | None] = None
+
+    @model_validator(mode="after")
+    def _valid_as_full(self) -> SlimArgs:
+        if self.full_args is not None:
+            try:
+                self.full_args(**self.model_dump())
+            except ValidationError as e:
+                raise ValueError("; ".join(str(x["msg"]).removeprefix("Value error, ") for x in e.errors())) from None
+        return self
+
+
+class SlimRead(SlimArgs):
     path: str = Field(description="File to read, relative to the workspace.")
 
 
-class SlimEdit(ToolArgs):
+class SlimEdit(SlimArgs):
     path: str = Field(description="File to change, relative to the workspace.")
     old_text: str = Field(description="Lines copied exactly from the file, the ones to replace.")
     new_text: str = Field(description="The lines that replace old_text.")
 
 
-class SlimWrite(ToolArgs):
+class SlimWrite(SlimArgs):
     path: str = Field(description="File to create or replace, relative to the workspace.")
     content: str = Field(description="The whole new content of the file.")
 
 
-class SlimShell(ToolArgs):
+class SlimShell(SlimArgs):
     command: str = Field(min_length=1, description="A bash command, e.g. python -m pytest -q")
 
 
-class SlimFinish(ToolArgs):
+class SlimFinish(SlimArgs):
     summary: str = Field(min_length=1, description="What you changed and which command showed it works.")
 
 
@@ -52,7 +68,8 @@ def _onto(full: Tool) -> Any:
     return execute
 
 
-def slim(full: Tool, args: type[ToolArgs], description: str) -> Tool:
+def slim(full: Tool, args: type[SlimArgs], description: str) -> Tool:
+    args.full_args = full.spec.args
     return Tool(ToolSpec(full.spec.name, description, args, full.spec.annotations), _onto(full))
 
 
