@@ -181,6 +181,17 @@ def test_plan_orders_categories():
     ("make sure the tests pass", False),
     ("list the files", False),
     ("", False),
+    # a bug report with no change verb asks for the fix (measured: a false done on a 1.5B model)
+    ("The list endpoint skips the first page of results: asking for page 1 returns what should be page 2. "
+     "paginate() in pagination.py is the culprit, I think.", True),
+    ("Checkout crashes when the cart is empty.", True),
+    ("total() doesn't count the last item", True),
+    ("parse_date returns the wrong month for ISO dates", True),
+    # …but one that asks for an answer about the defect is answered
+    ("Explain why the checkout crashes when the cart is empty", False),
+    ("Why doesn't total() count the last item?", False),
+    ("Describe what is wrong with parse_date", False),
+    ("The README describes the install steps.", False),
 ])
 def test_task_requests_change(task, expected):
     assert task_requests_change(task) is expected

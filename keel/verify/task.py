@@ -25,6 +25,15 @@ _ANSWER_ONLY = re.compile(
     re.IGNORECASE,
 )
 _MAKE_SURE = re.compile(r"[\s,;:(\"']?make\s+sure\b", re.IGNORECASE)
+# A bug report states a defect without a change verb: "The list endpoint skips the first page:
+# page 1 returns what should be page 2. paginate() is the culprit, I think." Unattended, nobody
+# wrote that to get an answer back; a 1.5B model "finished" it with nothing changed (false done).
+_DEFECT = re.compile(
+    r"\b(?:bugs?|buggy|broken|breaks|crash(?:es|ed|ing)?|culprit|regress\w*|wrong(?:ly)?|incorrect(?:ly)?|"
+    r"fails|failing|failed|errors?|exceptions?|traceback|skips|skipped|ignores|ignored|loses|leaks|hangs|"
+    r"should(?:n't| not)? (?:be|return|give|show|print|have|get|start|stop|work|accept|reject|raise)|"
+    r"instead of|(?:is|was) expected|does(?:n't| not)|is(?:n't| not)|won't|no longer|off[- ]by[- ]one)\b",
+    re.IGNORECASE)
 
 
 def task_requests_change(task: str) -> bool:
@@ -34,6 +43,12 @@ def task_requests_change(task: str) -> bool:
         return False
     if _ANSWER_ONLY.search(text) and text.endswith("?"):
         return False  # a question: "what does add() return?", "how would I fix this?"
+    if _ANSWER_ONLY.search(text):
+        return _asks_change(text)   # "explain why X is broken" is answered, "list … and fix them" is not
+    return _asks_change(text) or _DEFECT.search(text) is not None
+
+
+def _asks_change(text: str) -> bool:
     # "make sure …" asks for verification; other uses of "make" ("make the test pass") ask for a change.
     return any(not _MAKE_SURE.match(text, m.start()) for m in _CHANGE.finditer(text))
 
