@@ -153,12 +153,15 @@ def test_the_full_profile_is_unchanged_for_servers(shop: Path):
 
 def test_an_overwrite_that_guts_a_file_to_one_line_is_refused_and_the_file_kept(shop: Path):
     (shop / "big.py").write_text("".join(f"x{i} = {i}\n" for i in range(8)))
-    script = [{"tool_calls": [call("write_file", path="big.py", content="[output of edit_file]")]},
+    script = [{"tool_calls": [call("read_file", path="big.py"), call("read_file", path="README.md")]},
+              {"tool_calls": [call("write_file", path="big.py", content="[output of edit_file]")]},
               {"tool_calls": [call("write_file", path="README.md", content="A shop that ships.\n")]},
               {"tool_calls": [call("finish", summary="done")]}]
     with ScriptedEngineServer(script) as server:
-        result = Agent(workspace=shop, config=small_config(server), log_path=False).run("Tidy the shop.")
-    refusal = next(m for m in result.messages if m.get("role") == "tool")["content"]
+        cfg = small_config(server)
+        cfg.engine.profile = "full"   # the full write_file, which may overwrite
+        result = Agent(workspace=shop, config=cfg, log_path=False).run("Tidy the shop.")
+    refusal = [m for m in result.messages if m.get("role") == "tool"][2]["content"]
     assert "replace the file's 8 lines with the single line '[output of edit_file]'" in refusal
     assert (shop / "big.py").read_text().count("\n") == 8
     assert (shop / "README.md").read_text() == "A shop that ships.\n"   # a one-line file may be rewritten
@@ -194,3 +197,19 @@ def test_a_slim_call_breaking_a_full_tools_rule_is_an_invalid_argument_not_a_cra
     refusal = next(m for m in result.messages if m.get("role") == "tool")["content"]
     assert refusal.startswith("Invalid arguments for edit_file:")
     assert "old_text and new_text are identical" in refusal and "ValidationError" not in refusal
+
+
+def test_slim_write_file_only_creates_so_an_edit_is_not_saved_over(shop: Path):
+    script = [{"tool_calls": [call("edit_file", path="shipping.py", old_text="    if cents > threshold:",
+                                   new_text="    if cents >= threshold:")]},
+              {"tool_calls": [call("write_file", path="shipping.py", content="def cost(cents):\n    return 0\n")]},
+              {"tool_calls": [call("write_file", path="notes/new.md", content="free from the threshold\n")]},
+              {"tool_calls": [call("finish", summary="done")]}]
+    with ScriptedEngineServer(script) as server:
+        result = Agent(workspace=shop, config=small_config(server), log_path=False).run("Fix shipping.")
+        described = {t["function"]["name"]: t["function"]["description"] for t in server.requests[0]["tools"]}
+    outputs = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert "already exists, and write_file only creates new files" in outputs[1]
+    assert "cents >= threshold" in (shop / "shipping.py").read_text()          # the fix survived
+    assert (shop / "notes" / "new.md").read_text() == "free from the threshold\n"
+    assert "saved at once" in described["edit_file"]

@@ -49,8 +49,8 @@ class SlimEdit(SlimArgs):
 
 
 class SlimWrite(SlimArgs):
-    path: str = Field(description="File to create or replace, relative to the workspace.")
-    content: str = Field(description="The whole new content of the file.")
+    path: str = Field(description="New file to create, relative to the workspace.")
+    content: str = Field(description="The content of the new file.")
 
 
 class SlimShell(SlimArgs):
@@ -68,9 +68,31 @@ def _onto(full: Tool) -> Any:
     return execute
 
 
-def slim(full: Tool, args: type[SlimArgs], description: str) -> Tool:
+def slim(full: Tool, args: type[SlimArgs], description: str, execute: Any = None) -> Tool:
     args.full_args = full.spec.args
-    return Tool(ToolSpec(full.spec.name, description, args, full.spec.annotations), _onto(full))
+    return Tool(ToolSpec(full.spec.name, description, args, full.spec.annotations), execute or _onto(full))
+
+
+def _create_only(full: Tool) -> Any:
+    """write_file that only creates. Measured on a 1.5B model, in three runs of three: right after a
+    successful edit_file it "saved" the file with write_file, its content ``[output of edit_file]``
+    or a two-line stub, destroying the fix or the file. Small models rewrite whole files badly;
+    edit_file changes an existing one and is saved at once."""
+    inner = _onto(full)
+
+    def execute(args: SlimWrite, ctx: ToolContext) -> ToolResult:
+        from keel.policy.paths import PathJailError, resolve_in_workspace
+
+        try:
+            exists = resolve_in_workspace(ctx.workspace, args.path).exists()
+        except PathJailError:
+            exists = False   # the full tool refuses it with the jail's own message
+        if exists:
+            return ToolResult.error(f"{args.path} already exists, and write_file only creates new files "
+                                    "here. To change it, use edit_file (each edit is saved at once; "
+                                    "there is nothing to save afterwards).")
+        return inner(args, ctx)
+    return execute
 
 
 def slim_tools() -> list[Tool]:
@@ -82,8 +104,9 @@ def slim_tools() -> list[Tool]:
     return [
         slim(READ_FILE, SlimRead, "Show a file's lines, each as '<line number><TAB><line>'."),
         slim(EDIT_FILE, SlimEdit, "Change a file: replace old_text, copied exactly from the file (no line "
-                                  "numbers), with new_text."),
-        slim(WRITE_FILE, SlimWrite, "Create a new file or replace a whole file."),
+                                  "numbers), with new_text. The change is saved at once."),
+        slim(WRITE_FILE, SlimWrite, "Create a new file (to change an existing file, use edit_file).",
+             _create_only(WRITE_FILE)),
         slim(RUN_SHELL, SlimShell, "Run a bash command in the project directory; shows its exit code and output."),
         slim(FINISH, SlimFinish, "Call once the change is made and a command showed it works."),
     ]
