@@ -213,3 +213,18 @@ def test_slim_write_file_only_creates_so_an_edit_is_not_saved_over(shop: Path):
     assert "cents >= threshold" in (shop / "shipping.py").read_text()          # the fix survived
     assert (shop / "notes" / "new.md").read_text() == "free from the threshold\n"
     assert "saved at once" in described["edit_file"]
+
+
+def test_an_edit_that_breaks_python_is_undone_and_says_where(shop: Path):
+    glued = "def cost(cents, threshold=5000, free=True):    if cents > threshold:"
+    script = [{"tool_calls": [call("edit_file", path="shipping.py", old_text="def cost(cents, threshold=5000):\n"
+                                   "    if cents > threshold:", new_text=glued)]},
+              {"tool_calls": [call("edit_file", path="README.md", old_text="A shop.", new_text="A shop (")]},
+              {"tool_calls": [call("finish", summary="done")]}]
+    before = (shop / "shipping.py").read_text()
+    with ScriptedEngineServer(script) as server:
+        result = Agent(workspace=shop, config=small_config(server), log_path=False).run("Add a free flag to cost().")
+    outputs = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert outputs[0].startswith("edit_file was undone: it made shipping.py invalid Python (line 1:")
+    assert (shop / "shipping.py").read_text() == before
+    assert (shop / "README.md").read_text() == "A shop (\n"   # not Python: not judged
