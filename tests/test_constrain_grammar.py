@@ -103,6 +103,10 @@ def test_with_require_call_prose_alone_is_refused_but_prose_before_a_call_is_not
     assert not accepts(required, '```json\n["list_dir", "finish"]\n```')   # what a 0.5B model kept sending
     assert accepts(required, "Done.\n" + wrap("finish", {"summary": "fixed"}))
     assert accepts(required, wrap("read_file", {"path": "calc.py"}))
+    bare = '{"name": "read_file", "arguments": {"path": "calc.py"}}'
+    assert accepts(required, "```json\n" + bare)                     # the 1.5B model's opener, once
+    assert not accepts(required, "```json\n```json\n```json\n" + bare)   # …not twenty times over
+    assert not accepts(required, "x" * 241 + "\n" + bare)             # nor a paragraph before the call
 
 
 def test_nothing_to_constrain_is_a_clear_error() -> None:

@@ -29,7 +29,7 @@ from typing import Any
 MAX_PROSE_BEFORE_CALL = 240
 FRAME = r'''
 root ::= keel-text keel-call{CALLS}
-keel-text ::= [^<{]{PROSE}
+keel-text ::= {PROSE}
 keel-call ::= "<tool_call>\n" keel-call-json "\n</tool_call>" | keel-call-json
 '''
 
@@ -82,7 +82,9 @@ def tool_call_grammar(tools: list[dict[str, Any]], require_call: bool = False) -
     renamed, count = re.subn(r"^root ::=", "keel-call-json ::=", json_part, count=1, flags=re.MULTILINE)
     if count != 1:
         raise GrammarError("llama.cpp's schema converter produced no root rule")
-    prose = f"{{0,{MAX_PROSE_BEFORE_CALL}}}" if require_call else "*"
+    # one line at most: the 1.5B model also opened replies with "```json" twenty lines over (~100
+    # tokens, 15-20 s each time) before the call
+    prose = f'[^<{{\\n]{{0,{MAX_PROSE_BEFORE_CALL}}} "\\n"?' if require_call else "[^<{]*"
     frame = FRAME.lstrip().replace("{CALLS}", "" if require_call else "?").replace("{PROSE}", prose)
     return frame + strict_json_chars(renamed)
 
