@@ -69,6 +69,8 @@ def test_the_grammar_is_complete() -> None:
     wrap("edit_file", {"path": "c.py", "old_text": "    return a - b\n", "new_text": "    return a + b\n"}),
     wrap("write_file", {"path": "t.py", "content": 'print("<ok> {}")\n'}),
     '```json\n{"name": "read_file", "arguments": {"path": "calc.py"}}',   # bare, as 0.5B models write it
+    # a raw line break inside a string: forbidden, the 1.5B model wrote four spaces instead (broken code)
+    "<tool_call>\n" + '{"name": "write_file", "arguments": {"path": "t.py", "content": "a\n\tb"}}' + "\n</tool_call>",
 ])
 def test_prose_and_well_formed_calls_are_admitted(reply: str) -> None:
     assert accepts(GRAMMAR, reply)
@@ -80,7 +82,7 @@ def test_prose_and_well_formed_calls_are_admitted(reply: str) -> None:
     "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}\n</tool_call>",  # unbalanced
     "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}}",  # never closed
     wrap("read_file", {"path": 7}),                                          # wrong type
-    "<tool_call>\n" + '{"name": "write_file", "arguments": {"path": "t.py", "content": "a\nb"}}' + "\n</tool_call>",
+    "<tool_call>\n" + '{"name": "write_file", "arguments": {"path": "t.py", "content": "a\x01b"}}' + "\n</tool_call>",
     "Open calc.py in a text editor <b>now</b>.",                             # '<' in prose
     wrap("list_dir", {"path": "."}) + "\n" + wrap("list_dir", {"path": "."}),  # one call per reply
 ])
@@ -120,3 +122,12 @@ def test_a_tool_without_parameters_takes_an_empty_object() -> None:
     g = tool_call_grammar([{"type": "function", "function": {"name": "ping"}}])
     assert accepts(g, wrap("ping", {}))
     assert not accepts(g, wrap("ping", {"x": 1}))
+
+
+def test_a_call_with_raw_line_breaks_in_a_string_is_recovered_as_proper_json() -> None:
+    from keel.engine.recovery import recover_text_tool_calls
+
+    reply = '{"name": "edit_file", "arguments": {"path": "t.py", "old_text": "def f(a):", "new_text": "def f(a, b=1):\n    if b:"}}'
+    _content, calls, _fmt = recover_text_tool_calls(reply, {"edit_file"})
+    assert len(calls) == 1
+    assert json.loads(calls[0].arguments)["new_text"] == "def f(a, b=1):\n    if b:"

@@ -90,9 +90,13 @@ def tool_call_grammar(tools: list[dict[str, Any]], require_call: bool = False) -
 
 
 def strict_json_chars(grammar: str) -> str:
-    """This converter lets a JSON string hold raw control characters (a literal newline in a
-    file's content), which JSON forbids and keel's parser rejects: escape them or nothing."""
-    return grammar.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x00-\\x1F]')
+    """This converter lets a JSON string hold any raw control character. A raw newline or tab
+    stays allowed: a model writing code into ``new_text`` wants a line break there, and when the
+    grammar forbade it a 1.5B model put four spaces instead ("def f(a, b=1):    if …" — a syntax
+    error, in every run of the add-parameter case). keel's call recovery reads such strings
+    (json strict=False) and passes the arguments on as proper JSON. Other control characters
+    are refused: escape them or nothing."""
+    return grammar.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x00-\\x08\\x0B-\\x1F]')
 
 
 def undefined_rules(grammar: str) -> set[str]:

@@ -136,7 +136,7 @@ def _recover_tagged(content: str, tool_names: set[str], schemas: Mapping[str, Js
 def _parse_hermes_body(body: str) -> list[tuple[str, str]]:
     """JSON call objects inside one <tool_call> block (usually one, sometimes several)."""
     text = _unfence(body.strip())
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # raw newlines in strings: see keel/engine/grammar.py
     calls: list[tuple[str, str]] = []
     pos = 0
     while pos < len(text):
@@ -253,7 +253,7 @@ def _recover_json(content: str, tool_names: set[str]) -> list[_Block]:
     blocks: list[_Block] = []
     for fence in _FENCE_RE.finditer(content):
         try:
-            parsed = json.loads(fence.group(2))
+            parsed = json.loads(fence.group(2), strict=False)
         except json.JSONDecodeError:
             continue
         objects = parsed if isinstance(parsed, list) else [parsed]
@@ -262,7 +262,7 @@ def _recover_json(content: str, tool_names: set[str]) -> list[_Block]:
         if calls and len(calls) == len(objects):
             blocks.append(_Block(fence.start(), fence.end(), calls, "json"))
     fenced = [(f.start(), f.end()) for f in _FENCE_RE.finditer(content)]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # raw newlines in strings: see keel/engine/grammar.py
     pos = 0
     while (brace := content.find("{", pos)) != -1:
         if any(s <= brace < e for s, e in fenced):
@@ -284,7 +284,7 @@ def _recover_json(content: str, tool_names: set[str]) -> list[_Block]:
 def _recover_functions_prefix(content: str, tool_names: set[str]) -> list[_Block]:
     """Form 4: ``functions.list_dir:`` then, optionally, a JSON object of arguments."""
     blocks: list[_Block] = []
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # raw newlines in strings: see keel/engine/grammar.py
     for match in _FUNCTIONS_PREFIX_RE.finditer(content):
         name = match.group(1)
         if name not in tool_names:
