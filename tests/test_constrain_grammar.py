@@ -69,7 +69,7 @@ def test_the_grammar_is_complete() -> None:
     wrap("edit_file", {"path": "c.py", "old_text": "    return a - b\n", "new_text": "    return a + b\n"}),
     wrap("write_file", {"path": "t.py", "content": 'print("<ok> {}")\n'}),
     '```json\n{"name": "read_file", "arguments": {"path": "calc.py"}}',   # bare, as 0.5B models write it
-    # a raw line break inside a string: forbidden, the 1.5B model wrote four spaces instead (broken code)
+    # a raw line break inside a string: read leniently, as models write code
     "<tool_call>\n" + '{"name": "write_file", "arguments": {"path": "t.py", "content": "a\n\tb"}}' + "\n</tool_call>",
 ])
 def test_prose_and_well_formed_calls_are_admitted(reply: str) -> None:
