@@ -181,6 +181,7 @@ class Agent:
             self.ctx.session_dir = path.with_suffix("")   # saved command output, handoff note
         from keel.trace.sessions import attach_session
         self._started, self._held = False, list[tuple[str, dict[str, Any]]]()   # see _emit
+        self._verifier: Verifier | None = None   # built early when the first message runs the checks
         self.recorder = attach_session(self)  # state after every step, checkpoints of every file change
 
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
@@ -287,7 +288,7 @@ class Agent:
 
     def _take_verifier(self, task: str) -> Verifier | None:
         """The gate built (and run once) for the first message, else a new one."""
-        early, self._verifier = getattr(self, "_verifier", None), None
+        early, self._verifier = self._verifier, None
         return early if early is not None else self.build_verifier(task)
 
     def build_verifier(self, task: str) -> Verifier | None:

@@ -15,7 +15,7 @@ the most words with the task, then smaller files. Files that do not fit are list
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ _SOURCE_SUFFIXES = {".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", 
 class FileText:
     path: str           # relative to the workspace, '/'-separated
     text: str | None    # None: binary, too large or unreadable (listed, never shown)
+    data: bytes | None = field(default=None, repr=False, compare=False)   # the bytes ``text`` came from
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,9 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
                 continue
             data = read_unless_binary(entry.path) if size <= MAX_FILE_BYTES else None
             text = data.decode("utf-8", errors="replace") if data is not None else None
-        found.append(FileText(rel, text))
+            found.append(FileText(rel, text, data))
+            continue
+        found.append(FileText(rel, None))
     return found, skipped
 
 
@@ -145,10 +148,7 @@ def preload_section(workspace: Path, task: str, window_tokens: int, ctx: Any) ->
     files, more = collect(workspace, getattr(ctx.approval, "reads_without_asking", None))
     chosen = choose(task, files, budget_chars(window_tokens), more)
     root = workspace.resolve()
-    for f in chosen.shown:
-        real = root / f.path
-        try:
-            ctx.session.record_read(real, real.read_bytes())
-        except OSError:
-            continue
+    for f in chosen.shown:   # the bytes shown, not a second read: an edit is checked against what the model saw
+        if f.data is not None:
+            ctx.session.record_read(root / f.path, f.data)
     return render(chosen)

@@ -46,8 +46,7 @@ class Extensions:
 
         ext = self.agent.config.extensions
         # a small model's sub-agent would be as small: the slim profile leaves delegate out
-        small = getattr(self.agent, "profile", "full") == "small"
-        tools = [] if small else [make_delegate_tool(lambda: self.agent)]
+        tools = [] if self.agent.profile == "small" else [make_delegate_tool(lambda: self.agent)]
         if ext.skills:
             from keel.ext.skills import discover_skills, make_skill_tool
 

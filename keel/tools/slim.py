@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from keel.policy.paths import PathJailError, resolve_in_workspace
 from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
 
 
@@ -82,8 +83,6 @@ def _create_only(full: Tool) -> Any:
     inner = _onto(full)
 
     def execute(args: SlimWrite, ctx: ToolContext) -> ToolResult:
-        from keel.policy.paths import PathJailError, resolve_in_workspace
-
         try:
             exists = resolve_in_workspace(ctx.workspace, args.path).exists()
         except PathJailError:
@@ -115,8 +114,6 @@ def _keeps_python_valid(full: Tool) -> Any:
     inner = _onto(full)
 
     def execute(args: SlimEdit, ctx: ToolContext) -> ToolResult:
-        from keel.policy.paths import PathJailError, resolve_in_workspace
-
         try:
             real = resolve_in_workspace(ctx.workspace, args.path)
             before = real.read_bytes() if real.suffix == ".py" and real.is_file() else None

@@ -9,26 +9,29 @@ finding the test command. The run is also the gate's baseline, so it is not repe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from keel.verify.gate import CheckOutcome
 
 MAX_SUMMARY_CHARS = 1200
 
 
-def render_checks_before(results: list[dict[str, Any]]) -> str:
-    """Pure: ``results`` are CheckOutcome.to_json() dicts plus their ``summary``."""
+def render_checks_before(results: Sequence[CheckOutcome]) -> str:
+    """Pure: the section for ``results``, the gate's outcomes on the untouched workspace."""
     if not results:
         return ""
     lines = ["The project's checks now, before any change:"]
-    for r in results:
-        command = f"`{r['command']}`"
-        if r.get("refused"):
-            lines.append(f"- {command} could not run: {r['refused']}")
-        elif r.get("passed"):
+    for o in results:
+        command = f"`{o.check.command}`"
+        if o.refused:
+            lines.append(f"- {command} could not run: {o.refused}")
+        elif o.passed:
             lines.append(f"- {command} passes")
         else:
-            status = "timed out" if r.get("timed_out") else f"fails (exit code {r.get('exit_code')})"
+            status = "timed out" if o.timed_out else f"fails (exit code {o.exit_code})"
             lines.append(f"- {command} {status}")
-            summary = (r.get("summary") or "").strip()
+            summary = o.summary.strip()
             if len(summary) > MAX_SUMMARY_CHARS:
                 summary = summary[:MAX_SUMMARY_CHARS].rstrip() + "\n… (cut)"
             lines += ["    " + line for line in summary.splitlines() if line.strip()]
@@ -41,6 +44,5 @@ def checks_before(verifier: Any, emit: Any) -> str:
     if verifier.plan.empty:
         return ""
     facts = verifier.verify()
-    results = [{**o.to_json(), "summary": o.summary} for o in facts.results]
-    emit("checks_before", results=[{k: v for k, v in r.items() if k != "summary"} for r in results])
-    return render_checks_before(results)
+    emit("checks_before", results=[o.to_json() for o in facts.results])
+    return render_checks_before(facts.results)

@@ -41,9 +41,9 @@ def task_requests_change(task: str) -> bool:
     text = " ".join(task.split())
     if not text:
         return False
-    if _ANSWER_ONLY.search(text) and text.endswith("?"):
-        return False  # a question: "what does add() return?", "how would I fix this?"
     if _ANSWER_ONLY.search(text):
+        if text.endswith("?"):
+            return False  # a question: "what does add() return?", "how would I fix this?"
         return _asks_change(text)   # "explain why X is broken" is answered, "list … and fix them" is not
     return _asks_change(text) or _DEFECT.search(text) is not None
 
