@@ -30,6 +30,7 @@ REFUSAL_STATUSES = frozenset({400, 422})
 
 
 def offers_finish(tools: list[dict[str, Any]]) -> bool:
+    """The rule both engines share: with a finish tool offered, every reply may be a required call."""
     return any((t.get("function") or {}).get("name") == FINISH_TOOL for t in tools)
 
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from keel.engine.constrain import offers_finish
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.runaway import ReplyCut
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
@@ -34,7 +35,6 @@ MIN_REPLY_TOKENS = 64
 # fewer than SPEED_CAP_FLOOR tokens (a tool call with a small edit must still fit).
 REPLY_SECONDS = 180.0
 SPEED_CAP_FLOOR = 192
-FINISH_TOOL = "finish"
 PROMPT_CHUNK = 128   # tokens of prompt evaluated between two deadline checks (~8 s for a 1.5B model here)
 INSTALL_HINT = ("the in-process engine needs llama-cpp-python: pip install 'keel[local]' "
                 "(it builds llama.cpp once, about 15 minutes on 2 cores)")
@@ -177,7 +177,7 @@ class LocalEngine:
 
             # With a finish tool the model always has a call that ends the task, so every reply
             # must be a call: prose-only replies were where small models drifted.
-            require = any((t.get("function") or {}).get("name") == FINISH_TOOL for t in tools)
+            require = offers_finish(tools)
             self._grammars[key] = LlamaGrammar.from_string(tool_call_grammar(tools, require_call=require),
                                                            verbose=False)
         return self._grammars[key]
