@@ -41,6 +41,9 @@ class EngineSettings(_Section):
     local_model: str | None = None
     local_context: int = Field(default=8192, ge=512)   # tokens of KV cache kept across steps
     local_threads: int | None = Field(default=None, ge=1)  # default: half the usable CPUs
+    # llama.cpp's weight repacking and AMX kernels; auto = off where the CPU advertises AMX, whose
+    # kernels crash the process on VMs without AMX state (keel/engine/local_cpu.py).
+    local_extra_buffers: Literal["auto", "on", "off"] = "auto"
     # In process: a grammar (keel/engine/grammar.py); auto = on. HTTP servers: "on" sends tool_choice
     # "required" when a finish tool is offered (vLLM >= 0.8.3, llama.cpp --jinja; a server answering 400
     # is asked again without it, for the rest of the session); auto = off there (keel/engine/constrain.py).

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from keel.engine.constrain import offers_finish
+from keel.engine.local_cpu import model_params, read_cpuinfo, use_extra_buffers
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.runaway import ReplyCut
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
@@ -113,7 +114,7 @@ class LocalEngine:
     def __init__(self, model_path: str | Path, *, n_ctx: int = DEFAULT_CONTEXT,
                  max_tokens: int = LOCAL_REPLY_CAP, temperature: float = 0.0, seed: int | None = 1234,
                  constrain: bool = True, n_threads: int | None = None, label_tool_results: bool = True,
-                 verbose: bool = False) -> None:
+                 extra_buffers: str = "auto", verbose: bool = False) -> None:
         llama_cpp = _llama_cpp()
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -125,10 +126,12 @@ class LocalEngine:
         self.constrain = constrain
         self.label_tool_results = label_tool_results
         threads = n_threads or default_threads()
+        self.extra_buffers = use_extra_buffers(extra_buffers, read_cpuinfo())
         try:
-            self._llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads,
-                                        n_threads_batch=threads, seed=seed if seed is not None else 4294967295,
-                                        verbose=verbose)
+            with model_params(llama_cpp, self.extra_buffers):
+                self._llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads,
+                                            n_threads_batch=threads, seed=seed if seed is not None else 4294967295,
+                                            verbose=verbose)
         except (ValueError, RuntimeError, OSError) as e:
             raise EngineError("config", f"llama.cpp could not load {self.path}: {e}") from None
         template = self._llm.metadata.get("tokenizer.chat_template")
@@ -298,4 +301,4 @@ def build_local_engine(settings: Any) -> LocalEngine:
     cap = settings.max_tokens if "max_tokens" in settings.model_fields_set and settings.max_tokens else LOCAL_REPLY_CAP
     return LocalEngine(path, n_ctx=settings.local_context, max_tokens=cap, temperature=settings.temperature,
                        seed=settings.seed, constrain=constrain_local(settings.constrain_tool_calls),
-                       n_threads=settings.local_threads)
+                       n_threads=settings.local_threads, extra_buffers=settings.local_extra_buffers)
