@@ -71,11 +71,12 @@ def run_keel_local(case: Any, workspace: Path, tmp: Path, args: argparse.Namespa
 
 @contextlib.contextmanager
 def llama_server(args: argparse.Namespace):
-    """``python -m llama_cpp.server`` on a free 127.0.0.1 port, for the peer; always stopped."""
+    """``python -m llama_cpp.server`` on a free 127.0.0.1 port, for the peer; always stopped. It needs
+    the server's own packages: pip install 'llama-cpp-python[server]'."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(args.model), "--model_alias", SERVER_ALIAS,
+    cmd = [sys.executable, str(ROOT / "bench" / "_llama_server.py"), "--model", str(args.model), "--model_alias", SERVER_ALIAS,
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.context)]
     if args.threads:
         cmd += ["--n_threads", str(args.threads), "--n_threads_batch", str(args.threads)]

@@ -74,6 +74,9 @@ CASES = [
     ("empty reply", EMPTY, state(), L, U, False, False, "continue", "empty_reply"),
     ("truncated reply", TurnOutcome(text="Here is a very long", truncated=True), state(), L, U, False, False,
      "continue", "truncated"),
+    ("a call cut off mid-way is too long, not text", TurnOutcome(
+        text='{"name": "edit_file", "arguments": {"new_text": "x\\nx\\nx', truncated=True, malformed_call=True,
+        cut_reason="repeating"), state(), L, U, False, False, "continue", "truncated"),
     ("steps limit", WORKING, state(), Limits(max_steps=3), Usage(steps=3), False, False, "stop", "limit:steps"),
     ("complete beats step limit", FINISH, state(), Limits(max_steps=3), Usage(steps=3), False, False,
      "stop", "complete"),

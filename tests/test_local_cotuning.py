@@ -101,6 +101,8 @@ def test_a_reply_that_keeps_repeating_itself_is_cut_and_asked_again(tmp_path: Pa
     assert len(first["content"]) < 1200        # cut within a few copies, not after all 60
     decisions = [e for e in events if e["type"] == "decision"]
     assert decisions[0]["verdict"] == "continue"  # the loop asked again instead of taking it as an answer
+    assert first["cut_reason"] == "repeating"
+    assert "kept repeating" in decisions[0]["pushback"]   # told why, not "cut at the output-token limit"
     assert result.steps == 2
 
 

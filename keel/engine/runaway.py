@@ -172,4 +172,5 @@ class GuardedEngine:
             cut_reason = getattr(self.inner, "last_cut", None)
         if cut_reason:
             self.cuts.append(cut_reason)
+            turn.cut_reason = cut_reason
         return turn

@@ -54,6 +54,8 @@ class AssistantTurn:
     retries: int = 0
     # How the calls arrived: "structured", "hermes", "qwen3_coder", "json" (recovered from text) or "".
     tool_call_format: str = ""
+    # Why keel cut the reply short ("repeating", "deadline"; keel.engine.runaway), None if it was not.
+    cut_reason: str | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The assistant message written back into history. Reasoning is never resent."""

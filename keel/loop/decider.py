@@ -46,6 +46,7 @@ class TurnOutcome:
     asked_user: str | None = None    # the model called ask_user(question)
     plan_submitted: bool = False     # in plan mode, the model presented its plan
     truncated: bool = False          # the reply hit the output-token cap (finish_reason "length")
+    cut_reason: str = ""             # set when keel cut it: "repeating" (runaway guard) or "deadline"
     malformed_call: bool = False     # no call was recovered, but the text carries an attempted one
     engine_failure: Literal["context", "retries"] | None = None
     verification: GateFacts | None = None  # the gate's facts for this claim, once the runner ran it
@@ -118,7 +119,8 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
     if not ends_turn:
         return CONTINUE  # the model is working; tool results go back to it
 
-    if outcome.malformed_call and outcome.tool_calls == 0:
+    # A cut reply often ends inside a call: that is a reply too long, not a call written as text.
+    if outcome.malformed_call and outcome.tool_calls == 0 and not outcome.truncated:
         return _push("malformed_call", state)
 
     if plan_mode and outcome.plan_submitted and not (outcome.truncated and not outcome.finished):
@@ -131,7 +133,7 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
         return Decision("stop", "needs_user") if attended else _push("question_unattended", state)
 
     if outcome.truncated and not outcome.finished:
-        return _push("truncated", state)
+        return _push("truncated", state, outcome.cut_reason)
     if not outcome.finished and outcome.tool_calls == 0 and not outcome.text.strip():
         return _push("empty_reply", state)
 

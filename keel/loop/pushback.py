@@ -31,7 +31,7 @@ def _restated(state: TaskState) -> str:
     task = " ".join(state.task.split())
     task = task if len(task) <= 300 else task[:297] + "..."
     files = _FILE_RE.findall(state.task)
-    first = f'read_file with {{"path": "{files[0]}"}}' if files else 'list_dir with {"path": "."}'
+    first = f'read_file with {{"path": "{files[0]}"}}' if files else 'run_shell with {"command": "ls"}'
     return f"\nThe task is: {task}\nA good next call: {first}."
 
 
@@ -40,7 +40,7 @@ def pushback_text(kind: str, times_before: int, state: TaskState, detail: str = 
     if kind in _GATE_KINDS:
         text = _gate_text(kind, min(times_before, 2), detail)
     else:
-        text = _pushback_text(kind, min(times_before, 2), state)
+        text = _pushback_text(kind, min(times_before, 2), state, detail)
     # From the second repeat on, restate the task; the count keeps consecutive texts distinct.
     if times_before >= 1 and kind != "truncated":
         text += _restated(state)
@@ -83,7 +83,7 @@ def _gate_text(kind: str, level: int, detail: str) -> str:
     ][level]
 
 
-def _pushback_text(kind: str, level: int, state: TaskState) -> str:
+def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") -> str:
     changed = ", ".join(state.files_changed[-8:]) or "none"
     if kind == "question_unattended":
         return [
@@ -122,6 +122,10 @@ def _pushback_text(kind: str, level: int, state: TaskState) -> str:
             "call that runs the tests; if they fail, fix the code and run them again.",
         ][level]
     if kind == "truncated":
+        if detail == "repeating":   # measured: a 1.5B model's new_text repeating one added line until cut
+            return ("Your reply was cut off because it kept repeating the same lines; nothing ran. Make one "
+                    "short tool call: in an edit, old_text is only the lines to change and new_text only "
+                    "their replacement, each line once.")
         return ("Your reply was cut off at the output-token limit. Continue with a shorter reply: one tool "
                 "call at a time, and no long prose.")
     if kind == "malformed_call":
@@ -130,13 +134,13 @@ def _pushback_text(kind: str, level: int, state: TaskState) -> str:
             "tool-calling interface: the tool's name plus a JSON object of arguments, e.g. read_file with "
             '{"path": "calc.py"}.',
             "That was text again, not a tool call, so nothing ran. Emit exactly one structured tool call, e.g. "
-            'list_dir with {"path": "."}. Do not write the call inside your message text.',
-            'Nothing ran: write no prose, make one structured tool call such as list_dir {"path": "."}.',
+            'run_shell with {"command": "ls"}. Do not write the call inside your message text.',
+            'Nothing ran: write no prose, make one structured tool call such as run_shell {"command": "ls"}.',
         ][level]
     if kind == "empty_reply":
         return [
             "Your reply was empty. Continue the task: call a tool, or finish with a summary if it is done.",
             "Empty reply again. Make your next message one tool call that moves the task forward.",
-            "Reply with exactly one tool call now, e.g. list_dir or read_file.",
+            "Reply with exactly one tool call now, e.g. read_file or run_shell.",
         ][level]
     return "Continue the task."

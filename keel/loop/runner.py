@@ -171,7 +171,7 @@ class Runner:
         outcome = TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress,
                               malformed_call=malformed, finished=finished is not None, asked_user=asked,
                               plan_submitted=self.plan_mode and planned,
-                              truncated=turn.finish_reason == "length")
+                              truncated=turn.finish_reason == "length", cut_reason=turn.cut_reason or "")
         return outcome, finished
 
     def _absorb(self, result: ToolResult) -> None:
@@ -232,7 +232,7 @@ class Runner:
                       prefix_reuse=None if prefix_reuse is None else round(prefix_reuse, 4),
                       usage={"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
                              "cached_tokens": u.cached_tokens, "estimated": u.estimated},
-                      finish_reason=turn.finish_reason, tool_calls=len(turn.tool_calls),
+                      finish_reason=turn.finish_reason, cut_reason=turn.cut_reason, tool_calls=len(turn.tool_calls),
                       tool_call_format=turn.tool_call_format, retries=turn.retries,
                       content=turn.content[:2000], reasoning=turn.reasoning[:2000],
                       # whole, so `keel replay` can re-serve this turn exactly (content past 2000 too)

@@ -115,7 +115,8 @@ def _check_pair(old_text: str, new_text: str, where: str) -> None:
         raise ValueError(f"{where}old_text is empty; copy the lines to replace from the file "
                          "(to create a file use write_file)")
     if old_text == new_text:
-        raise ValueError(f"{where}old_text and new_text are identical, so nothing would change")
+        raise ValueError(f"{where}old_text and new_text are identical, so nothing would change: put only the "
+                         "line(s) that are wrong in old_text, and their corrected version in new_text")
 
 
 def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:

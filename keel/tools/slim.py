@@ -16,6 +16,7 @@ files left out and to look again after an edit.
 from __future__ import annotations
 
 import ast
+import difflib
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -51,8 +52,8 @@ class SlimEdit(SlimArgs):
 
 
 class SlimWrite(SlimArgs):
-    path: str = Field(description="New file to create, relative to the workspace.")
-    content: str = Field(description="The content of the new file.")
+    path: str = Field(description="File to write, relative to the workspace.")
+    content: str = Field(description="The file's complete content.")
 
 
 class SlimShell(SlimArgs):
@@ -75,22 +76,43 @@ def slim(full: Tool, args: type[SlimArgs], description: str, execute: Any = None
     return Tool(ToolSpec(full.spec.name, description, args, full.spec.annotations), execute or _onto(full))
 
 
-def _create_only(full: Tool) -> Any:
-    """write_file that only creates. Measured on a 1.5B model, in three runs of three: right after a
-    successful edit_file it "saved" the file with write_file, its content ``[output of edit_file]``
-    or a two-line stub, destroying the fix or the file. Small models rewrite whole files badly;
-    edit_file changes an existing one and is saved at once."""
+REWRITE_MIN_SIMILARITY = 0.5
+
+
+def rewrite_refusal(old: str, new: str, path: str) -> str | None:
+    """Why replacing a file's text ``old`` with ``new`` is not a whole-file rewrite, or None if it is.
+
+    A rewrite keeps most lines (difflib ratio of lines >= 0.5) and, for a valid .py file, stays valid
+    Python. Measured on a 1.5B model: "saving" a fresh edit with write_file, its content
+    ``[output of edit_file]`` or a two-line stub (ratio 0, the fix or the file destroyed), and also a
+    correct whole config.ini after a botched edit (ratio 0.7) that a create-only rule refused. Whole
+    files are the edit format weak models handle best (Aider's finding), so the right ones get through.
+    """
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    ratio = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).ratio() if old_lines else 1.0
+    if ratio < REWRITE_MIN_SIMILARITY:
+        return (f"{path} already exists, and this content keeps only {ratio:.0%} of its lines, so it would "
+                "replace the file rather than rewrite it. Nothing was written. To change a few lines use "
+                "edit_file (each edit is saved at once; there is nothing to save afterwards); write_file "
+                "takes the file's complete new content, every line, changed or not.")
+    if path.endswith(".py") and python_error(old.encode()) is None and (broken := python_error(new.encode())):
+        return (f"Nothing was written: this content is not valid Python ({broken}), and {path} is now. "
+                "Give the complete file, each line on its own line, indented like the file.")
+    return None
+
+
+def _rewrites_only(full: Tool) -> Any:
+    """write_file that creates a file, or replaces one with a whole rewrite of it (rewrite_refusal)."""
     inner = _onto(full)
 
     def execute(args: SlimWrite, ctx: ToolContext) -> ToolResult:
         try:
-            exists = resolve_in_workspace(ctx.workspace, args.path).exists()
-        except PathJailError:
-            exists = False   # the full tool refuses it with the jail's own message
-        if exists:
-            return ToolResult.error(f"{args.path} already exists, and write_file only creates new files "
-                                    "here. To change it, use edit_file (each edit is saved at once; "
-                                    "there is nothing to save afterwards).")
+            real = resolve_in_workspace(ctx.workspace, args.path)
+            old = real.read_text(encoding="utf-8") if real.is_file() else None
+        except (PathJailError, OSError, UnicodeDecodeError):
+            old = None   # the full tool answers with its own message (jail, binary file)
+        if old is not None and (refusal := rewrite_refusal(old, args.content, args.path)):
+            return ToolResult.error(refusal)
         return inner(args, ctx)
     return execute
 
@@ -146,8 +168,9 @@ def slim_tools() -> list[Tool]:
         slim(EDIT_FILE, SlimEdit, "Change a file: replace old_text, copied exactly from the file (no line "
                                   "numbers), with new_text. The change is saved at once.",
              _keeps_python_valid(EDIT_FILE)),
-        slim(WRITE_FILE, SlimWrite, "Create a new file (to change an existing file, use edit_file).",
-             _create_only(WRITE_FILE)),
+        slim(WRITE_FILE, SlimWrite, "Write a file's complete content: a new file, or every line of an existing "
+                                    "file, changed or not (for a few lines, edit_file is shorter).",
+             _rewrites_only(WRITE_FILE)),
         slim(RUN_SHELL, SlimShell, "Run a bash command in the project directory; shows its exit code and output."),
         slim(FINISH, SlimFinish, "Call once the change is made and a command showed it works."),
     ]
