@@ -188,7 +188,9 @@ class Agent:
         from keel.context.memory import memory_cap, project_memory
         from keel.engine.prompts import task_message
 
-        first = task_message(task, str(self.workspace), self.protection, top_level_entries(self.workspace))
+        # The small profile names the sandbox only: its details are ~110 tokens a 1.5B model has no use for.
+        protection = sandbox_tier(self.config)[0] if self.profile == "small" else self.protection
+        first = task_message(task, str(self.workspace), protection, top_level_entries(self.workspace))
         cap = memory_cap(self.context_manager().window.tokens, self.config.context.budget.memory)
         memory = project_memory(self.workspace, cap)   # AGENTS.md files: in the cached prefix, read once
         if self.profile == "small":  # the files in front of the model: it copies old_text, not invents it

@@ -27,8 +27,10 @@ def run_local_doctor(spec: str) -> list[DoctorCheck]:
         checks.append(DoctorCheck("loads", False, e.message,
                                   "pip install 'keel[local]'" if "llama-cpp-python" in e.message else None))
         return checks
+    kernels = "" if engine.extra_buffers else ("; AMX/repacking kernels off (the CPU advertises AMX, which "
+                                               "crashes on VMs without it; [engine] local_extra_buffers)")
     checks.append(DoctorCheck("loads", True, f"llama.cpp loaded it in {time.monotonic() - started:.1f} s; "
-                                             f"context {engine.context_window} tokens"))
+                                             f"context {engine.context_window} tokens{kernels}"))
     try:
         turn = engine.complete(list(PROBE_MESSAGES), [PROBE_TOOL])
         again = engine.complete(list(PROBE_MESSAGES), [PROBE_TOOL])
