@@ -112,7 +112,7 @@ def test_small_profile_offers_five_slim_tools_and_the_files_and_edits_them_unrea
     assert "=== shipping.py ===\ndef cost(cents, threshold=5000):" in user
     assert user.rstrip().endswith("Your task: A cart of exactly $50 is charged shipping; fix it.")
     sandbox_line = next(line for line in user.splitlines() if line.startswith("Command sandbox: "))
-    assert len(sandbox_line) < 40 and "not confined" not in user   # the tier's name, not its details
+    assert len(sandbox_line) < 60 and "not confined" not in user   # the tier's name, not its details
     # the preloaded file counts as read: the edit went through without a read_file turn
     assert "cents >= threshold" in (shop / "shipping.py").read_text()
     edit_result = next(m for m in result.messages if m.get("role") == "tool")
