@@ -12,6 +12,7 @@ from keel.agent import Agent, tool_profile
 from keel.config import Config
 from keel.context.preload import FileText, choose, collect, render, words
 from keel.testing import ScriptedEngineServer
+from keel.tools.catalog import default_tools
 
 
 def call(name: str, **args: object) -> dict[str, object]:
@@ -252,3 +253,26 @@ def test_an_edit_that_breaks_python_is_undone_and_says_where(shop: Path):
     assert outputs[0].startswith("edit_file was undone: it made shipping.py invalid Python (line 1:")
     assert (shop / "shipping.py").read_text() == before
     assert (shop / "README.md").read_text() == "A shop (\n"   # not Python: not judged
+
+
+@pytest.mark.parametrize(("extra", "accepted"), [
+    ({"required": ["path", "old_text", "new_text"]}, True),   # measured: the schema's own list echoed back
+    ({"type": "object"}, True),
+    ({"required": ["path", "colour"]}, False),                # names no argument of the tool: still an error
+    ({"required": True}, False),
+    ({"type": "function"}, False),
+])
+def test_schema_keywords_echoed_into_arguments_are_dropped_nothing_else(extra: dict[str, object],
+                                                                       accepted: bool) -> None:
+    from keel.engine.types import ToolCall
+    from keel.tools.registry import ToolRegistry
+    from keel.tools.slim import slim_tools
+
+    args = {"path": "a.py", "old_text": "x > 1", "new_text": "x >= 1", **extra}
+    for registry in (ToolRegistry(slim_tools()), ToolRegistry(default_tools())):
+        parsed = registry.parse(ToolCall("c1", "edit_file", json.dumps(args)))
+        if accepted:
+            assert not isinstance(parsed, str), parsed
+            assert parsed[1].model_dump()["new_text"] == "x >= 1"
+        else:
+            assert isinstance(parsed, str) and "not an argument of edit_file" in parsed

@@ -12,15 +12,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 A = TypeVar("A", bound=BaseModel)
 
 
 class ToolArgs(BaseModel):
-    """Base for argument models: unknown fields are an error the model is told about."""
+    """Base for argument models: unknown fields are an error the model is told about, except the
+    schema's own keywords echoed back. Measured on a 1.5B model without a grammar: a right edit_file
+    call carrying ``"required": ["path", "old_text", "new_text"]`` (copied from the tool schema),
+    refused twice as "not an argument". A keyword whose value only repeats the schema is dropped."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_schema_echo(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fields = set(cls.model_fields)
+        echoed = {k for k, v in data.items() if k not in fields and schema_echo(k, v, fields)}
+        return {k: v for k, v in data.items() if k not in echoed} if echoed else data
+
+
+def schema_echo(key: str, value: Any, fields: set[str]) -> bool:
+    """Whether ``key: value`` only repeats JSON-schema wording: ``required`` listing argument names,
+    or ``type: "object"``. (A ``properties`` object may hold the real arguments: never dropped.)"""
+    if key == "required":
+        return isinstance(value, list) and all(isinstance(v, str) and v in fields for v in value)
+    return key == "type" and value == "object"
 
 
 @dataclass(frozen=True)
