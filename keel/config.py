@@ -44,10 +44,6 @@ class EngineSettings(_Section):
     # llama.cpp's weight repacking and AMX kernels; auto = off where the CPU advertises AMX, whose
     # kernels crash the process on VMs without AMX state (keel/engine/local_cpu.py).
     local_extra_buffers: Literal["auto", "on", "off"] = "auto"
-    # In process: the reply right after the model repeated a turn is sampled at this temperature
-    # (if higher than `temperature`), so a greedy small model can leave a loop; 0 = never
-    # (keel/engine/sampling.py).
-    unstick_temperature: float = Field(default=0.7, ge=0)
     # In process: a grammar (keel/engine/grammar.py); auto = on. HTTP servers: "on" sends tool_choice
     # "required" when a finish tool is offered (vLLM >= 0.8.3, llama.cpp --jinja; a server answering 400
     # is asked again without it, for the rest of the session); auto = off there (keel/engine/constrain.py).

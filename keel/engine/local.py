@@ -25,7 +25,6 @@ from keel.engine.constrain import offers_finish
 from keel.engine.local_cpu import model_params, read_cpuinfo, use_extra_buffers
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.runaway import ReplyCut
-from keel.engine.sampling import temperature_for
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
 
 # Per reply, far below the HTTP default of 4096: on a laptop CPU a small model makes 2–20
@@ -115,7 +114,7 @@ class LocalEngine:
     def __init__(self, model_path: str | Path, *, n_ctx: int = DEFAULT_CONTEXT,
                  max_tokens: int = LOCAL_REPLY_CAP, temperature: float = 0.0, seed: int | None = 1234,
                  constrain: bool = True, n_threads: int | None = None, label_tool_results: bool = True,
-                 extra_buffers: str = "auto", unstick_temperature: float = 0.0, verbose: bool = False) -> None:
+                 extra_buffers: str = "auto", verbose: bool = False) -> None:
         llama_cpp = _llama_cpp()
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -123,8 +122,6 @@ class LocalEngine:
         self.model = self.path.name
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.unstick_temperature = unstick_temperature
-        self.last_temperature = temperature
         self.seed = seed
         self.constrain = constrain
         self.label_tool_results = label_tool_results
@@ -220,8 +217,7 @@ class LocalEngine:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         if self.seed is not None:
             self._llm.set_seed(self.seed)
-        self.last_temperature = temperature_for(messages, self.temperature, self.unstick_temperature)
-        tokens = self._llm.generate(prompt, temp=self.last_temperature, repeat_penalty=1.0, grammar=grammar)
+        tokens = self._llm.generate(prompt, temp=self.temperature, repeat_penalty=1.0, grammar=grammar)
         try:
             for token in tokens:
                 first_token_at = first_token_at or time.monotonic()
@@ -305,5 +301,4 @@ def build_local_engine(settings: Any) -> LocalEngine:
     cap = settings.max_tokens if "max_tokens" in settings.model_fields_set and settings.max_tokens else LOCAL_REPLY_CAP
     return LocalEngine(path, n_ctx=settings.local_context, max_tokens=cap, temperature=settings.temperature,
                        seed=settings.seed, constrain=constrain_local(settings.constrain_tool_calls),
-                       n_threads=settings.local_threads, extra_buffers=settings.local_extra_buffers,
-                       unstick_temperature=settings.unstick_temperature)
+                       n_threads=settings.local_threads, extra_buffers=settings.local_extra_buffers)
