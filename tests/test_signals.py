@@ -37,6 +37,18 @@ def _survivors(token: str) -> list[int]:
     return found
 
 
+def _communicate(proc: subprocess.Popen[str], timeout: float = 30) -> tuple[str, str]:
+    """proc.communicate, but a keel that hangs is made to print every thread's stack (SIGABRT with
+    PYTHONFAULTHANDLER set, see _start_run) so the failure shows where it stuck. Seen twice in full
+    CI runs on the SIGHUP case, never in isolation."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"keel did not exit within {timeout:g} s after the signal; its threads:\n{err[-6000:]}")
+
+
 def _start_run(calc_repo: Path, keel_env: dict[str, str], log: Path, token: str, *extra: str):
     # prints, then sleeps well past the test: only a kill ends it in time
     command = (f"python -c \"import time; print('partial-output-{token}', flush=True); time.sleep(60)\" "
@@ -45,7 +57,8 @@ def _start_run(calc_repo: Path, keel_env: dict[str, str], log: Path, token: str,
     server = ScriptedEngineServer(script)
     proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "run", "x", "--cwd", str(calc_repo),
                              "--base-url", server.base_url, "--model", "scripted", "--log", str(log),
-                             "--approval", "auto-edit", *extra], env=keel_env, stdout=subprocess.PIPE,
+                             "--approval", "auto-edit", *extra], env={**keel_env, "PYTHONFAULTHANDLER": "1"},
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not _survivors(f"partial-output-{token}"):
@@ -62,7 +75,7 @@ def test_sigterm_and_sighup_stop_the_run_like_ctrl_c(calc_repo, keel_env, tmp_pa
     server, proc = _start_run(calc_repo, keel_env, log, token, "--output-format", "json")
     with server:
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
+        out, err = _communicate(proc)
     assert proc.returncode == code, err
     assert "Traceback" not in err
     result = json.loads(out.strip().splitlines()[-1])
@@ -79,7 +92,7 @@ def test_sigint_during_a_command_logs_the_call_with_its_partial_output(calc_repo
     server, proc = _start_run(calc_repo, keel_env, log, token)
     with server:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = _communicate(proc)
     assert proc.returncode == 130, err
     events = [json.loads(line) for line in log.read_text().splitlines()]
     calls = [e for e in events if e["type"] == "tool_call"]
