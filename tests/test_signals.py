@@ -46,7 +46,24 @@ def _communicate(proc: subprocess.Popen[str], timeout: float = 30) -> tuple[str,
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)
         out, err = proc.communicate(timeout=30)
-        pytest.fail(f"keel did not exit within {timeout:g} s after the signal; its threads:\n{err[-6000:]}")
+        masks = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("Sig")]
+        pytest.fail(f"keel did not exit within {timeout:g} s after the signal; pytest's own signal masks "
+                    f"{masks}; keel's threads:\n{err[-6000:]}")
+
+
+def _blocking_stop_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP, signal.SIGTERM})
+
+
+def _as_from_a_terminal() -> None:
+    """In the keel child before exec: SIGHUP, SIGTERM and SIGINT at their defaults, none blocked.
+    In a full CI run keel never saw the SIGHUP (its stack, dumped, was still in the command's
+    select loop): something earlier in the suite left SIGHUP ignored or blocked in pytest itself, the
+    child inherited that, and keel keeps an ignored hangup ignored on purpose (`nohup keel run`)."""
+    stops = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+    for sig in stops:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
 
 
 def _start_run(calc_repo: Path, keel_env: dict[str, str], log: Path, token: str, *extra: str):
@@ -58,7 +75,7 @@ def _start_run(calc_repo: Path, keel_env: dict[str, str], log: Path, token: str,
     proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "run", "x", "--cwd", str(calc_repo),
                              "--base-url", server.base_url, "--model", "scripted", "--log", str(log),
                              "--approval", "auto-edit", *extra], env={**keel_env, "PYTHONFAULTHANDLER": "1"},
-                            stdout=subprocess.PIPE,
+                            preexec_fn=_as_from_a_terminal, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not _survivors(f"partial-output-{token}"):
@@ -108,8 +125,8 @@ def test_sigterm_during_keel_tool_kills_the_command(calc_repo, keel_env):
     token = uuid.uuid4().hex
     args = json.dumps({"command": f"sleep 60 # {token}"})
     proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "tool", "run_shell", args, "--cwd",
-                             str(calc_repo)], env=keel_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                             str(calc_repo)], env=keel_env, preexec_fn=_as_from_a_terminal, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not _survivors(token):
         time.sleep(0.05)
@@ -136,3 +153,25 @@ def test_an_ignored_hangup_stays_ignored(calc_repo, keel_env, tmp_path):
         out, err = proc.communicate(timeout=60)
     assert proc.returncode != 129, err
     assert json.loads(out.strip().splitlines()[-1])["stop_reason"] != "interrupted"
+
+
+def test_a_stop_signal_blocked_by_the_parent_still_stops_the_run(calc_repo, keel_env, tmp_path):
+    """A blocked mask is inherited through exec (the CI case above): keel unblocks what it handles."""
+    token = uuid.uuid4().hex
+    command = f"python -c \"import time; print('started-{token}', flush=True); time.sleep(60)\" # {token}"
+    script = [{"tool_calls": [call("run_shell", command=command)]}]
+    with ScriptedEngineServer(script) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "run", "x", "--cwd", str(calc_repo),
+                                 "--base-url", server.base_url, "--model", "scripted", "--output-format", "json"],
+                                env={**keel_env, "PYTHONFAULTHANDLER": "1"}, preexec_fn=_blocking_stop_signals,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _survivors(f"started-{token}"):
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGHUP)
+        out, err = _communicate(proc)
+    assert proc.returncode == 129, err
+    assert json.loads(out.strip().splitlines()[-1])["stop_reason"] == "interrupted"
+    time.sleep(0.3)
+    assert _survivors(token) == []

@@ -39,8 +39,13 @@ def stop_on_signals() -> Iterator[SignalStop]:
     # A signal already ignored stays ignored: `nohup keel run …` must survive the hangup.
     previous = {sig: signal.signal(sig, state.handle) for sig in STOP_SIGNALS
                 if signal.getsignal(sig) is not signal.SIG_IGN}
+    # A blocked signal is not a choice but a leak: a parent's mask is inherited through exec, and
+    # one blocked SIGHUP left keel deaf to it in a CI run (pytest's mask, dumped). Handled = unblocked.
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, set(previous)) if previous else None
     try:
         yield state
     finally:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
