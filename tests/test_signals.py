@@ -52,14 +52,16 @@ def _communicate(proc: subprocess.Popen[str], timeout: float = 30) -> tuple[str,
 
 
 def _blocking_stop_signals() -> None:
+    _as_from_a_terminal()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP, signal.SIGTERM})
 
 
 def _as_from_a_terminal() -> None:
     """In the keel child before exec: SIGHUP, SIGTERM and SIGINT at their defaults, none blocked.
     In a full CI run keel never saw the SIGHUP (its stack, dumped, was still in the command's
-    select loop): something earlier in the suite left SIGHUP ignored or blocked in pytest itself, the
-    child inherited that, and keel keeps an ignored hangup ignored on purpose (`nohup keel run`)."""
+    select loop): something earlier in the suite leaves SIGHUP ignored in pytest itself (SigIgn bit
+    1, dumped), the child inherits that, and keel keeps an ignored hangup ignored on purpose
+    (`nohup keel run`)."""
     stops = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
     for sig in stops:
         signal.signal(sig, signal.SIG_DFL)
@@ -156,7 +158,8 @@ def test_an_ignored_hangup_stays_ignored(calc_repo, keel_env, tmp_path):
 
 
 def test_a_stop_signal_blocked_by_the_parent_still_stops_the_run(calc_repo, keel_env, tmp_path):
-    """A blocked mask is inherited through exec (the CI case above): keel unblocks what it handles."""
+    """A blocked mask is inherited through exec like an ignored signal, but it is no one's choice:
+    keel unblocks the signals it handles."""
     token = uuid.uuid4().hex
     command = f"python -c \"import time; print('started-{token}', flush=True); time.sleep(60)\" # {token}"
     script = [{"tool_calls": [call("run_shell", command=command)]}]

@@ -40,7 +40,7 @@ def stop_on_signals() -> Iterator[SignalStop]:
     previous = {sig: signal.signal(sig, state.handle) for sig in STOP_SIGNALS
                 if signal.getsignal(sig) is not signal.SIG_IGN}
     # A blocked signal is not a choice but a leak: a parent's mask is inherited through exec, and
-    # one blocked SIGHUP left keel deaf to it in a CI run (pytest's mask, dumped). Handled = unblocked.
+    # a blocked SIGTERM would leave keel deaf to its process manager. Handled means unblocked.
     mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, set(previous)) if previous else None
     try:
         yield state
