@@ -130,7 +130,7 @@ def test_a_deadline_cuts_the_reply_while_the_prompt_is_still_being_read() -> Non
                     {"role": "user", "content": f"{long_text}\n\nHow many lines were there?"}]
         guarded = GuardedEngine(engine, lambda: clock.monotonic() + 0.5)   # the run has half a second left
         turn = guarded.complete(messages, [], lambda d: None)
-        assert (turn.finish_reason, turn.content, guarded.cuts) == ("length", "", ["deadline"])
+        assert (turn.finish_reason, turn.content, turn.cut_reason) == ("length", "", "deadline")
         assert turn.usage.completion_tokens == 0
         read = engine._llm.n_tokens
         assert 0 < read < turn.usage.prompt_tokens - 1   # stopped part way through the prompt

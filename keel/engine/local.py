@@ -148,7 +148,6 @@ class LocalEngine:
         self._llama_cpp = llama_cpp
         self._vocab = llama_cpp.llama_model_get_vocab(self._llm._model.model)
         self._next_text_call = 1
-        self.last_cut: str | None = None
         self.tokens_per_s: float | None = None   # generation speed measured on the last reply
         self.prompt_eval_s = 0.0                  # time to the first token of the last reply
         self.last_usage_raw: dict[str, Any] | None = None
@@ -201,14 +200,14 @@ class LocalEngine:
         try:
             self._read_prompt(prompt, cached, on_delta)
         except ReplyCut as cut:  # the deadline passed while the prompt was read: no reply at all
-            self.last_cut = cut.reason
             return AssistantTurn(content="", finish_reason="length", latency_s=time.monotonic() - started,
-                                 usage=Usage(prompt_tokens=len(prompt), completion_tokens=0, cached_tokens=cached))
+                                 usage=Usage(prompt_tokens=len(prompt), completion_tokens=0, cached_tokens=cached),
+                                 cut_reason=cut.reason)
         cap = min(self.reply_cap(), room)
         pieces: list[str] = []
         finish = "length"
         completion = 0
-        self.last_cut = None
+        cut_reason: str | None = None
         first_token_at: float | None = None
         # Our own loop over the sampled tokens rather than create_completion: its streamed text
         # lost the Hermes <tool_call> tags (added tokens) in real runs, and here each token is
@@ -232,7 +231,7 @@ class LocalEngine:
                         try:
                             on_delta(StreamDelta("content", piece))
                         except ReplyCut as cut:  # stop sampling now; the reply so far counts as too long
-                            self.last_cut = cut.reason
+                            cut_reason = cut.reason
                             break
                 if completion >= cap:
                     break
@@ -241,7 +240,7 @@ class LocalEngine:
         content = "".join(pieces) + decoder.decode(b"", final=True)
         turn = AssistantTurn(content=content, finish_reason=finish,
                              usage=Usage(prompt_tokens=len(prompt), completion_tokens=completion,
-                                         cached_tokens=cached))
+                                         cached_tokens=cached), cut_reason=cut_reason)
         self.last_usage_raw = {"prompt_tokens": len(prompt), "completion_tokens": completion,
                                "prompt_tokens_details": {"cached_tokens": cached}}
         if content and turn.finish_reason != "length":  # a cut reply may end inside a call: never run it

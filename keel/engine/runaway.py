@@ -137,7 +137,6 @@ class GuardedEngine:
         self.model: str = str(inner.model)
         self._run_deadline = run_deadline
         self._clock = clock
-        self.cuts: list[str] = []
 
     def __getattr__(self, name: str) -> Any:  # last_usage_raw, list_models, … of the inner engine
         return getattr(self.inner, name)
@@ -160,17 +159,12 @@ class GuardedEngine:
                 raise ReplyCut(watch.cut_reason or "cut")
 
         try:
-            turn: AssistantTurn = self.inner.complete(messages, tools, watched)
+            # An engine that stops reading on a ReplyCut itself (the in-process one) sets the turn's
+            # cut_reason; for one that lets it propagate (HTTP: the connection closes), it is set here.
+            return self.inner.complete(messages, tools, watched)
         except ReplyCut as cut:  # the inner engine stopped reading; the reply so far is all there is
             text = "".join(content)
             request_chars = len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(tools, ensure_ascii=False))
-            turn = AssistantTurn(content=text, finish_reason="length", latency_s=self._clock() - started,
+            return AssistantTurn(content=text, finish_reason="length", latency_s=self._clock() - started,
                                  usage=Usage(prompt_tokens=request_chars // 4, completion_tokens=len(text) // 4,
-                                             estimated=True))
-            cut_reason: str | None = cut.reason
-        else:
-            cut_reason = getattr(self.inner, "last_cut", None)
-        if cut_reason:
-            self.cuts.append(cut_reason)
-            turn.cut_reason = cut_reason
-        return turn
+                                             estimated=True), cut_reason=cut.reason)

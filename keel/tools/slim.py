@@ -95,7 +95,7 @@ def rewrite_refusal(old: str, new: str, path: str) -> str | None:
                 "replace the file rather than rewrite it. Nothing was written. To change a few lines use "
                 "edit_file (each edit is saved at once; there is nothing to save afterwards); write_file "
                 "takes the file's complete new content, every line, changed or not.")
-    if path.endswith(".py") and python_error(old.encode()) is None and (broken := python_error(new.encode())):
+    if path.endswith(".py") and (broken := breaks_python(old.encode(), new.encode())):
         return (f"Nothing was written: this content is not valid Python ({broken}), and {path} is now. "
                 "Give the complete file, each line on its own line, indented like the file.")
     return None
@@ -128,6 +128,12 @@ def python_error(source: bytes) -> str | None:
     return None
 
 
+def breaks_python(before: bytes, after: bytes) -> str | None:
+    """Why ``after`` is invalid Python when ``before`` was valid (see python_error), else None: a
+    file that was broken already is not the change's doing."""
+    return python_error(after) if python_error(before) is None else None
+
+
 def _keeps_python_valid(full: Tool) -> Any:
     """edit_file that is undone when it turns a valid .py file into invalid Python. Measured on a
     1.5B model: new_text glued the old body onto the new signature line (``def f(a, b=1):    if …``)
@@ -142,10 +148,9 @@ def _keeps_python_valid(full: Tool) -> Any:
         except (PathJailError, OSError):
             before = None
         result = inner(args, ctx)
-        if before is None or not result.ok or python_error(before) is not None:
+        if before is None or not result.ok:
             return result
-        after = real.read_bytes()
-        broken = python_error(after)
+        broken = breaks_python(before, real.read_bytes())
         if broken is None:
             return result
         real.write_bytes(before)
