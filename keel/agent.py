@@ -160,7 +160,7 @@ class Agent:
         from keel.ext.setup import Extensions
         self.ext = Extensions(self, prompt=prompt)  # trust, hooks, skills, MCP, plugins (docs/extensions.md)
         self.profile = tool_profile(self.config)
-        builtin = slim_tools() if self.profile == "small" else default_tools()
+        builtin = slim_tools(lambda: self) if self.profile == "small" else default_tools()
         base = tools if tools is not None else builtin + self.ext.extra_tools()
         from keel.tools.diffs import add_diffs
         self.registry = ToolRegistry(add_diffs(self.ext.wrap(base, plan_mode=plan_mode)))  # edits carry a diff

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from keel.engine.local import shared_prefix, speed_cap, template_messages
+from keel.engine.local import shared_prefix, slot_choice, speed_cap, template_messages
 from keel.engine.local_model import DEFAULT_LOCAL_MODEL, is_hf_spec, resolve_model
 from keel.engine.runaway import ReplyWatch, call_deadline, repeated_lines, repeating_tail
 from keel.engine.types import EngineError
@@ -58,6 +58,23 @@ def test_shared_prefix() -> None:
 
 
 # ---- runaway replies and the per-call deadline -------------------------------------------------
+
+CONVERSATION = list(range(1000, 1600))          # a 600-token conversation
+EDIT_REQUEST = [1000, 1001, *range(5000, 5300)]  # the same system prompt's first tokens, then its own
+
+
+@pytest.mark.parametrize(("current", "saved", "prompt", "choice"), [
+    (CONVERSATION, [], EDIT_REQUEST, "save"),                        # keep the conversation before it goes
+    (EDIT_REQUEST, CONVERSATION, CONVERSATION + [7, 8], "swap"),     # back to the conversation: load it
+    (CONVERSATION, EDIT_REQUEST, CONVERSATION + [7, 8], "keep"),     # the next step of the conversation
+    (list(range(100)), [], EDIT_REQUEST, "keep"),                   # too short to be worth keeping
+    (CONVERSATION, CONVERSATION[:100], CONVERSATION[:500] + [9], "keep"),   # the current one shares more
+    (CONVERSATION, [], CONVERSATION[:30] + [9], "save"),             # most of a long state would be lost
+    (EDIT_REQUEST, CONVERSATION, CONVERSATION[:300] + [9] * 50, "swap"),  # a compacted history: its prefix
+])
+def test_slot_choice(current: list[int], saved: list[int], prompt: list[int], choice: str) -> None:
+    assert slot_choice(current, saved, prompt) == choice
+
 
 def test_a_plan_restated_in_a_loop_is_seen_but_varied_prose_is_not() -> None:
     plan = "I will open calc.py and change the minus to a plus. "
@@ -149,7 +166,8 @@ def test_real_model_steps_reuse_the_kv_cache_and_ctrl_c_cancels() -> None:
     engine = LocalEngine(_real_model(), n_ctx=2048, max_tokens=24)
     tools = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
               "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
-    messages = [{"role": "system", "content": "You are a coding agent. Use the tools."},
+    # a system prompt long enough (> SLOT_MIN_TOKENS) for its KV state to be worth keeping aside
+    messages = [{"role": "system", "content": "You are a coding agent. Use the tools to do the work. " * 30},
                 {"role": "user", "content": "What is in notes.txt? Read it."}]
     first = engine.complete(messages, tools)
     assert first.tool_calls and first.tool_calls[0].name == "read_file"   # constrained: a real call
@@ -167,6 +185,14 @@ def test_real_model_steps_reuse_the_kv_cache_and_ctrl_c_cancels() -> None:
     second = engine.complete(messages, tools)
     assert second.usage.cached_tokens >= 0.8 * second.usage.prompt_tokens, second.usage
     assert second.finish_reason in ("stop", "length")
+    # a request of its own in between (change_file's) keeps the conversation's cache in the other slot
+    aside = engine.complete([{"role": "system", "content": "You fix code. " * 60},
+                             {"role": "user", "content": "Reply with x = 1 in a code block."}], [])
+    assert aside.usage.cached_tokens < 0.2 * aside.usage.prompt_tokens
+    third = engine.complete(messages, tools)
+    assert third.usage.cached_tokens >= 0.8 * third.usage.prompt_tokens, third.usage
+    assert third.content == second.content and [c.arguments for c in third.tool_calls] == \
+        [c.arguments for c in second.tool_calls]   # the restored state answers as the kept one did
 
 
 @pytest.mark.real_engine

@@ -94,7 +94,7 @@ def test_profile_auto_is_small_only_for_the_in_process_engine():
     assert tool_profile(cfg) == "full"
 
 
-def test_small_profile_offers_five_slim_tools_and_the_files_and_edits_them_unread(shop: Path):
+def test_small_profile_offers_five_short_tools_and_the_files_and_edits_them_unread(shop: Path):
     script = [{"tool_calls": [call("edit_file", path="shipping.py", old_text="    if cents > threshold:",
                                    new_text="    if cents >= threshold:")]},
               {"tool_calls": [call("run_shell", command="python -m pytest -q")]},
@@ -104,7 +104,8 @@ def test_small_profile_offers_five_slim_tools_and_the_files_and_edits_them_unrea
         result = agent.run("A cart of exactly $50 is charged shipping; fix it.")
         first = server.requests[0]
     tools = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
-    assert list(tools) == ["read_file", "edit_file", "write_file", "run_shell", "finish"]  # no delegate
+    assert list(tools) == ["read_file", "change_file", "edit_file", "run_shell", "finish"]  # no delegate
+    assert set(tools["change_file"]["required"]) == {"path", "change"}
     assert set(tools["edit_file"]["properties"]) == {"path", "old_text", "new_text"}
     assert set(tools["edit_file"]["required"]) == {"path", "old_text", "new_text"}
     assert set(tools["run_shell"]["properties"]) == {"command"}
@@ -202,44 +203,6 @@ def test_a_slim_call_breaking_a_full_tools_rule_is_an_invalid_argument_not_a_cra
     assert "old_text and new_text are identical" in refusal and "ValidationError" not in refusal
 
 
-def test_slim_write_file_rewrites_whole_files_but_never_saves_a_stub_over_an_edit(shop: Path):
-    fixed = "def cost(cents, threshold=5000):\n    if cents >= threshold:\n        return 0\n    return 499\n"
-    script = [{"tool_calls": [call("edit_file", path="shipping.py", old_text="    if cents > threshold:",
-                                   new_text="    if cents >= threshold:")]},
-              {"tool_calls": [call("write_file", path="shipping.py", content="def cost(cents):\n    return 0\n")]},
-              {"tool_calls": [call("write_file", path="shipping.py", content="[output of edit_file]")]},
-              {"tool_calls": [call("write_file", path="shipping.py",
-                                   content=fixed.replace("return 499", "return 499 +"))]},
-              {"tool_calls": [call("write_file", path="shipping.py", content=fixed.replace("499", "599"))]},
-              {"tool_calls": [call("write_file", path="notes/new.md", content="free from the threshold\n")]},
-              {"tool_calls": [call("finish", summary="done")]}]
-    with ScriptedEngineServer(script) as server:
-        result = Agent(workspace=shop, config=small_config(server), log_path=False).run("Fix shipping.")
-        described = {t["function"]["name"]: t["function"]["description"] for t in server.requests[0]["tools"]}
-    outputs = [m["content"] for m in result.messages if m.get("role") == "tool"]
-    assert "keeps only 0% of its lines" in outputs[1] and "Nothing was written" in outputs[1]   # a stub
-    assert "keeps only 0% of its lines" in outputs[2]                                          # a placeholder
-    assert "not valid Python" in outputs[3]                                                   # a broken rewrite
-    assert (shop / "shipping.py").read_text() == fixed.replace("499", "599")   # the whole rewrite, fix kept
-    assert (shop / "notes" / "new.md").read_text() == "free from the threshold\n"
-    assert "saved at once" in described["edit_file"] and "complete content" in described["write_file"]
-
-
-@pytest.mark.parametrize(("old", "new", "path", "refused"), [
-    ("a\nb\nc\nd\n", "a\nb\nc\nD\n", "x.ini", None),            # one line of four changed: a rewrite
-    ("a\nb\nc\nd\n", "[output of edit_file]", "x.ini", "0%"),
-    ("a\nb\nc\nd\n", "a\nz\n", "x.ini", "33%"),                   # half the file gone
-    ("", "anything\n", "empty.txt", None),                           # an empty file has nothing to keep
-    ("x = 1\ny = 2\n", "x = 1\ny = (2\n", "m.py", "not valid Python"),
-    ("x = (\ny = 2\n", "x = (\ny = 3\n", "m.py", None),                 # was broken already: not ours to judge
-])
-def test_rewrite_refusal(old: str, new: str, path: str, refused: str | None) -> None:
-    from keel.tools.slim import rewrite_refusal
-
-    why = rewrite_refusal(old, new, path)
-    assert (why is None) if refused is None else (why is not None and refused in why)
-
-
 def test_an_edit_that_breaks_python_is_undone_and_says_where(shop: Path):
     glued = "def cost(cents, threshold=5000, free=True):    if cents > threshold:"
     script = [{"tool_calls": [call("edit_file", path="shipping.py", old_text="def cost(cents, threshold=5000):\n"
@@ -269,7 +232,7 @@ def test_schema_keywords_echoed_into_arguments_are_dropped_nothing_else(extra: d
     from keel.tools.slim import slim_tools
 
     args = {"path": "a.py", "old_text": "x > 1", "new_text": "x >= 1", **extra}
-    for registry in (ToolRegistry(slim_tools()), ToolRegistry(default_tools())):
+    for registry in (ToolRegistry(slim_tools(lambda: None)), ToolRegistry(default_tools())):
         parsed = registry.parse(ToolCall("c1", "edit_file", json.dumps(args)))
         if accepted:
             assert not isinstance(parsed, str), parsed

@@ -23,7 +23,7 @@ from keel.context.budget import component_of, tool_names_by_call
 
 RECORD_MARKER = "[keel context record]"
 READS = frozenset({"read_file"})
-EDITS = frozenset({"write_file", "edit_file"})
+EDITS = frozenset({"write_file", "edit_file", "change_file"})
 STUB_TOKENS = 40          # what a stub costs, for planning
 STUB_PREFIX = "[keel: the output of "
 MIN_KEPT_CHARS = 400      # a cut output keeps at least this much of its head and tail together

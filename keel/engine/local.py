@@ -81,6 +81,27 @@ def _hf_tojson(value: Any, indent: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent)
 
 
+SLOT_MIN_TOKENS = 256      # a state shorter than this is cheaper to re-read than to keep
+SLOT_MIN_GAIN = 64         # tokens a saved state must share beyond the current one to be worth loading
+
+
+def slot_choice(current: Sequence[int], saved: Sequence[int], prompt: Sequence[int]) -> str:
+    """What to do with the one saved KV state before reading ``prompt`` (pure): "swap" it in when it
+    shares more of the prompt than the current state does; "save" the current state when the prompt
+    would throw most of a long one away; else "keep".
+
+    Why: change_file (keel.tools.change) asks the same model a short request of its own between
+    two steps of the conversation. With one KV cache, that request evicted the conversation, and
+    the next step read its 2–3k prompt tokens again: 50–90 s a step on this CPU instead of 10–20."""
+    here = shared_prefix(current, prompt)
+    there = shared_prefix(saved, prompt) if saved else 0
+    if there >= here + SLOT_MIN_GAIN:
+        return "swap"
+    if len(current) >= SLOT_MIN_TOKENS and here < len(current) // 2:
+        return "save"
+    return "keep"
+
+
 def template_messages(messages: list[dict[str, Any]], label_tool_results: bool = True) -> list[dict[str, Any]]:
     """History as chat templates expect it: call arguments as objects (templates ``tojson`` them;
     a JSON string would be encoded twice), content never null, and each tool result headed with
@@ -151,6 +172,7 @@ class LocalEngine:
         self.tokens_per_s: float | None = None   # generation speed measured on the last reply
         self.prompt_eval_s = 0.0                  # time to the first token of the last reply
         self.last_usage_raw: dict[str, Any] | None = None
+        self._saved: Any = None                   # one other KV state (slot_choice)
 
     @property
     def context_window(self) -> int:
@@ -194,6 +216,7 @@ class LocalEngine:
         if room < MIN_REPLY_TOKENS:
             raise EngineError("context", f"the conversation is {len(prompt)} tokens; the local context window "
                                          f"is {self.context_window} (set [engine] local_context higher)")
+        self._use_slot(prompt[:-1])
         # llama-cpp-python re-evaluates at least the prompt's last token, so it never counts as cached.
         cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
         grammar = self._grammar(tools) if self.constrain and tools else None
@@ -253,6 +276,17 @@ class LocalEngine:
             if completion > 8 and ended > first_token_at:
                 self.tokens_per_s = completion / (ended - first_token_at)
         return turn
+
+    def _use_slot(self, prompt: list[int]) -> None:
+        current = self._llm._input_ids[: self._llm.n_tokens].tolist()
+        saved = self._saved.input_ids[: self._saved.n_tokens].tolist() if self._saved is not None else []
+        choice = slot_choice(current, saved, prompt)
+        if choice == "swap":
+            mine = self._llm.save_state() if len(current) >= SLOT_MIN_TOKENS else None
+            self._llm.load_state(self._saved)
+            self._saved = mine
+        elif choice == "save":
+            self._saved = self._llm.save_state()
 
     def _read_prompt(self, prompt: list[int], cached: int, on_delta: DeltaCallback | None) -> None:
         """Evaluate the prompt's uncached part (all but its last token, which generate() evaluates)

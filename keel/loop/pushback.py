@@ -38,7 +38,7 @@ def _restated(state: TaskState) -> str:
 def pushback_text(kind: str, times_before: int, state: TaskState, detail: str = "") -> str:
     """The text for one pushback; ``detail`` carries facts such as the gate's failure summaries."""
     if kind in _GATE_KINDS:
-        text = _gate_text(kind, min(times_before, 2), detail)
+        text = _gate_text(kind, min(times_before, 2), detail, state)
     else:
         text = _pushback_text(kind, min(times_before, 2), state, detail)
     # From the second repeat on, restate the task; the count keeps consecutive texts distinct.
@@ -49,19 +49,35 @@ def pushback_text(kind: str, times_before: int, state: TaskState, detail: str = 
     return text
 
 
+def _offers(state: TaskState, tool: str) -> bool:
+    return not state.tools or tool in state.tools   # unknown: the full tool set
+
+
+def _edit_tools(state: TaskState, joiner: str, close: str = "") -> str:
+    """The tools that change files, as offered: change_file in the small profile."""
+    if "change_file" in state.tools:
+        return "change_file"
+    return f"edit_file{joiner}write_file{close}"
+
+
+def _explore_tools(state: TaskState, joiner: str = ", ") -> str:
+    names = [t for t in ("list_dir", "read_file", "grep") if _offers(state, t)]
+    return joiner.join(names if joiner == ", " else [n for n in names if n != "read_file"] or names)
+
+
 _GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests"})
 
 
-def _gate_text(kind: str, level: int, detail: str) -> str:
+def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
     """Pushback for a completion claim the verification gate refused."""
     facts = f"\n{detail}" if detail else ""
     if kind == "no_change":
         return [
             "The task asks for a change, but no file in the workspace has changed: describing a fix is not "
-            "making it. Make the change with edit_file or write_file, run the check, then finish." + facts,
+            f"making it. Make the change with {_edit_tools(state, ' or ')}, run the check, then finish." + facts,
             "Still nothing has changed in the workspace, so the task is not done. Your next message must be "
             "a tool call: read the file the task concerns, then edit it." + facts,
-            "Finishing is refused: no file changed. Call edit_file (or write_file) on the file that needs the "
+            f"Finishing is refused: no file changed. Call {_edit_tools(state, ' (or ', ')')} on the file that needs the "
             "fix now." + facts,
         ][level]
     if kind == "tampered_tests":
@@ -95,11 +111,12 @@ def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") ->
         ][level]
     if kind == "did_nothing":
         return [
-            "You have not done anything yet. Inspect the workspace (list_dir, read_file, grep) and carry out "
+            f"You have not done anything yet. Inspect the workspace ({_explore_tools(state)}) and carry out "
             "the task before finishing.",
-            "The task is not done: no tool has been used. Start with list_dir or grep to find the relevant "
-            "files, then read and change them.",
-            "Call a tool now. Begin with list_dir(path=\".\"), then read the files the task names.",
+            f"The task is not done: no tool has been used. Start with {_explore_tools(state, ' or ')} to find the "
+            "relevant files, then read and change them.",
+            "Call a tool now. " + ("Begin with list_dir(path=\".\"), then read" if _offers(state, "list_dir")
+                                   else "Read") + " the files the task names.",
         ][level]
     if kind == "unfinished_todos":
         return [

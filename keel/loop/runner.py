@@ -61,6 +61,7 @@ class Runner:
     def run(self, messages: list[dict[str, Any]]) -> RunResult:
         """Drive ``messages`` (appended to in place) until the decider says stop."""
         started, pushback, summary = self.clock(), None, ""
+        self.state.tools = frozenset(self.registry.names)   # also after a resume restored the state
         if self.limits.max_seconds is not None:  # a tool's own timeout (run_shell) never outlasts the run
             self.ctx.deadline = time.monotonic() + self.limits.max_seconds
         decision: Decision | None = None
@@ -146,6 +147,8 @@ class Runner:
                 repeat = self.repeats.observe(call.name, call.arguments, result.output)
                 self.state.record_tool_call()
                 text = refusal_text(call.name) if repeat else result.output
+                if isinstance(spent := result.meta.get("usage"), Usage):  # spent even when refused as a repeat
+                    self.usage.add(spent)   # a sub-agent's or change_file's model tokens are the run's
                 if repeat:
                     self.state.repetition_strikes = max(self.state.repetition_strikes, repeat)
                 else:
@@ -178,8 +181,6 @@ class Runner:
         """Move the facts a tool reported into the task state the decider reads."""
         for path in result.files_changed:
             self.state.record_file_change(path)
-        if isinstance(spent := result.meta.get("usage"), Usage):  # a sub-agent's tokens count as ours
-            self.usage.add(spent)
         if result.check is not None and result.check.kind:
             self.state.record_check(result.check.command, result.check.exit_code, result.check.kind)
         if result.todos is not None:

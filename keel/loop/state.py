@@ -58,6 +58,8 @@ class TaskState:
     idle_turns: int = 0                # turns in a row that made no progress
     # the verification gate: on when the runner has a verifier; repair rounds spent per category
     gate_on: bool = False
+    # the tools the model is offered (set by the runner), so pushback names only those; empty: unknown
+    tools: frozenset[str] = frozenset()
     repair_rounds: Counter[str] = field(default_factory=Counter)
 
     # -- updates ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import Tool, ToolContext, ToolResult
 
-DIFFED_TOOLS = ("edit_file", "write_file")
+DIFFED_TOOLS = ("edit_file", "write_file", "change_file")
 MAX_FILE_BYTES = 512_000   # larger files: no diff (reading twice and diffing would cost more than it shows)
 MAX_DIFF_CHARS = 8_000     # a rewritten file's diff is cut here, with a note
 

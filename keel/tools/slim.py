@@ -10,13 +10,14 @@ the full one, which runs unchanged (schema kept apart from its executor).
 
 Which tools: the project's files are put in the first message (keel.context.preload), so
 list_dir/find_files/grep are not needed to find the code of a small task; read_file stays for
-files left out and to look again after an edit.
+files left out and to look again after an edit. Changes go through change_file (keel.tools.change:
+the model says what to change, a focused request writes the file); edit_file stays for files too
+long to be rewritten in one reply.
 """
 
 from __future__ import annotations
 
 import ast
-import difflib
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -51,11 +52,6 @@ class SlimEdit(SlimArgs):
     new_text: str = Field(description="The lines that replace old_text.")
 
 
-class SlimWrite(SlimArgs):
-    path: str = Field(description="File to write, relative to the workspace.")
-    content: str = Field(description="The file's complete content.")
-
-
 class SlimShell(SlimArgs):
     command: str = Field(min_length=1, description="A bash command, e.g. python -m pytest -q")
 
@@ -74,47 +70,6 @@ def _onto(full: Tool) -> Any:
 def slim(full: Tool, args: type[SlimArgs], description: str, execute: Any = None) -> Tool:
     args.full_args = full.spec.args
     return Tool(ToolSpec(full.spec.name, description, args, full.spec.annotations), execute or _onto(full))
-
-
-REWRITE_MIN_SIMILARITY = 0.5
-
-
-def rewrite_refusal(old: str, new: str, path: str) -> str | None:
-    """Why replacing a file's text ``old`` with ``new`` is not a whole-file rewrite, or None if it is.
-
-    A rewrite keeps most lines (difflib ratio of lines >= 0.5) and, for a valid .py file, stays valid
-    Python. Measured on a 1.5B model: "saving" a fresh edit with write_file, its content
-    ``[output of edit_file]`` or a two-line stub (ratio 0, the fix or the file destroyed), and also a
-    correct whole config.ini after a botched edit (ratio 0.7) that a create-only rule refused. Whole
-    files are the edit format weak models handle best (Aider's finding), so the right ones get through.
-    """
-    old_lines, new_lines = old.splitlines(), new.splitlines()
-    ratio = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).ratio() if old_lines else 1.0
-    if ratio < REWRITE_MIN_SIMILARITY:
-        return (f"{path} already exists, and this content keeps only {ratio:.0%} of its lines, so it would "
-                "replace the file rather than rewrite it. Nothing was written. To change a few lines use "
-                "edit_file (each edit is saved at once; there is nothing to save afterwards); write_file "
-                "takes the file's complete new content, every line, changed or not.")
-    if path.endswith(".py") and (broken := breaks_python(old.encode(), new.encode())):
-        return (f"Nothing was written: this content is not valid Python ({broken}), and {path} is now. "
-                "Give the complete file, each line on its own line, indented like the file.")
-    return None
-
-
-def _rewrites_only(full: Tool) -> Any:
-    """write_file that creates a file, or replaces one with a whole rewrite of it (rewrite_refusal)."""
-    inner = _onto(full)
-
-    def execute(args: SlimWrite, ctx: ToolContext) -> ToolResult:
-        try:
-            real = resolve_in_workspace(ctx.workspace, args.path)
-            old = real.read_text(encoding="utf-8") if real.is_file() else None
-        except (PathJailError, OSError, UnicodeDecodeError):
-            old = None   # the full tool answers with its own message (jail, binary file)
-        if old is not None and (refusal := rewrite_refusal(old, args.content, args.path)):
-            return ToolResult.error(refusal)
-        return inner(args, ctx)
-    return execute
 
 
 def python_error(source: bytes) -> str | None:
@@ -162,20 +117,24 @@ def _keeps_python_valid(full: Tool) -> Any:
     return execute
 
 
-def slim_tools() -> list[Tool]:
+def slim_tools(get_agent: Any) -> list[Tool]:
+    """The small profile's tools; ``get_agent`` returns the agent they serve (change_file asks its engine).
+
+    change_file, not write_file: a whole-file rewrite is the edit format a small model handles best
+    (Aider's finding), and measured on a 1.5B model it wrote the right file when asked for it in a
+    short request of its own, where in the conversation it sent stubs and ``[output of edit_file]``."""
+    from keel.tools.change import make_change_tool
     from keel.tools.edit import EDIT_FILE
-    from keel.tools.files import READ_FILE, WRITE_FILE
+    from keel.tools.files import READ_FILE
     from keel.tools.shell import RUN_SHELL
     from keel.tools.task import FINISH
 
     return [
         slim(READ_FILE, SlimRead, "Show a file's lines, each as '<line number><TAB><line>'."),
-        slim(EDIT_FILE, SlimEdit, "Change a file: replace old_text, copied exactly from the file (no line "
-                                  "numbers), with new_text. The change is saved at once.",
+        make_change_tool(get_agent),
+        slim(EDIT_FILE, SlimEdit, "Change a few lines of a file: replace old_text, copied exactly from the file "
+                                  "(no line numbers), with new_text. The change is saved at once.",
              _keeps_python_valid(EDIT_FILE)),
-        slim(WRITE_FILE, SlimWrite, "Write a file's complete content: a new file, or every line of an existing "
-                                    "file, changed or not (for a few lines, edit_file is shorter).",
-             _rewrites_only(WRITE_FILE)),
         slim(RUN_SHELL, SlimShell, "Run a bash command in the project directory; shows its exit code and output."),
         slim(FINISH, SlimFinish, "Call once the change is made and a command showed it works."),
     ]

@@ -123,7 +123,7 @@ def hotspots(tool_events: list[Event]) -> list[str]:
         path = str(args.get("path") or "")
         if e.get("name") == "read_file" and path:
             reads[path] += 1
-        elif e.get("name") in ("edit_file", "write_file") and path:
+        elif e.get("name") in ("edit_file", "write_file", "change_file") and path:
             edits[path] += 1
             olds = [str(args.get("old_text") or "")] + [str(i.get("old_text") or "") for i in args.get("edits") or []
                                                        if isinstance(i, dict)]

@@ -1,0 +1,184 @@
+"""change_file: the small profile's edit by description, written whole by a focused request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from keel.agent import Agent
+from keel.config import Config
+from keel.context.preload import FileText
+from keel.testing import ScriptedEngineServer
+from keel.tools.change import change_request, extract_file, fits, judge, kept_share, restore_dropped
+
+BROKEN = "def cost(cents, threshold=5000):\n    if cents > threshold:\n        return 0\n    return 499\n"
+FIXED = BROKEN.replace("cents > threshold", "cents >= threshold")
+
+
+def call(name: str, **args: object) -> dict[str, object]:
+    return {"name": name, "arguments": args}
+
+
+def fenced(text: str, lang: str = "python") -> str:
+    return f"Here is the file:\n```{lang}\n{text}```\n"
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    ws = tmp_path / "shop"
+    ws.mkdir()
+    (ws / "shipping.py").write_text(BROKEN)
+    (ws / "test_shipping.py").write_text("from shipping import cost\n\ndef test_at_threshold():\n"
+                                         "    assert cost(5000) == 0\n")
+    return ws
+
+
+def small_config(server: ScriptedEngineServer, verify: bool) -> Config:
+    cfg = Config()
+    cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
+    if not verify:
+        cfg.verify.mode = "off"
+    return cfg
+
+
+# ---- the pure core ------------------------------------------------------------------------------
+
+def test_the_request_shows_the_other_files_then_the_file_then_failures_task_and_change():
+    messages = change_request("Shipping is charged at $50", "use >= for the threshold", "shipping.py", BROKEN,
+                              [FileText("test_shipping.py", "def test(): ...\n")], "`pytest` fails (exit code 1)")
+    assert messages[0]["role"] == "system" and "complete new content" in messages[0]["content"]
+    user = messages[1]["content"]
+    order = [user.index(s) for s in ("=== test_shipping.py ===", "=== shipping.py ===\ndef cost",
+                                     "checks fail now:\n`pytest` fails", "Task: Shipping is charged",
+                                     "The change to make in shipping.py: use >= for the threshold")]
+    assert order == sorted(order)
+    assert user.rstrip().endswith("Reply with the complete new shipping.py in one code block.")
+
+
+def test_a_new_file_is_asked_for_as_new():
+    user = change_request("t", "add it", "util.py", None, [], "")[1]["content"]
+    assert "util.py does not exist yet" in user and "checks fail" not in user
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    (fenced(FIXED), FIXED),
+    (f"~~~\n{FIXED}~~~\n", FIXED),
+    (fenced(FIXED) + "Use it like this:\n```python\ncost(1)\n```\n", FIXED),   # the longest block is the file
+    (f"```python\n{FIXED}", None),                                              # cut before the fence closed
+    ("Change `>` to `>=` on line 2.", None),                                   # prose, no block
+])
+def test_extract_file(reply: str, expected: str | None) -> None:
+    assert extract_file(reply) == expected
+
+
+def test_judge_keeps_a_real_change_and_says_why_it_refuses_the_rest():
+    assert judge(BROKEN, FIXED, "shipping.py", cut=False).text == FIXED
+    assert judge(None, "x = 1\n", "new.py", cut=False).text == "x = 1\n"   # a new file
+    assert judge("a = 1", "a = 2\n", "v.py", cut=False).text == "a = 2"    # no final newline stays so
+    unchanged = judge(BROKEN, BROKEN, "shipping.py", cut=False)
+    assert unchanged.text is None and "came back unchanged" in unchanged.problem and "which line" in unchanged.problem
+    assert "cut off" in judge(BROKEN, None, "shipping.py", cut=True).problem
+    assert "no code block" in judge(BROKEN, None, "shipping.py", cut=False).problem
+    broken = judge(BROKEN, FIXED.replace("    return 499", "return 499 ("), "shipping.py", cut=False)
+    assert broken.text is None and "not valid Python" in broken.problem
+    long = "".join(f"x{i} = {i}\n" for i in range(10))
+    stub = judge(long, "x0 = 0\n", "values.py", cut=False)
+    assert stub.text is None and "kept only 10% of its lines" in stub.problem
+    assert judge("A shop.\n", "A shop that ships.\n", "README.md", cut=False).text   # a short file may all change
+    assert "kept only 0%" in judge(BROKEN, "[output of edit_file]\n", "shipping.py", cut=False).problem
+    assert judge("x = (\ny = 2\n", "x = (\ny = 3\n", "m.py", cut=False).text   # broken before: not ours to judge
+    lazy = judge(long, long.replace("x9 = 9\n", "# ... rest unchanged\n"), "values.py", cut=False)
+    assert lazy.text is None and "'# ... rest unchanged'" in lazy.problem
+
+
+@pytest.mark.parametrize(("old", "new", "share"), [
+    ("a\nb\nc\nd\n", "a\nb\nc\nd\ne\n", 1.0), ("a\nb\nc\nd\n", "a\nX\nc\nd\n", 0.75),
+    ("a\n\nb\n", "a\nb\n", 1.0), ("", "x\n", 1.0), ("a\nb\n", "", 0.0)])
+def test_kept_share_counts_the_old_lines_the_new_text_keeps(old: str, new: str, share: float) -> None:
+    assert kept_share(old, new) == share
+
+
+def test_a_file_too_long_for_one_reply_does_not_fit():
+    assert fits("x = 1\n" * 50, 768) and fits(None, 10) and fits("x" * 10**6, None)
+    assert not fits("x = 1\n" * 600, 768)
+
+
+# ---- in a run, over real HTTP ---------------------------------------------------------------------
+
+def test_change_file_asks_without_tools_writes_the_file_and_shows_the_checks(shop: Path):
+    log = shop.parent / "session.jsonl"
+    script = [{"tool_calls": [call("change_file", path="shipping.py", change="free shipping from exactly 5000")]},
+              {"content": fenced(FIXED)},
+              {"tool_calls": [call("finish", summary="free shipping from the threshold; tests pass")]}]
+    with ScriptedEngineServer(script) as server:
+        agent = Agent(workspace=shop, config=small_config(server, verify=True), log_path=log)
+        result = agent.run("A cart of exactly $50 is charged shipping; fix it.")
+        requests = server.requests
+    first_tools = [t["function"]["name"] for t in requests[0]["tools"]]
+    assert first_tools == ["read_file", "change_file", "edit_file", "run_shell", "finish"]
+    edit_request = requests[1]
+    assert not edit_request.get("tools")   # the edit request is plain text: no tools, no grammar
+    user = edit_request["messages"][1]["content"]
+    assert "=== shipping.py ===\n" + BROKEN in user and "assert 499 == 0" in user   # the failure it must fix
+    assert "The change to make in shipping.py: free shipping from exactly 5000" in user
+    assert len(edit_request["messages"]) == 2   # not the conversation: a fresh, short window
+    assert (shop / "shipping.py").read_text() == FIXED
+    tool_reply = next(m for m in result.messages if m.get("role") == "tool")["content"]
+    assert "checks after this change" in tool_reply and "pass" in tool_reply
+    assert result.status == "complete"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    asked = next(e for e in events if e["type"] == "change_request")
+    assert asked["path"] == "shipping.py" and asked["usage"]["prompt_tokens"] > 0
+    change_call = next(e for e in events if e["type"] == "tool_call" and e["name"] == "change_file")
+    assert "+    if cents >= threshold:" in change_call["diff"]
+    # the edit request's tokens are the run's: three requests' prompts, not two
+    assert result.usage.prompt_tokens >= sum(int(e["usage"]["prompt_tokens"]) for e in events
+                                             if e["type"] in ("model_call", "change_request"))
+
+
+def test_an_unchanged_rewrite_writes_nothing_and_the_failures_follow_the_next_request(shop: Path):
+    script = [{"tool_calls": [call("change_file", path="shipping.py", change="fix it")]},
+              {"content": fenced(BROKEN)},
+              {"tool_calls": [call("change_file", path="shipping.py", change="line 2: cents >= threshold")]},
+              {"content": fenced(FIXED.replace("return 499", "return 500"))},
+              {"tool_calls": [call("change_file", path="shipping.py", change="keep 499 as the price")]},
+              {"content": fenced(FIXED)},
+              {"tool_calls": [call("finish", summary="fixed")]}]
+    with ScriptedEngineServer(script) as server:
+        agent = Agent(workspace=shop, config=small_config(server, verify=True), log_path=False)
+        result = agent.run("A cart of exactly $50 is charged shipping; fix it.")
+        requests = server.requests
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert "came back unchanged" in replies[0] and "Nothing was written" not in replies[0]
+    assert "checks after this change" in replies[1]      # the 500 version runs and still passes the test
+    assert (shop / "shipping.py").read_text() == FIXED
+    assert result.status == "complete"
+    assert "cents >= threshold" in requests[5]["messages"][1]["content"]   # the file as it is now
+
+
+def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(shop: Path):
+    (shop / "big.py").write_text("x = 1\n" * 5000)
+    script = [{"tool_calls": [call("change_file", path="../outside.py", change="create it")]},
+              {"tool_calls": [call("change_file", path="big.py", change="x = 2")]},
+              {"tool_calls": [call("finish", summary="nothing")]}]
+    with ScriptedEngineServer(script) as server:
+        agent = Agent(workspace=shop, config=small_config(server, verify=False), log_path=False)
+        result = agent.run("Try the edges.")
+        asked = len(server.requests)
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert "Cannot change ../outside.py" in replies[0] and not (shop.parent / "outside.py").exists()
+    assert "too long to be rewritten whole" in replies[1] and "edit_file" in replies[1]
+    assert asked == 3   # neither refusal cost an edit request
+
+
+def test_definitions_a_rewrite_left_out_go_back_where_they_were_unless_the_change_names_them():
+    old = "import re\n\n\ndef a():\n    return 1\n\n\n@cache\ndef b():\n    return 2\n\n\nclass C:\n    pass\n"
+    new, names = restore_dropped(old, "import re\n\n\n@cache\ndef b():\n    return 3\n", "make b return 3")
+    assert names == ["a", "C"]
+    assert new.index("def a()") < new.index("@cache") < new.index("return 3") < new.index("class C")
+    assert "@cache" in new and compile(new, "m.py", "exec")
+    assert restore_dropped(old, "import re\n\n\ndef a():\n    return 1\n", "remove b() and the class C") == \
+        ("import re\n\n\ndef a():\n    return 1\n", [])
+    assert restore_dropped(old, "def (:\n", "x") == ("def (:\n", [])   # unparsable: left to judge()
