@@ -51,7 +51,7 @@ def test_the_request_shows_the_other_files_then_the_file_then_failures_task_and_
     assert messages[0]["role"] == "system" and "complete new content" in messages[0]["content"]
     user = messages[1]["content"]
     order = [user.index(s) for s in ("=== test_shipping.py ===", "=== shipping.py ===\ndef cost",
-                                     "checks fail now:\n`pytest` fails", "Task: Shipping is charged",
+                                     "checks, when last run, failed:\n`pytest` fails", "Task: Shipping is charged",
                                      "The change to make in shipping.py: use >= for the threshold")]
     assert order == sorted(order)
     assert user.rstrip().endswith("Reply with the complete new shipping.py in one code block.")
@@ -59,7 +59,7 @@ def test_the_request_shows_the_other_files_then_the_file_then_failures_task_and_
 
 def test_a_new_file_is_asked_for_as_new():
     user = change_request("t", "add it", "util.py", None, [], "")[1]["content"]
-    assert "util.py does not exist yet" in user and "checks fail" not in user
+    assert "util.py does not exist yet" in user and "failed:" not in user
 
 
 @pytest.mark.parametrize(("reply", "expected"), [
@@ -155,7 +155,9 @@ def test_an_unchanged_rewrite_writes_nothing_and_the_failures_follow_the_next_re
     assert "checks after this change" in replies[1]      # the 500 version runs and still passes the test
     assert (shop / "shipping.py").read_text() == FIXED
     assert result.status == "complete"
-    assert "cents >= threshold" in requests[5]["messages"][1]["content"]   # the file as it is now
+    assert "assert 499 == 0" in requests[3]["messages"][1]["content"]   # the checks before any change
+    third = requests[5]["messages"][1]["content"]
+    assert "cents >= threshold" in third and "failed:" not in third   # the file now; its checks passed
 
 
 def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(shop: Path):

@@ -48,8 +48,10 @@ SMALL_FILE_LINES = 2         # files this short may change entirely
 
 class ChangeArgs(ToolArgs):
     path: str = Field(description="The file to change (or create), relative to the workspace.")
-    change: str = Field(min_length=1, description="What must change in it and why, in a sentence or two, "
-                                                  "e.g. 'parse_date() must accept a trailing Z: it means UTC'.")
+    # No example here or in the refusals: a 1.5B model sent an example's words as its own change,
+    # twice (a pagination fix for a mutable default, "len(rows) + 1" in a file without rows).
+    change: str = Field(min_length=1, description="What must change in it and why, in a sentence or two: the "
+                                                  "function or line, and what it must do instead.")
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def change_request(task: str, change: str, path: str, current: str | None, relat
     else:
         parts.append(f"=== {path} ===\n{_body(current)}=== end of {path} ===")
     if failures:
-        parts.append(f"The project's checks fail now:\n{failures}")
+        parts.append(f"The project's checks, when last run, failed:\n{failures}")
     parts.append(f"Task: {task.strip()}\n\nThe change to make in {path}: {change.strip()}\n\n"
                  f"Reply with the complete new {path} in one code block.")
     return [{"role": "system", "content": EDITOR_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
@@ -96,9 +98,9 @@ def judge(current: str | None, new: str | None, path: str, cut: bool) -> Reply:
     if current is not None and not current.endswith("\n") and new.endswith("\n"):
         new = new[:-1]   # keep the file's own last-line convention
     if current is not None and new == current:
-        return Reply(None, f"The rewrite of {path} came back unchanged, so nothing was written. Say exactly "
-                           "which line is wrong and what it must become, e.g. 'line 12: the loop must stop at "
-                           "len(rows), not len(rows) + 1'.")
+        return Reply(None, f"The rewrite of {path} came back unchanged, so nothing was written. Read the "
+                           "failing test again, then say exactly which line of the file is wrong and what it "
+                           "must become.")
     if current is None:
         return Reply(new)
     if (placeholder := _placeholder(current, new)) is not None:
@@ -183,7 +185,9 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
     """change_file, bound to the agent whose engine, task, checks and log it uses."""
     from keel.tools.files import WRITE_FILE, file_session
 
-    latest: dict[str, str] = {}   # the failing output of this tool's last check run, for the next request
+    # The failures of this tool's last check run, and the gate's result it saw then: when the gate has
+    # run since (a finish was refused), the gate's result is the newer one.
+    latest: dict[str, Any] = {}
 
     def execute(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
         agent = get_agent()
@@ -204,9 +208,10 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
                                     "old_text copied exactly from the file, new_text its replacement.")
         task = runner.state.task if runner is not None else ""
         verifier = runner.verifier if runner is not None else None
-        failures = latest.get("failures")
-        if failures is None and verifier is not None and verifier.last is not None:
-            failures = render_failures(verifier.last.results)
+        gate_last = verifier.last if verifier is not None else None
+        failures = latest.get("failures") if latest and latest.get("gate") is gate_last else None
+        if failures is None and gate_last is not None:
+            failures = render_failures(gate_last.results)
         window = agent.context_manager().window.tokens
         files, _ = collect(ctx.workspace, getattr(ctx.approval, "reads_without_asking", None))
         others = [f for f in files if f.path != shown and f.text is not None]
@@ -236,7 +241,7 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
         if not written.ok or verifier is None or verifier.plan.empty:
             return written
         outcomes = verifier.run_plan()
-        latest["failures"] = render_failures(outcomes)
+        latest.update(failures=render_failures(outcomes), gate=verifier.last)
         written.output = f"{written.output}\n{render_checks_after(outcomes)}".strip()
         return written
 
