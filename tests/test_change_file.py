@@ -31,7 +31,8 @@ def shop(tmp_path: Path) -> Path:
     ws.mkdir()
     (ws / "shipping.py").write_text(BROKEN)
     (ws / "test_shipping.py").write_text("from shipping import cost\n\ndef test_at_threshold():\n"
-                                         "    assert cost(5000) == 0\n")
+                                         "    assert cost(5000) == 0\n\ndef test_small():\n"
+                                         "    assert cost(100) == 499\n")
     return ws
 
 
@@ -52,9 +53,9 @@ def test_the_request_shows_the_other_files_then_the_file_then_failures_task_and_
     user = messages[1]["content"]
     order = [user.index(s) for s in ("=== test_shipping.py ===", "=== shipping.py ===\ndef cost",
                                      "checks, when last run, failed:\n`pytest` fails", "Task: Shipping is charged",
-                                     "The change to make in shipping.py: use >= for the threshold")]
+                                     "The change to make in shipping.py (where this note", "): use >= for the")]
     assert order == sorted(order)
-    assert user.rstrip().endswith("Reply with the complete new shipping.py in one code block.")
+    assert user.rstrip().endswith("Reply with the complete new shipping.py in one code block, changed so that the task is done.")
 
 
 def test_a_new_file_is_asked_for_as_new():
@@ -122,7 +123,7 @@ def test_change_file_asks_without_tools_writes_the_file_and_shows_the_checks(sho
     assert not edit_request.get("tools")   # the edit request is plain text: no tools, no grammar
     user = edit_request["messages"][1]["content"]
     assert "=== shipping.py ===\n" + BROKEN in user and "assert 499 == 0" in user   # the failure it must fix
-    assert "The change to make in shipping.py: free shipping from exactly 5000" in user
+    assert "The change to make in shipping.py" in user and "): free shipping from exactly 5000" in user
     assert len(edit_request["messages"]) == 2   # not the conversation: a fresh, short window
     assert (shop / "shipping.py").read_text() == FIXED
     tool_reply = next(m for m in result.messages if m.get("role") == "tool")["content"]
@@ -138,26 +139,57 @@ def test_change_file_asks_without_tools_writes_the_file_and_shows_the_checks(sho
                                              if e["type"] in ("model_call", "change_request"))
 
 
-def test_an_unchanged_rewrite_writes_nothing_and_the_failures_follow_the_next_request(shop: Path):
-    script = [{"tool_calls": [call("change_file", path="shipping.py", change="fix it")]},
-              {"content": fenced(BROKEN)},
-              {"tool_calls": [call("change_file", path="shipping.py", change="line 2: cents >= threshold")]},
-              {"content": fenced(FIXED.replace("return 499", "return 500"))},
-              {"tool_calls": [call("change_file", path="shipping.py", change="keep 499 as the price")]},
-              {"content": fenced(FIXED)},
-              {"tool_calls": [call("finish", summary="fixed")]}]
-    with ScriptedEngineServer(script) as server:
-        agent = Agent(workspace=shop, config=small_config(server, verify=True), log_path=False)
-        result = agent.run("A cart of exactly $50 is charged shipping; fix it.")
-        requests = server.requests
-    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
-    assert "came back unchanged" in replies[0] and "Nothing was written" not in replies[0]
-    assert "checks after this change" in replies[1]      # the 500 version runs and still passes the test
+PRICE_500 = FIXED.replace("return 499", "return 500")   # the threshold fixed, the price broken
+ALWAYS_FREE = "def cost(cents, threshold=5000):\n    return 0\n\n\n# free\n"
+
+
+def run_changes(shop: Path, script: list[dict[str, object]]) -> tuple[list[str], list[dict[str, object]]]:
+    with ScriptedEngineServer([*script, {"tool_calls": [call("finish", summary="fixed")]}]) as server:
+        result = Agent(workspace=shop, config=small_config(server, verify=True), log_path=False).run(
+            "A cart of exactly $50 is charged shipping; fix it.")
+        return [m["content"] for m in result.messages if m.get("role") == "tool"], server.requests
+
+
+def test_when_the_notes_rewrite_fails_the_checks_a_rewrite_from_the_task_alone_may_replace_it(shop: Path):
+    replies, requests = run_changes(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]},
+        {"content": fenced(PRICE_500)},     # with the note: test_small fails
+        {"content": fenced(FIXED)}])        # the task alone: every test passes
     assert (shop / "shipping.py").read_text() == FIXED
-    assert result.status == "complete"
-    assert "assert 499 == 0" in requests[3]["messages"][1]["content"]   # the checks before any change
-    third = requests[5]["messages"][1]["content"]
-    assert "cents >= threshold" in third and "failed:" not in third   # the file now; its checks passed
+    assert "Your note was not followed (with it the checks still failed)" in replies[0]
+    assert "pass. If the task is done, call finish." in replies[0]
+    second = requests[2]["messages"][1]["content"]
+    assert "The change to make" not in second and "assert 499 == 0" in second   # no note; the same failures
+
+
+def test_the_first_rewrite_stays_when_the_second_does_no_better(shop: Path):
+    replies, _ = run_changes(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]},
+        {"content": fenced(PRICE_500)},     # 1 failing test
+        {"content": fenced(ALWAYS_FREE)}])  # 1 failing test too: a tie keeps the model's own change
+    assert (shop / "shipping.py").read_text() == PRICE_500
+    assert "not followed" not in replies[0] and "test_small" in replies[0]
+
+
+def test_an_unchanged_rewrite_is_asked_again_from_the_task_alone_and_failures_follow(shop: Path):
+    replies, requests = run_changes(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="fix it")]},
+        {"content": fenced(BROKEN)},        # unchanged: nothing written
+        {"content": fenced(BROKEN)},        # unchanged again
+        {"tool_calls": [call("change_file", path="shipping.py", change="line 2: cents >= threshold")]},
+        {"content": fenced(FIXED)}])
+    assert "came back unchanged" in replies[0] and "Nothing was written" not in replies[0]
+    assert "assert 499 == 0" in requests[4]["messages"][1]["content"]   # the checks before any change
+    assert "(where this note" in requests[4]["messages"][1]["content"]
+    assert (shop / "shipping.py").read_text() == FIXED and "pass" in replies[1]
+
+
+def test_tests_stay_as_they_are_unless_the_task_asks(shop: Path):
+    replies, requests = run_changes(shop, [
+        {"tool_calls": [call("change_file", path="test_shipping.py", change="expect 499 at the threshold")]}])
+    assert "holds the project's tests" in replies[0]
+    assert all(r.get("tools") for r in requests)   # no edit request was made
+    assert "assert cost(5000) == 0" in (shop / "test_shipping.py").read_text()
 
 
 def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(shop: Path):
