@@ -176,3 +176,23 @@ def test_repeated_pushback_restates_the_task_with_a_concrete_next_call():
     s.pushback_counts["did_nothing"] = 3
     fourth = decide(DONE_TEXT, s, L, U, attended=False).pushback
     assert len({first, second, third, fourth}) == 4  # never the same text twice in a row
+
+
+SMALL_TOOLS = frozenset({"read_file", "change_file", "edit_file", "run_shell", "finish"})
+
+
+@pytest.mark.parametrize(("kind", "times", "detail", "small", "full"), [
+    ("no_change", 0, "", "Make the change with change_file,", "Make the change with edit_file or write_file,"),
+    ("no_change", 2, "", "Call change_file on the file", "Call edit_file (or write_file) on the file"),
+    ("did_nothing", 0, "", "Inspect the workspace (read_file)", "Inspect the workspace (list_dir, read_file, grep)"),
+    ("did_nothing", 2, "", "Call a tool now. Read the files", "Begin with list_dir(path=\".\")"),
+    ("truncated", 0, "repeating", "change_file's change is a sentence or two", "old_text is only the lines"),
+])
+def test_pushback_names_only_the_tools_the_model_is_offered(kind: str, times: int, detail: str, small: str,
+                                                          full: str) -> None:
+    from keel.loop.pushback import pushback_text
+
+    in_small = pushback_text(kind, times, TaskState(task="t", tools=SMALL_TOOLS), detail)
+    in_full = pushback_text(kind, times, TaskState(task="t"), detail)
+    assert small in in_small and full in in_full
+    assert "write_file" not in in_small and "list_dir" not in in_small

@@ -53,9 +53,13 @@ def _offers(state: TaskState, tool: str) -> bool:
     return not state.tools or tool in state.tools   # unknown: the full tool set
 
 
+def _changes_by_description(state: TaskState) -> bool:
+    return "change_file" in state.tools
+
+
 def _edit_tools(state: TaskState, joiner: str, close: str = "") -> str:
     """The tools that change files, as offered: change_file in the small profile."""
-    if "change_file" in state.tools:
+    if _changes_by_description(state):
         return "change_file"
     return f"edit_file{joiner}write_file{close}"
 
@@ -140,9 +144,11 @@ def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") ->
         ][level]
     if kind == "truncated":
         if detail == "repeating":   # measured: a 1.5B model's new_text repeating one added line until cut
-            return ("Your reply was cut off because it kept repeating the same lines; nothing ran. Make one "
-                    "short tool call: in an edit, old_text is only the lines to change and new_text only "
-                    "their replacement, each line once.")
+            how = ("change_file's change is a sentence or two, and keel writes the file" if _changes_by_description(state)
+                   else "in an edit, old_text is only the lines to change and new_text only their replacement, "
+                        "each line once")
+            return f"Your reply was cut off because it kept repeating the same lines; nothing ran. Make one short " \
+                   f"tool call: {how}."
         return ("Your reply was cut off at the output-token limit. Continue with a shorter reply: one tool "
                 "call at a time, and no long prose.")
     if kind == "malformed_call":
