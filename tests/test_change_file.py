@@ -12,6 +12,7 @@ from keel.config import Config
 from keel.context.preload import FileText
 from keel.testing import ScriptedEngineServer
 from keel.tools.change import change_request, extract_file, fits, judge, kept_share, restore_dropped
+from keel.verify.gate import CheckOutcome
 
 BROKEN = "def cost(cents, threshold=5000):\n    if cents > threshold:\n        return 0\n    return 499\n"
 FIXED = BROKEN.replace("cents > threshold", "cents >= threshold")
@@ -49,18 +50,18 @@ def small_config(server: ScriptedEngineServer, verify: bool) -> Config:
 def test_the_request_shows_the_other_files_then_the_file_then_failures_task_and_change():
     messages = change_request("Shipping is charged at $50", "use >= for the threshold", "shipping.py", BROKEN,
                               [FileText("test_shipping.py", "def test(): ...\n")], "`pytest` fails (exit code 1)")
-    assert messages[0]["role"] == "system" and "complete new content" in messages[0]["content"]
+    assert messages[0]["role"] == "system" and "programmer" in messages[0]["content"]
     user = messages[1]["content"]
     order = [user.index(s) for s in ("=== test_shipping.py ===", "=== shipping.py ===\ndef cost",
-                                     "checks, when last run, failed:\n`pytest` fails", "Task: Shipping is charged",
-                                     "The change to make in shipping.py (where this note", "): use >= for the")]
+                                     "The tests fail:\n`pytest` fails", "Task: Shipping is charged",
+                                     "The change to make in shipping.py: use >= for the threshold")]
     assert order == sorted(order)
-    assert user.rstrip().endswith("Reply with the complete new shipping.py in one code block, changed so that the task is done.")
+    assert user.rstrip().endswith("Reply with the complete corrected shipping.py in one code block.")
 
 
 def test_a_new_file_is_asked_for_as_new():
     user = change_request("t", "add it", "util.py", None, [], "")[1]["content"]
-    assert "util.py does not exist yet" in user and "failed:" not in user
+    assert "util.py does not exist yet" in user and "The tests fail" not in user
 
 
 @pytest.mark.parametrize(("reply", "expected"), [
@@ -123,7 +124,7 @@ def test_change_file_asks_without_tools_writes_the_file_and_shows_the_checks(sho
     assert not edit_request.get("tools")   # the edit request is plain text: no tools, no grammar
     user = edit_request["messages"][1]["content"]
     assert "=== shipping.py ===\n" + BROKEN in user and "assert 499 == 0" in user   # the failure it must fix
-    assert "The change to make in shipping.py" in user and "): free shipping from exactly 5000" in user
+    assert "The change to make in shipping.py: free shipping from exactly 5000" in user
     assert len(edit_request["messages"]) == 2   # not the conversation: a fresh, short window
     assert (shop / "shipping.py").read_text() == FIXED
     tool_reply = next(m for m in result.messages if m.get("role") == "tool")["content"]
@@ -180,7 +181,7 @@ def test_an_unchanged_rewrite_is_asked_again_from_the_task_alone_and_failures_fo
         {"content": fenced(FIXED)}])
     assert "came back unchanged" in replies[0] and "Nothing was written" not in replies[0]
     assert "assert 499 == 0" in requests[4]["messages"][1]["content"]   # the checks before any change
-    assert "(where this note" in requests[4]["messages"][1]["content"]
+    assert "The change to make in shipping.py: line 2" in requests[4]["messages"][1]["content"]
     assert (shop / "shipping.py").read_text() == FIXED and "pass" in replies[1]
 
 
@@ -216,3 +217,30 @@ def test_definitions_a_rewrite_left_out_go_back_where_they_were_unless_the_chang
     assert restore_dropped(old, "import re\n\n\ndef a():\n    return 1\n", "remove b() and the class C") == \
         ("import re\n\n\ndef a():\n    return 1\n", [])
     assert restore_dropped(old, "def (:\n", "x") == ("def (:\n", [])   # unparsable: left to judge()
+
+
+def test_a_rewrite_that_makes_the_checks_fail_worse_than_before_is_undone(shop: Path):
+    worse = BROKEN.replace("return 0", "return 1").replace("return 499", "return 498")   # both tests fail
+    replies, _ = run_changes(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="change page_count")]},
+        {"content": fenced(worse)},
+        {"content": fenced(BROKEN)}])       # the task alone: unchanged, nothing to try
+    assert (shop / "shipping.py").read_text() == BROKEN
+    assert "Nothing was kept" in replies[0] and "(2 failing, 1 before)" in replies[0]
+
+
+def test_the_edit_request_gets_the_end_of_each_failing_checks_own_output_or_its_summary():
+    from keel.tools.change import MAX_FAILURE_CHARS, failing_output
+    from keel.verify.plan import PlannedCheck
+
+    def outcome(command: str, code: int, path: str | None, summary: str = "") -> CheckOutcome:
+        return CheckOutcome(PlannedCheck("test", command, "inferred"), code, 0.1, "d", summary=summary,
+                            output_path=path)
+
+    long_log = "".join(f"line {i}\n" for i in range(2000)) + "E   assert 21 == 1\n1 failed\n"
+    saved = {"/s/1.log": long_log}
+    text = failing_output([outcome("pytest", 1, "/s/1.log"), outcome("ruff .", 0, "/s/2.log"),
+                           outcome("mypy", 1, None, "mypy: 1 error")], saved.get)
+    first, second = text.split("\n\n")
+    assert first.endswith("E   assert 21 == 1\n1 failed") and first.startswith("line ")   # from a line start
+    assert len(first) <= MAX_FAILURE_CHARS and second == "mypy: 1 error"
