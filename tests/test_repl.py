@@ -6,6 +6,7 @@ Every wait is on output the person would see; the timeouts are generous for a lo
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def spawn(server: ScriptedEngineServer, repo: Path, env: dict[str, str], *flags:
     env = {**env, "KEEL_BASE_URL": server.base_url, "KEEL_MODEL": "scripted",
            "PROMPT_TOOLKIT_NO_CPR": "1"}   # nobody answers cursor-position requests in a test pty
     child = pexpect.spawn(sys.executable, ["-m", "keel.cli.main", "--cwd", str(repo), *flags],
-                          env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 160))
+                          env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 160),
+                          # Ctrl-C as from a terminal, also when pytest runs as a background job (SIGINT ignored)
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     import os
     if os.environ.get("REPL_LOG"):
         child.logfile_read = open(os.environ["REPL_LOG"], "w")  # noqa: SIM115

@@ -234,7 +234,8 @@ def test_interrupt_exits_130_and_answers_every_call(calc_repo, keel_env, tmp_pat
         proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "run", "x", "--cwd", str(calc_repo),
                                  "--base-url", server.base_url, "--model", "scripted", "--log", str(log),
                                  "--output-format", "json"], env=keel_env, stdout=subprocess.PIPE,
-                                text=True)
+                                text=True,   # Ctrl-C as from a terminal, also when pytest is a background job
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and "model_call" not in (log.read_text() if log.exists() else ""):
             time.sleep(0.05)
