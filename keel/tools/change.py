@@ -365,11 +365,11 @@ def restore_dropped(old: str, new: str, change: str) -> tuple[str, list[str]]:
     order = list(old_defs)
     for name in missing:
         start, end = old_defs[name]
-        block = ["\n", "\n", *old_lines[start:end]]
         previous = [n for n in order[: order.index(name)] if n in new_defs]
-        at = new_defs[previous[-1]][1] if previous else (min((s for s, _ in new_defs.values()), default=len(lines)))
-        if not previous:
-            block = [*old_lines[start:end], "\n", "\n"]
+        if previous:   # after the definition that preceded it, blank lines first
+            at, block = new_defs[previous[-1]][1], ["\n", "\n", *old_lines[start:end]]
+        else:          # it was first: before the first definition, blank lines after
+            at, block = min((s for s, _ in new_defs.values()), default=len(lines)), [*old_lines[start:end], "\n", "\n"]
         lines[at:at] = block
         new_defs = _top_defs("".join(lines))
     return "".join(lines), missing
