@@ -131,3 +131,51 @@ def test_a_call_with_raw_line_breaks_in_a_string_is_recovered_as_proper_json() -
     _content, calls, _fmt = recover_text_tool_calls(reply, {"edit_file"})
     assert len(calls) == 1
     assert json.loads(calls[0].arguments)["new_text"] == "def f(a, b=1):\n    if b:"
+
+
+SLIM = None
+
+
+def slim_grammar() -> str:
+    global SLIM
+    if SLIM is None:
+        from keel.tools.slim import slim_tools
+
+        SLIM = tool_call_grammar(ToolRegistry(slim_tools(lambda: None)).schemas(), require_call=True)
+    return SLIM
+
+
+def raw(name: str, arguments_json: str) -> str:
+    return f'{{"name": "{name}", "arguments": {arguments_json}}}'
+
+
+def test_a_note_is_one_line_that_must_end() -> None:
+    """Recorded (1.5B model, twice in one batch): the change note closed with ' instead of ", and the
+    string ran on through a line break, "```" and <|im_start|> until keel cut the reply."""
+    g = slim_grammar()
+    note = "Change the line 'return total // per_page' to round up"
+    assert accepts(g, raw("change_file", json.dumps({"path": "p.py", "change": note})))
+    assert accepts(g, raw("change_file", json.dumps({"path": "p.py", "change": "two\nlines, escaped"})))
+    recorded = '{"path": "p.py", "change": "Change it to \'x = 1\'}}\n```<|im_start|>\n"}'
+    assert not accepts(g, raw("change_file", recorded))
+    assert not accepts(g, raw("finish", '{"summary": "fixed\nthe bug"}'))
+    assert accepts(g, raw("finish", json.dumps({"summary": "y" * 600})))
+    assert not accepts(g, raw("finish", json.dumps({"summary": "y" * 601})))
+    assert not accepts(g, raw("finish", json.dumps({"summary": ""})))
+
+
+def test_code_fields_still_take_raw_line_breaks_and_any_length() -> None:
+    g = slim_grammar()
+    new_text = "def f(a, b=1):\n" + "    a += b\n" * 80
+    assert accepts(g, '{"name": "edit_file", "arguments": {"path": "p.py", "old_text": "def f(a):", "new_text": "'
+               + new_text + '"}}')
+
+
+def test_notes_are_bounded_in_gbnf_not_spelled_out_by_the_converter() -> None:
+    """llama.cpp's converter writes maxLength N as N nested optional groups; keel writes {m,n}."""
+    g = slim_grammar()
+    assert "keel-note-char{1,600}" in g
+    assert "(char (char" not in g
+    assert undefined_rules(g) == set()
+    assert undefined_rules(GRAMMAR) == set()   # remember's learning is a note too
+    assert "keel-note-char{1,500}" in GRAMMAR

@@ -34,6 +34,18 @@ keel-call ::= "<tool_call>\n" keel-call-json "\n</tool_call>" | keel-call-json
 '''
 
 
+# A string schema with a maxLength is a note (change_file's change, a learning), never code: the
+# grammar keeps it to one line of at most maxLength characters. Measured: a 1.5B model closed its
+# change note with ' instead of ", so the string never ended; the grammar let it run on through a
+# raw line break, "```" and <|im_start|> repeated until keel cut the reply as repeating (both idle
+# turns of a six-case batch). With no line break allowed, and an end the grammar forces, the call
+# completes. The bound is written as GBNF's own {m,n}: llama.cpp's converter would spell maxLength
+# as that many nested optional groups.
+NOTE_RULE = "keel-note-{min}-{max}"
+NOTE_CHAR = r'keel-note-char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
+NOTE_KEYS = {"type", "maxLength", "minLength", "description", "title"}
+
+
 class GrammarError(ValueError):
     """The tools cannot be expressed as a grammar (a schema llama.cpp's converter rejects)."""
 
@@ -51,9 +63,27 @@ def _strict(schema: Any) -> Any:
     return schema
 
 
+def _notes(schema: Any, defs: dict[str, Any]) -> Any:
+    """A copy where each note string (see NOTE_RULE) is a reference to a named definition, so its
+    grammar rule can be found by name and rewritten (``tool_call_grammar``)."""
+    if isinstance(schema, dict):
+        if (schema.get("type") == "string" and isinstance(schema.get("maxLength"), int)
+                and set(schema) <= NOTE_KEYS):
+            name = NOTE_RULE.format(min=schema.get("minLength", 0), max=schema["maxLength"])
+            # any minLength keeps the converter from merging it into its plain "string" rule
+            defs[name] = {"type": "string", "minLength": schema.get("minLength", 0)}
+            return {"$ref": f"#/$defs/{name}"}
+        return {k: _notes(v, defs) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_notes(v, defs) for v in schema]
+    return schema
+
+
 def call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """One JSON schema for a single call: ``{"name": <tool>, "arguments": <its parameters>}``."""
+    """One JSON schema for a single call: ``{"name": <tool>, "arguments": <its parameters>}``;
+    note strings are references into its ``$defs``."""
     variants = []
+    defs: dict[str, Any] = {}
     for tool in tools:
         fn = tool.get("function") or {}
         name = fn.get("name")
@@ -62,11 +92,13 @@ def call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
         params = copy.deepcopy(fn.get("parameters") or {"type": "object", "properties": {}})
         if params.get("type") == "object" and not params.get("properties"):
             params = {"type": "object", "properties": {}, "additionalProperties": False}
-        variants.append({"type": "object", "properties": {"name": {"const": name}, "arguments": _strict(params)},
+        variants.append({"type": "object",
+                         "properties": {"name": {"const": name}, "arguments": _notes(_strict(params), defs)},
                          "required": ["name", "arguments"], "additionalProperties": False})
     if not variants:
         raise GrammarError("no tools to constrain")
-    return variants[0] if len(variants) == 1 else {"anyOf": variants}
+    schema = variants[0] if len(variants) == 1 else {"anyOf": variants}
+    return {**schema, "$defs": defs} if defs else schema
 
 
 def tool_call_grammar(tools: list[dict[str, Any]], require_call: bool = False) -> str:
@@ -82,11 +114,26 @@ def tool_call_grammar(tools: list[dict[str, Any]], require_call: bool = False) -
     renamed, count = re.subn(r"^root ::=", "keel-call-json ::=", json_part, count=1, flags=re.MULTILINE)
     if count != 1:
         raise GrammarError("llama.cpp's schema converter produced no root rule")
+    renamed = _bound_notes(renamed)
     # one line at most: the 1.5B model also opened replies with "```json" twenty lines over (~100
     # tokens, 15-20 s each time) before the call
     prose = f'[^<{{\\n]{{0,{MAX_PROSE_BEFORE_CALL}}} "\\n"?' if require_call else "[^<{]*"
     frame = FRAME.lstrip().replace("{CALLS}", "" if require_call else "?").replace("{PROSE}", prose)
     return frame + strict_json_chars(renamed)
+
+
+def _bound_notes(grammar: str) -> str:
+    """Each note rule the converter wrote (an unbounded string) becomes one line of at most its
+    maxLength characters."""
+    found = False
+
+    def bounded(m: re.Match[str]) -> str:
+        nonlocal found
+        found = True
+        return f'{m.group(1)} ::= "\\"" keel-note-char{{{m.group(2)},{m.group(3)}}} "\\"" space'
+
+    out = re.sub(r"^(keel-note-(\d+)-(\d+)) ::= .*$", bounded, grammar, flags=re.MULTILINE)
+    return out.rstrip("\n") + "\n" + NOTE_CHAR + "\n" if found else out
 
 
 def strict_json_chars(grammar: str) -> str:

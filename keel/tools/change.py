@@ -31,7 +31,7 @@ from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.engine.types import Usage
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.slim import breaks_python
+from keel.tools.slim import NOTE_MAX_CHARS, breaks_python
 
 if TYPE_CHECKING:
     from keel.agent import Agent
@@ -49,8 +49,10 @@ class ChangeArgs(ToolArgs):
     path: str = Field(description="The file to change (or create), relative to the workspace.")
     # No example here or in the refusals: a 1.5B model sent an example's words as its own change,
     # twice (a pagination fix for a mutable default, "len(rows) + 1" in a file without rows).
-    change: str = Field(min_length=1, description="What must change in it and why, in a sentence or two: the "
-                                                  "function or line, and what it must do instead.")
+    # a maxLength makes it a note: under constrained decoding, one line that must end (keel/engine/grammar.py)
+    change: str = Field(min_length=1, max_length=NOTE_MAX_CHARS,
+                        description="What must change in it and why, in a sentence or two: the function or line, "
+                                    "and what it must do instead.")
 
 
 @dataclass(frozen=True)

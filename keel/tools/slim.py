@@ -25,6 +25,8 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from keel.policy.paths import PathJailError, resolve_in_workspace
 from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
 
+NOTE_MAX_CHARS = 600   # a sentence or two, with room; a longer one is a reply running on
+
 
 class SlimArgs(ToolArgs):
     """Slim arguments are checked by the full model's rules too (edit_file's "old_text and new_text
@@ -57,7 +59,9 @@ class SlimShell(SlimArgs):
 
 
 class SlimFinish(SlimArgs):
-    summary: str = Field(min_length=1, description="What you changed and which command showed it works.")
+    # a maxLength makes it a note: under constrained decoding, one line that must end (keel/engine/grammar.py)
+    summary: str = Field(min_length=1, max_length=NOTE_MAX_CHARS,
+                         description="What you changed and which command showed it works.")
 
 
 def _onto(full: Tool) -> Any:
