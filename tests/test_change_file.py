@@ -56,7 +56,11 @@ def test_the_request_shows_the_other_files_then_the_file_then_failures_task_and_
                                      "The tests fail:\n`pytest` fails", "Task: Shipping is charged",
                                      "The change to make in shipping.py: use >= for the threshold")]
     assert order == sorted(order)
-    assert user.rstrip().endswith("Reply with the complete corrected shipping.py in one code block.")
+    # the note is a suggestion: told as an order, the editor followed a wrong one that weak tests passed
+    assert user.rstrip().endswith("Reply with the complete corrected shipping.py in one code block. Fix the cause "
+                                  "of the bug, where it is; the change above is only a suggestion.")
+    task_only = change_request("Shipping is charged at $50", None, "shipping.py", BROKEN, [], "")[1]["content"]
+    assert task_only.rstrip().endswith("in one code block.") and "suggestion" not in task_only
 
 
 def test_a_new_file_is_asked_for_as_new():

@@ -81,7 +81,11 @@ def change_request(task: str, change: str | None, path: str, current: str | None
     if failures:
         parts.append(f"The tests fail:\n{failures.strip()}\n\n")
     note = f"The change to make in {path}: {change.strip()}\n" if change else ""
-    parts.append(f"Task: {task.strip()}\n{note}Reply with the complete corrected {path} in one code block.")
+    # Measured (1.5B, greedy): told to make a wrong change that the project's weak tests still pass
+    # (mutable-default: "add_tag: article.tags = [tag]"), the editor obeyed and keel ended complete
+    # on a wrong fix. With this sentence it no longer did, and each right note still worked.
+    hedge = " Fix the cause of the bug, where it is; the change above is only a suggestion." if change else ""
+    parts.append(f"Task: {task.strip()}\n{note}Reply with the complete corrected {path} in one code block.{hedge}")
     return [{"role": "system", "content": EDITOR_PROMPT}, {"role": "user", "content": "".join(parts)}]
 
 
