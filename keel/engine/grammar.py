@@ -125,14 +125,8 @@ def tool_call_grammar(tools: list[dict[str, Any]], require_call: bool = False) -
 def _bound_notes(grammar: str) -> str:
     """Each note rule the converter wrote (an unbounded string) becomes one line of at most its
     maxLength characters."""
-    found = False
-
-    def bounded(m: re.Match[str]) -> str:
-        nonlocal found
-        found = True
-        return f'{m.group(1)} ::= "\\"" keel-note-char{{{m.group(2)},{m.group(3)}}} "\\"" space'
-
-    out = re.sub(r"^(keel-note-(\d+)-(\d+)) ::= .*$", bounded, grammar, flags=re.MULTILINE)
+    out, found = re.subn(r"^(keel-note-(\d+)-(\d+)) ::= .*$",
+                         r'\1 ::= "\\"" keel-note-char{\2,\3} "\\"" space', grammar, flags=re.MULTILINE)
     return out.rstrip("\n") + "\n" + NOTE_CHAR + "\n" if found else out
 
 
