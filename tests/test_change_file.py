@@ -248,3 +248,17 @@ def test_the_edit_request_gets_the_end_of_each_failing_checks_own_output_or_its_
     first, second = text.split("\n\n")
     assert first.endswith("E   assert 21 == 1\n1 failed") and first.startswith("line ")   # from a line start
     assert len(first) <= MAX_FAILURE_CHARS and second == "mypy: 1 error"
+
+
+def test_a_saved_output_is_read_from_its_end_with_the_same_result_as_the_whole_file(tmp_path: Path):
+    from keel.tools.change import MAX_FAILURE_CHARS, _saved_tail, failing_output
+    from keel.verify.plan import PlannedCheck
+
+    log = tmp_path / "1.log"   # multi-byte characters throughout, so the read starts inside one
+    log.write_text("".join(f"ligne {i} — échec ✗ 𝒳\n" for i in range(5000)) + "E   assert 21 == 1\n1 failed\n",
+                   encoding="utf-8")
+    failed = [CheckOutcome(PlannedCheck("test", "pytest", "inferred"), 1, 0.1, "d", output_path=str(log))]
+    whole = failing_output(failed, lambda p: Path(p).read_text(encoding="utf-8"))
+    assert failing_output(failed, _saved_tail) == whole
+    assert whole.endswith("1 failed") and len(whole) <= MAX_FAILURE_CHARS
+    assert _saved_tail(str(tmp_path / "missing.log")) is None

@@ -19,6 +19,7 @@ the project's checks, so the model sees at once whether the change worked.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -202,10 +203,16 @@ def _body(text: str) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
-def _read_text(path: str) -> str | None:
+def _saved_tail(path: str) -> str | None:
+    """The end of a saved check output, as much as failing_output keeps: a saved output may be 16 MB
+    (keel.context.output.SAVE_MAX_BYTES) and only its last MAX_FAILURE_CHARS characters are used.
+    Four bytes per UTF-8 character, plus one partial character cut at the start, give the same
+    last MAX_FAILURE_CHARS characters as reading the whole file."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4 * (MAX_FAILURE_CHARS + 1)))
+            return f.read().decode("utf-8", errors="replace")
     except OSError:
         return None
 
@@ -262,7 +269,7 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
         known = latest.get("outcomes") if latest and latest.get("gate") is gate_last else None
         if known is None and gate_last is not None:
             known = gate_last.results
-        failures = failing_output(known, _read_text) if known is not None else ""
+        failures = failing_output(known, _saved_tail) if known is not None else ""
         window = agent.context_manager().window.tokens
         files, _ = collect(ctx.workspace, getattr(ctx.approval, "reads_without_asking", None))
         others = [f for f in files if f.path != shown and f.text is not None]
