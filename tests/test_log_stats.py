@@ -118,7 +118,7 @@ def test_approvals_are_logged_with_how_they_were_settled(calc_repo, keel_env, ru
     shown = run_keel("log", refused.result["session_id"]).stdout
     assert "approval shell install -m 644 /dev/null marker.txt: REFUSED" in shown
 
-    approved = _run(run_keel, calc_repo, script, "make a marker", "--max-steps", "2", "--approval", "auto-edit")
+    approved = _run(run_keel, calc_repo, script, "make a marker", "--max-steps", "2", "--approval", "full-auto")
     [event] = [e for e in read_log(Path(approved.result["log"])).events if e["type"] == "approval"]
     assert event["allowed"] is True and event["how"].startswith("auto-approved")
     assert (calc_repo / "marker.txt").exists()

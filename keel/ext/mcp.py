@@ -13,7 +13,8 @@ warning — never a crashed run.
 
 Every MCP call goes through the approval gate like an ask-class command: it runs when an allow rule
 names it (``mcp__SERVER__TOOL``, ``mcp__SERVER`` or ``mcp__SERVER__*`` in ``[permissions] allow``),
-after a yes in interactive mode, or in auto-edit mode; unattended it is refused unless allowed.
+after a yes from the person (interactive or auto-edit mode), or in full-auto mode; with no one to
+ask it is refused unless allowed.
 Deny rules win. Hooks, plan mode (a tool is read-only only when the server says so) and the event
 log apply as to every tool.
 """
@@ -344,8 +345,8 @@ def _authorize(name: str, server: str, arguments: dict[str, Any], ctx: ToolConte
     remembered: set[str] = ctx.extra.setdefault("mcp_always", set())
     if name in remembered:
         return None, "approved for this session by the user"
-    if mode == "auto-edit" and decision is None:
-        return None, "auto-approved (auto-edit)"
+    if mode == "full-auto" and decision is None:
+        return None, "auto-approved (full-auto)"
     prompt = getattr(approver, "prompt", None)
     if mode == "unattended" or prompt is None:
         return (f"Refused: MCP tool {name} needs approval and no one is present. It runs unattended only when "

@@ -4,7 +4,12 @@ Modes:
 
 - ``interactive``: ask-class requests are put to the person (once / always this session / no);
   file edits ask too, until the person answers "always".
-- ``auto-edit``: file edits and ask-class commands proceed; deny-class never does.
+- ``auto-edit``: file edits inside the workspace proceed; ask-class commands are still put to
+  the person (refused, as unattended, when no one can answer). Earlier keel versions gave this
+  name what ``full-auto`` does now: a config that still says it gets the safer meaning.
+- ``full-auto``: file edits and ask-class commands proceed; deny-class never does. Only under an OS
+  tier that confines commands (bubblewrap or Landlock): asked for without one it is an error, never
+  a silent downgrade, because the policy alone is all that would stand between the model and the host.
 - ``unattended`` (headless default): file edits inside the workspace proceed; ask-class
   commands are refused with a message the model can act on; deny-class is refused with its reason.
 
@@ -26,8 +31,10 @@ from keel.policy.rules import Rule, RuleSet, ShellEvaluation
 from keel.policy.shell.paths import runs_later
 from keel.policy.shell.risk import PartReport
 
-Mode = Literal["interactive", "auto-edit", "unattended"]
-MODES = ("interactive", "auto-edit", "unattended")
+Mode = Literal["interactive", "auto-edit", "full-auto", "unattended"]
+MODES = ("interactive", "auto-edit", "full-auto", "unattended")
+FULL_AUTO_NEEDS_TIER = ("approval mode full-auto runs ask-class commands without asking, so it needs an OS "
+                        "sandbox tier that confines them (bubblewrap or Landlock), and none does here")
 # Tools whose second word names what they do: "always" remembers both words (npm install, git push).
 _SUBCOMMAND_TOOLS = frozenset({"git", "npm", "yarn", "pnpm", "pip", "pip3", "uv", "poetry", "cargo", "go",
                                "docker", "podman", "kubectl", "apt", "apt-get", "brew", "make", "dnf", "gem",
@@ -54,15 +61,20 @@ def remembered_prefix(part: PartReport) -> list[str]:
 class Approver:
     def __init__(self, mode: Mode, rules: RuleSet | None = None, *, workspace: Path,
                  prompt: Callable[[str], str] | None = None, confined: bool = False,
-                 pid_namespace: bool = False) -> None:
+                 pid_namespace: bool = False, snapshot: bool = False) -> None:
         if mode not in MODES:
             raise ValueError(f"approval mode {mode!r} is not one of {', '.join(MODES)}")
+        if mode == "full-auto" and not confined:
+            raise ValueError(FULL_AUTO_NEEDS_TIER)
         self.mode = mode
         self.rules = rules if rules is not None else RuleSet()
         self.workspace = Path(os.path.realpath(workspace))
         self.prompt = prompt
         self.confined = confined          # an OS tier confines the filesystem: workspace-write applies
         self.pid_namespace = pid_namespace  # a PID namespace reaps detached processes (bubblewrap)
+        # keel snapshots the workspace before each command (keel.trace.snapshot): a deletion it holds is
+        # undoable; the shell watch turns this off when the workspace is over the snapshot caps
+        self.snapshot = snapshot
         # What "always" answers unlock for the rest of this session.
         self._session = RuleSet(allow=list(self.rules.allow), ask=list(self.rules.ask), deny=list(self.rules.deny))
         self._always_commands: set[str] = set()
@@ -74,7 +86,7 @@ class Approver:
     def authorize_shell(self, command: str) -> ApprovalOutcome:
         try:
             evaluation = self._session.evaluate_shell(command, self.workspace, confined=self.confined,
-                                                      pid_namespace=self.pid_namespace)
+                                                      pid_namespace=self.pid_namespace, snapshot=self.snapshot)
         except Exception as exc:  # never fail open: a gate that breaks refuses
             return ApprovalOutcome(False, f"refused: the command could not be checked ({exc!r})", "ask")
         verdict = evaluation.verdict
@@ -85,7 +97,7 @@ class Approver:
             return ApprovalOutcome(True, "allowed", "allow", network=evaluation.network)
         if command.strip() in self._always_commands:
             return ApprovalOutcome(True, "approved for this session", "ask", network=evaluation.network)
-        if self.mode == "auto-edit":
+        if self.mode == "full-auto":
             return ApprovalOutcome(True, f"auto-approved: {verdict.reason}", "ask", network=evaluation.network)
         if self.mode == "unattended" or self.prompt is None:
             return ApprovalOutcome(False, f"refused: `{command.strip()}` needs approval ({verdict.reason}) and no one "

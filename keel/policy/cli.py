@@ -52,12 +52,12 @@ def judge(command: str, workspace: Path) -> dict[str, Any]:
     RuleError for a configuration that cannot be used."""
     from keel.config import load_config
     from keel.policy.rules import RuleSet
-    from keel.policy.sandbox import SandboxPolicy, active_sandbox
+    from keel.policy.sandbox import active_sandbox, policy_for
 
     config, _warnings = load_config(workspace)
     perms = config.permissions
     # The tier changes the verdict (workspace writes, running code), exactly as for run_shell.
-    info = active_sandbox(SandboxPolicy(enabled=config.shell.sandbox != "off"))
+    info = active_sandbox(policy_for(config.shell.sandbox))
     evaluation = RuleSet.from_config(perms.allow, perms.ask, perms.deny).evaluate_shell(
         command, workspace, confined=info.confining, pid_namespace=info.kind == "bubblewrap")
     verdict = evaluation.verdict

@@ -1,11 +1,12 @@
 """Landlock: the OS sandbox tier that needs no package (Linux >= 5.13, raw syscalls over ctypes).
 
-A ruleset is an allow-list: once applied (by ``keel.policy.landlock_exec`` in the command's own
+A ruleset is an allow-list: once applied (by ``keel.policy.landlock_exec`` in a child of its own
 process, right before it execs bash), the process and everything it starts can open only what
 the rules grant, whatever its user — root included:
 
 - read + write + execute in the workspace and in a private per-session temp dir;
-- read + execute on system directories and the interpreter/toolchain prefixes in use;
+- read + execute on system directories and the interpreter/toolchain prefixes in use; /etc entry
+  by entry, without root-only secrets (``ETC_SECRETS``: shadow, sudoers, ssh host keys, ...);
 - read + write on a few harmless devices (/dev/null, /dev/tty, ...);
 - nothing else: the rest of ``$HOME`` (``~/.ssh``, ``~/.aws``, keel's own data), other users'
   files, ``/tmp`` and ``/var`` outside the workspace;
@@ -16,7 +17,9 @@ the rules grant, whatever its user — root included:
 Each ABI adds rights; an older kernel simply enforces fewer of them, and ``describe`` says so.
 What Landlock does not cover on any ABI up to 7: UDP, connecting to existing unix socket files,
 and seeing other processes (there is no PID namespace). The exec helper adds a seccomp filter
-(``keel.policy.seccomp``, x86_64) for UDP, raw, netlink and packet sockets; unix socket files stay open.
+(``keel.policy.seccomp``, x86_64) refusing every non-unix socket, device nodes, TIOCSTI and other
+kernel-wide calls, kills every process the command leaves behind, and sets process and
+address-space limits; unix socket files stay open.
 
 This module has no side effects at import time: libc is loaded on first use.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fnmatch
 import functools
 import json
 import os
@@ -55,12 +59,21 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1                   # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1       # ABI 6
 
 READ_EXEC = EXECUTE | READ_FILE | READ_DIR
-READ_WRITE = _FS_LATEST
+# Never MAKE_CHAR or MAKE_BLOCK: a device node in the workspace would open a raw disk or /dev/kmsg.
+READ_WRITE = _FS_LATEST & ~(MAKE_CHAR | MAKE_BLOCK)
 DEVICE_RW = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
 
 # System directories every command may read and execute from (those that exist).
-SYSTEM_READ_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+SYSTEM_READ_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
                     "/sys", "/nix/store", "/snap")
+# /etc is granted entry by entry, leaving out what only root may read because it is a secret
+# (fnmatch patterns relative to /etc; a directory holding one is granted per entry in turn).
+# Symlinks are not granted: their targets (mostly under /usr) are judged where they are.
+ETC_SECRETS = ("shadow", "gshadow", "shadow-", "gshadow-", "shadow.*", "gshadow.*", "sudoers", "sudoers.d",
+               "ssh/ssh_host_*_key", "ssh/*_key", "security/opasswd", "ssl/private", "pki/tls/private",
+               "krb5.keytab", "ipsec.secrets", "ipsec.d/private", "ppp/chap-secrets", "ppp/pap-secrets",
+               "wireguard", "NetworkManager/system-connections", "letsencrypt", "libvirt/secrets",
+               "docker/key.json", "rancher/k3s/k3s.yaml", "kubernetes/admin.conf", "kubernetes/pki")
 # Not all of /proc: Landlock still lets a command read /proc/<pid>/environ of keel itself (its
 # parent, holding the API key), so only system-wide facts tools ask for are readable. Without a
 # PID namespace there is no private /proc to offer instead; ps and psutil fail here.
@@ -95,6 +108,8 @@ class LandlockPlan:
     read_exec: tuple[str, ...]
     devices: tuple[str, ...]
     network: bool
+    address_space: int | None = None      # RLIMIT_AS of the command (counts shared mappings)
+    shm_cleanup: bool = True              # remove what it left in /dev/shm (keel.policy.shm)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -103,7 +118,7 @@ class LandlockPlan:
     def from_json(cls, text: str) -> LandlockPlan:
         data = json.loads(text)
         return cls(tuple(data["read_write"]), tuple(data["read_exec"]), tuple(data["devices"]),
-                   bool(data["network"]))
+                   bool(data["network"]), data.get("address_space"), bool(data.get("shm_cleanup", True)))
 
 
 # ---------------------------------------------------------------- the kernel
@@ -216,8 +231,32 @@ def toolchain_dirs(env: Mapping[str, str]) -> list[str]:
     return found
 
 
+def etc_entries(root: str = "/etc", secrets: Iterable[str] = ETC_SECRETS) -> list[str]:
+    """What of ``root`` is granted: every entry but the secrets, descending only into the
+    directories that hold one."""
+    patterns = tuple(secrets)
+    found: list[str] = []
+
+    def walk(directory: str, rel: str) -> None:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return
+        for name in names:
+            path, key = os.path.join(directory, name), rel + name
+            if any(fnmatch.fnmatchcase(key, p) for p in patterns) or os.path.islink(path):
+                continue
+            if os.path.isdir(path) and any(p.startswith(key + "/") for p in patterns):
+                walk(path, key + "/")
+            else:
+                found.append(path)
+
+    walk(root, "")
+    return found
+
+
 def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool,
-         extra_read: Iterable[str] = (), protected: Iterable[str] = ()) -> LandlockPlan:
+         extra_read: Iterable[str] = (), protected: Iterable[str] = (), address_space: int | None = None) -> LandlockPlan:
     """The rules for one command. A read grant that would contain a home directory or a
     ``protected`` path (keel's data, credential dirs) is dropped: granting ``/home`` to reach a
     tool would hand out every key beneath it."""
@@ -225,7 +264,7 @@ def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool
              if os.path.isabs(h) and h != "/"]
     guarded = [os.path.realpath(p) for p in [*homes, *protected] if os.path.isabs(p)]
     home_files = [os.path.join(h, name) for h in homes for name in (*HOME_READ_FILES, *HOME_TOOLCHAINS)]
-    candidates = [*SYSTEM_READ_DIRS, *PROC_READ, *toolchain_dirs(env), *extra_read, *home_files]
+    candidates = [*SYSTEM_READ_DIRS, *etc_entries(), *PROC_READ, *toolchain_dirs(env), *extra_read, *home_files]
     resolv = os.path.realpath("/etc/resolv.conf")     # often a link into /run
     candidates.append(resolv)
     read: list[str] = []
@@ -239,34 +278,37 @@ def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool
     rw = [os.path.realpath(workspace), os.path.realpath(temp_dir)]
     rw += [SHARED_MEMORY_DIR] if os.path.isdir(SHARED_MEMORY_DIR) else []
     devices = [d for d in DEVICE_PATHS if os.path.exists(d)]
-    return LandlockPlan(tuple(rw), tuple(read), tuple(devices), network)
+    return LandlockPlan(tuple(rw), tuple(read), tuple(devices), network, address_space)
 
 
 def describe(abi: int) -> str:
-    """What the tier enforces on this kernel, in one sentence, without overstating it."""
+    """What the tier enforces on this kernel, in one sentence, without overstating it; it ends
+    with what the tier cannot stop."""
     parts = ["writes only to the workspace and a private temp dir (TMPDIR)",
              "reads limited to the workspace, system directories and the toolchain (the rest of $HOME, "
-             "with ~/.ssh, ~/.aws and keel's data, is unreadable)"]
+             "with ~/.ssh, ~/.aws and keel's data, and root-only secrets in /etc are unreadable)"]
     from keel.policy import seccomp
 
-    if abi >= 4:
-        parts.append("no TCP connect or bind unless the network is approved (a local test server cannot listen either)")
-    elif seccomp.supported():
-        parts.append(f"no IP sockets at all unless the network is approved (seccomp; Landlock ABI {abi} < 4 has no "
-                     "TCP rules)")
-    else:
-        parts.append(f"network NOT confined (Landlock ABI {abi} < 4)")
     if seccomp.supported():
-        parts.append("no UDP, raw, netlink or packet sockets and no io_uring unless the network is approved (seccomp)")
+        parts.append("no sockets but unix ones unless the network is approved (seccomp; also UDP, raw, MPTCP)"
+                     + ("; a local test server cannot listen either" if abi >= 4 else ""))
+        parts.append("no terminal injection, device nodes, bpf, perf, keyrings, SysV IPC, io_uring, or "
+                     "prlimit/setpriority on other processes (seccomp)")
+    elif abi >= 4:
+        parts.append("no TCP connect or bind unless the network is approved; UDP NOT confined (the seccomp filter "
+                     f"exists for x86_64 only, this is {platform.machine()})")
     else:
-        parts.append(f"UDP NOT confined (the seccomp filter exists for x86_64 only, this is {platform.machine()})")
+        parts.append(f"network NOT confined (Landlock ABI {abi} < 4, no seccomp filter on {platform.machine()})")
     if abi < 2:
         parts.append("no renames across directories (ABI 1)")
     if abi >= 6:
         parts.append("no signals or abstract sockets to outside processes")
-    parts.append("/proc limited to system-wide files (no process can be inspected); no_new_privs; "
-                 "CPU/memory/file-size limits; not confined: connecting to existing unix socket files; .env files "
-                 "in the workspace stay readable")
+    parts.append("every process it starts is killed when it ends (subreaper); process, address-space, CPU and "
+                 "file-size limits; /dev/shm files it made are removed; changes to .git/config, .git/hooks and "
+                 ".keel/ are undone; root keeps no capabilities but file ownership; /proc limited to system-wide "
+                 "files")
+    parts.append("cannot stop: connecting to unix socket files, seeing other processes' pids (no PID namespace), "
+                 "reading .env files in the workspace" + ("" if abi >= 6 else ", signals to this user's processes"))
     return f"landlock (ABI {abi}: {'fs+net' if abi >= 4 else 'fs'}): " + "; ".join(parts)
 
 

@@ -126,10 +126,13 @@ class RuleSet:
     # -- shell ---------------------------------------------------------------------------------
 
     def evaluate_shell(self, command: str, workspace: Path, *, confined: bool = False,
-                       pid_namespace: bool = False) -> ShellEvaluation:
-        """``confined``/``pid_namespace``: what the active OS tier gives (docs/policy.md, "Tiers")."""
+                       pid_namespace: bool = False, snapshot: bool = False) -> ShellEvaluation:
+        """``confined``/``pid_namespace``: what the active OS tier gives (docs/policy.md, "Tiers").
+        ``snapshot``: keel holds the workspace's bytes from before the command (keel.trace.snapshot),
+        so a deletion inside it can be undone (git ref and stash destruction still asks)."""
         parts = [self._apply(part, workspace) for part in
-                 analyze_command(command, workspace, confined=confined, pid_namespace=pid_namespace)]
+                 analyze_command(command, workspace, confined=confined, pid_namespace=pid_namespace,
+                                 snapshot=snapshot)]
         return ShellEvaluation(verdict_of(parts), parts)
 
     def _apply(self, part: PartReport, workspace: Path) -> PartReport:

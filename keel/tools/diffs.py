@@ -11,6 +11,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from keel.policy.beneath import anchor, read_beneath_stat
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import Tool, ToolContext, ToolResult
 
@@ -21,13 +22,13 @@ MAX_DIFF_CHARS = 8_000     # a rewritten file's diff is cut here, with a note
 
 def _text(path: Path) -> str | None:
     """The file as text; "" when absent; None when binary, huge or unreadable (no diff then)."""
-    try:
-        if not path.exists():
-            return ""
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
+    try:   # the jail's real path, read with no symlink followed and never blocking (keel.policy.beneath)
+        data, st = read_beneath_stat(*anchor(path), limit=MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return ""
     except OSError:
+        return None
+    if st.st_size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
         return None
     if b"\0" in data:
         return None

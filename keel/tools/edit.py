@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
+from keel.policy.paths import PathJailError, display_path, resolve_in_workspace, workspace_root
 from keel.tools.base import (
     Tool,
     ToolAnnotations,
@@ -125,6 +125,7 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     except PathJailError as e:
         return ToolResult.error(f"edit_file refused: {e}")
     rel = display_path(ctx.workspace, real)
+    root = workspace_root(ctx.workspace)
     if not real.exists():
         return ToolResult.error(f"{rel} does not exist. edit_file only changes existing files; "
                                 "use write_file to create it (check the path with list_dir or find_files).")
@@ -135,9 +136,9 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     if not os.access(real, os.W_OK):
         return ToolResult.error(f"{rel} is not writable; nothing was changed.")
     try:
-        original, before = read_text_file(real)
+        original, before = read_text_file(real, root)
     except (TextFileError, OSError) as e:
-        return ToolResult.error(f"cannot edit {rel}: {e}")
+        return ToolResult.error(f"cannot edit {rel}: {getattr(e, 'strerror', None) or e}")
 
     match = find_edits(original.text, args.requests(), line_hint=args.line_hint or None)
     if not match.ok:
@@ -161,12 +162,12 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     if data == before:
         return ToolResult.error(f"edit_file {rel}: the edit leaves the file exactly as it is; nothing to do.")
 
-    if isinstance(ctx.session, FileSession):
-        ctx.session.snapshot(real)
     try:
-        write_atomic(real, data)
+        if isinstance(ctx.session, FileSession):
+            ctx.session.snapshot(real)
+        write_atomic(real, data, root)
     except OSError as e:
-        return ToolResult.error(f"cannot write {rel}: {e}. Nothing was changed.")
+        return ToolResult.error(f"cannot write {rel}: {e.strerror or e}. Nothing was changed.")
     if isinstance(ctx.session, FileSession):
         ctx.session.record_write(real, data)
 

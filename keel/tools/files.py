@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
-import stat
-import tempfile
 import threading
 from collections import deque
 from pathlib import Path
@@ -21,7 +19,14 @@ from pathlib import Path
 from pydantic import Field
 
 from keel.context.output import saved_output
-from keel.policy.paths import PathJailError, display_path, is_secret_path, resolve_in_workspace
+from keel.policy.beneath import anchor, read_beneath, read_beneath_stat, write_beneath_atomic
+from keel.policy.paths import (
+    PathJailError,
+    display_path,
+    is_secret_path,
+    resolve_in_workspace,
+    workspace_root,
+)
 from keel.tools.base import (
     Tool,
     ToolAnnotations,
@@ -239,11 +244,12 @@ def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     if refusal is not None:
         return ToolResult.error(refusal)
     try:
-        size = real.stat().st_size
-        if size > READ_MAX_FILE_BYTES:
-            return ToolResult.error(f"{shown} is {human_size(size)}, too large for read_file; search it with grep "
-                                    "or show a slice with run_shell (e.g. sed -n '100,200p').")
-        data = real.read_bytes()
+        # Opened with no symlink followed: a file swapped for a link since the jail's check is refused.
+        data, st = read_beneath_stat(*anchor(real, None if saved else workspace_root(ctx.workspace)),
+                                     limit=READ_MAX_FILE_BYTES + 1)
+        if st.st_size > READ_MAX_FILE_BYTES or len(data) > READ_MAX_FILE_BYTES:
+            return ToolResult.error(f"{shown} is {human_size(st.st_size)}, too large for read_file; search it with "
+                                    "grep or show a slice with run_shell (e.g. sed -n '100,200p').")
     except OSError as exc:
         return ToolResult.error(f"Cannot read {shown}: {exc.strerror or exc}")
     bom, codec = _bom(data)
@@ -299,26 +305,10 @@ class WriteFileArgs(ToolArgs):
     content: str = Field(description="The complete new content of the file.")
 
 
-def _umask() -> int:
-    # Read, not set: os.umask() would change it process-wide, racing other threads.
-    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    return 0o022
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".keel-tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def _write_atomic(path: Path, data: bytes, mode: int | None, root: Path | None = None) -> None:
+    """Replace the real path ``path`` in one rename, never through a symlink (keel.policy.beneath);
+    ``mode`` None keeps an existing file's permission bits."""
+    write_beneath_atomic(*anchor(path, root), data, mode, make_parents=True)
 
 
 GUT_MIN_LINES = 5
@@ -343,6 +333,7 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     except PathJailError as exc:
         return ToolResult.error(str(exc))
     shown = display_path(ctx.workspace, real)
+    root = workspace_root(ctx.workspace)
     session = file_session(ctx)
     existed = real.exists()
     content, notes = args.content, []
@@ -355,7 +346,7 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
                                     f"read_file(path={shown!r}) first, then write it (or use edit_file for a partial change).")
         try:
             stale = session.changed_since_seen(real)
-            old = real.read_bytes()
+            old = read_beneath(*anchor(real, root))
         except OSError as exc:
             return ToolResult.error(f"Cannot read {shown} before overwriting it: {exc.strerror or exc}")
         if stale:
@@ -383,9 +374,8 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(refusal)
     try:
         session.snapshot(real)
-        real.parent.mkdir(parents=True, exist_ok=True)
-        mode = stat.S_IMODE(real.stat().st_mode) if existed else 0o666 & ~_umask()
-        _write_atomic(real, data, mode)
+        # mode None: an existing file keeps its permission bits, a new one gets 0o666 less the umask
+        _write_atomic(real, data, None, root)
     except OSError as exc:
         return ToolResult.error(f"Could not write {shown}: {exc.strerror or exc}; nothing was changed")
     session.record_write(real, data)

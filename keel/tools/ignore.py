@@ -16,14 +16,17 @@ answer whether ripgrep or the in-process fallback runs it:
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pathspec
 
+from keel.policy.beneath import NotRegularFileError, anchor, open_beneath
 from keel.policy.paths import workspace_root
 
 # Build output, caches, environments and VCS data: never useful to list or search.
@@ -202,12 +205,23 @@ UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _SNIFF_BYTES = 65536
 
 
+def _open_regular(path: str) -> int:
+    """A read descriptor of the regular file at the real path ``path``, no symlink followed on the
+    way (keel.policy.beneath: the walk hands out real paths, so a link met was swapped in since) and
+    never blocking on a FIFO."""
+    fd = open_beneath(*anchor(os.path.abspath(path)), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegularFileError(errno.EINVAL, "not a regular file; not read", path)
+    return fd
+
+
 def read_unless_binary(path: str) -> bytes | None:
     """The file's bytes, or None when it is unreadable or shows a NUL in its first 64 KB (most
     binaries do: they are skipped without reading the rest). os.read, not open(): for tens of
     thousands of small files the file-object setup costs as much as the reading."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open_regular(path)
     except OSError:
         return None
     try:
@@ -228,7 +242,7 @@ def read_unless_binary(path: str) -> bytes | None:
 
 def is_binary_file(path: str) -> bool:
     """True when the file holds a NUL byte anywhere (UTF-16 text with a BOM excepted)."""
-    with open(path, "rb") as fh:
+    with os.fdopen(_open_regular(path), "rb") as fh:
         chunk = fh.read(_SNIFF_BYTES)
         if chunk[:2] in UTF16_BOMS:
             return False

@@ -10,11 +10,11 @@ and ``files_changed`` as write_file. Text that looks like a credential is refuse
 from __future__ import annotations
 
 import re
-import stat
 
 from pydantic import Field
 
 from keel.context.secrets import secret_kind
+from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import (
     Tool,
@@ -25,7 +25,7 @@ from keel.tools.base import (
     ToolSpec,
     approval_refusal,
 )
-from keel.tools.files import _umask, _write_atomic, file_session
+from keel.tools.files import _write_atomic, file_session
 
 MEMORY_FILE = "AGENTS.md"
 HEADING = "## Learnings"
@@ -97,7 +97,7 @@ def run_remember(args: RememberArgs, ctx: ToolContext) -> ToolResult:
     if existed and not real.is_file():
         return ToolResult.error(f"{shown} exists and is not a regular file; nothing was remembered.")
     try:
-        old = real.read_bytes() if existed else b""
+        old = read_beneath(*anchor(real)) if existed else b""   # no symlink followed
         old_text = old.decode("utf-8")
     except OSError as exc:
         return ToolResult.error(f"Cannot read {shown}: {exc.strerror or exc}; nothing was remembered.")
@@ -112,8 +112,7 @@ def run_remember(args: RememberArgs, ctx: ToolContext) -> ToolResult:
     session = file_session(ctx)
     try:
         session.snapshot(real)
-        mode = stat.S_IMODE(real.stat().st_mode) if existed else 0o666 & ~_umask()
-        _write_atomic(real, data, mode)
+        _write_atomic(real, data, None)   # keeps an existing file's mode; a new one: 0o666 less the umask
     except OSError as exc:
         return ToolResult.error(f"Could not write {shown}: {exc.strerror or exc}; nothing was changed.")
     session.record_write(real, data)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from keel.policy.beneath import anchor, read_beneath, unlink_beneath, write_beneath_atomic
+
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -47,7 +49,7 @@ class FileSession:
         if path not in self.seen:
             return True
         try:
-            return _digest(path.read_bytes()) != self.seen[path]
+            return _digest(read_beneath(*anchor(path))) != self.seen[path]
         except FileNotFoundError:
             return True
 
@@ -57,7 +59,10 @@ class FileSession:
             self.store.before_change(path)
         if path in self.snapshots:
             return
-        self.snapshots[path] = path.read_bytes() if path.exists() else None
+        try:   # paths are real (the jail's answer): read with no symlink followed
+            self.snapshots[path] = read_beneath(*anchor(path))
+        except FileNotFoundError:
+            self.snapshots[path] = None
 
     def restore(self, path: Path) -> None:
         """Put ``path`` back exactly as it was before this session first changed it."""
@@ -65,7 +70,7 @@ class FileSession:
             raise KeyError(f"no snapshot of {path}")
         before = self.snapshots[path]
         if before is None:
-            path.unlink(missing_ok=True)
+            unlink_beneath(*anchor(path), missing_ok=True)
         else:
-            path.write_bytes(before)
+            write_beneath_atomic(*anchor(path), before)
         self.seen.pop(path, None)

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
+from keel.policy import runlater
 from keel.policy.sandbox import SandboxPolicy, build_sandboxed
 from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.process import CommandResult, run_command
@@ -132,6 +133,10 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
     if kind == "bubblewrap" and any(s in output for s in _READ_ONLY_SIGNS):
         hints.append("[sandbox: only the workspace and /tmp are writable; install packages into a "
                      "virtualenv inside the workspace]")
+        if ".git" in output or ".keel" in output:
+            # git add/commit fail here by design (hooks and config run code later, outside any sandbox)
+            hints.append("[sandbox: .git and .keel are read-only for commands (git add, commit, config and hooks "
+                         "cannot change them); leave committing to the person, edit the files only]")
     if kind == "bubblewrap" and not network and any(s in output for s in _NETWORK_SIGNS):
         hints.append("[sandbox: network access is off for this command]")
     if kind == "landlock" and "Permission denied" in output:
@@ -141,6 +146,10 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
                      "workspace (a venv, or pip install --target)"
                      + ("; TCP connect and bind are blocked for this command, also to a local server on "
                         "127.0.0.1 that the command starts itself]" if not network else "]"))
+    if kind == "landlock" and "Operation not permitted" in output:
+        hints.append("[sandbox (landlock): refused here: " + ("sockets other than unix ones (the network is "
+                     "off), " if not network else "") + "device nodes, System V IPC, bpf, perf, keyrings, "
+                     "and changing other processes' limits or priority]")
     return hints
 
 
@@ -179,6 +188,8 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         run_capped = remaining < timeout_s
         timeout_s = min(timeout_s, remaining)
     spill = OutputSpill(ctx.session_dir / OUTPUTS_DIR, command) if for_model and ctx.session_dir else None
+    guard = runlater.capture(str(ctx.workspace))    # git hooks/config, .keel/: put back after the command
+    undone: list[str] = []
     try:
         result = run_command(command, ctx.workspace, timeout_s=timeout_s, output_cap_bytes=ctx.output_cap_bytes,
                              env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn,
@@ -189,6 +200,8 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         if spill is not None:
             spill.discard()
         raise
+    finally:
+        undone = runlater.restore(guard, str(ctx.workspace))
 
     status = _status_line(result, timeout_s)
     if result.timed_out and run_capped:
@@ -201,11 +214,13 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         body, saved = present(spill, facts, result.output, result.truncated)
     lines = [status, body if body else "(no output)"]
     lines += _sandbox_hints(result.output, launch.kind, network)
+    if undone:
+        lines.append(runlater.report(undone))
     meta: dict[str, Any] = {
         "elapsed_s": round(result.elapsed_s, 3), "sandbox": launch.kind, "truncated": result.truncated,
         "total_bytes": result.total_bytes, "timed_out": result.timed_out, "exit_code": result.exit_code,
         "signal": result.signal, "network": network, "decision": auth.decision,
-        "saved_output": str(saved) if saved else None,
+        "saved_output": str(saved) if saved else None, "undone": undone,
     }
     return ToolResult(
         ok=result.exit_code == 0,

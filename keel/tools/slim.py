@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from keel.policy.beneath import anchor, read_beneath, write_beneath_atomic
 from keel.policy.paths import PathJailError, resolve_in_workspace
 from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
 
@@ -103,16 +104,24 @@ def _keeps_python_valid(full: Tool) -> Any:
     def execute(args: SlimEdit, ctx: ToolContext) -> ToolResult:
         try:
             real = resolve_in_workspace(ctx.workspace, args.path)
-            before = real.read_bytes() if real.suffix == ".py" and real.is_file() else None
+            # read and put back with no symlink followed (keel.policy.beneath)
+            before = read_beneath(*anchor(real)) if real.suffix == ".py" and real.is_file() else None
         except (PathJailError, OSError):
             before = None
         result = inner(args, ctx)
         if before is None or not result.ok:
             return result
-        broken = breaks_python(before, real.read_bytes())
+        try:
+            broken = breaks_python(before, read_beneath(*anchor(real)))
+        except OSError:
+            return result
         if broken is None:
             return result
-        real.write_bytes(before)
+        try:
+            write_beneath_atomic(*anchor(real), before)
+        except OSError as e:
+            return ToolResult.error(f"edit_file made {args.path} invalid Python ({broken}) and putting it back "
+                                    f"failed: {e.strerror or e}")
         if ctx.session is not None:
             ctx.session.record_write(real, before)
         return ToolResult.error(f"edit_file was undone: it made {args.path} invalid Python ({broken}). The file is "

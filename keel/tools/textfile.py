@@ -10,17 +10,15 @@ encoding used here, so bytes outside the edited span come back identical.
 from __future__ import annotations
 
 import codecs
-import contextlib
-import os
 import re
-import stat
-import tempfile
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from functools import cached_property
 from pathlib import Path
+
+from keel.policy.beneath import anchor, read_beneath, write_beneath_atomic
 
 # Longest BOM first: the UTF-32-LE BOM starts with the UTF-16-LE one.
 _BOMS = (
@@ -179,26 +177,15 @@ def dominant_newline(raw: str) -> str:
     return best[1] if best[0] else "\n"
 
 
-def read_text_file(path: Path) -> tuple[TextFile, bytes]:
-    """The decoded file and the exact bytes it was decoded from."""
-    data = path.read_bytes()
+def read_text_file(path: Path, root: Path | None = None) -> tuple[TextFile, bytes]:
+    """The decoded file and the exact bytes it was decoded from. ``path`` is a real path (the jail's
+    answer), read below ``root`` (default '/') with no symlink followed: one swapped in is refused."""
+    data = read_beneath(*anchor(path, root))
     return TextFile.from_bytes(data), data
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one step (temp file in the same directory, then rename),
-    keeping its permission bits, so a crash never leaves a half-written file."""
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".keel-tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+def write_atomic(path: Path, data: bytes, root: Path | None = None) -> None:
+    """Replace the real path ``path`` with ``data`` in one step (temp file in the same directory,
+    fsync, rename), keeping its permission bits, so a crash never leaves a half-written file; never
+    through a symlink (keel.policy.beneath)."""
+    write_beneath_atomic(*anchor(path, root), data)

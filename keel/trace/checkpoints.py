@@ -3,6 +3,7 @@
 Layout under the session directory (``<data>/sessions/<id>/checkpoints/``)::
 
     blobs/<sha256>      file contents, stored once however many times they recur
+    blobs/pack(.idx)    the same, for the snapshots before shell commands: appended to one file
     manifest.jsonl      one line per fact: {"kind", "step", "path", "by", "before", "after", "mode"}
 
 ``kind`` is "before" (a file tool is about to write: the old bytes), "after" (what it wrote),
@@ -10,10 +11,11 @@ Layout under the session directory (``<data>/sessions/<id>/checkpoints/``)::
 these bytes back; its ``step`` is the step undone to).
 
 ``before``/``after`` are blob hashes, ``null`` for "the file did not exist", or ``"?"`` when keel
-never saw those bytes (a shell command changed a file keel had not read or written). The manifest is
-appended to *before* a file tool writes, so a ``kill -9`` at any moment leaves every change keel made
-undoable. Shell commands are observed from the outside (keel.trace.shellwatch): what they created
-can be removed, what they changed is restorable only when keel had the earlier bytes.
+never had those bytes (a shell command changed a file no snapshot held, e.g. one over the caps). The
+manifest is appended to *before* a file tool writes, so a ``kill -9`` at any moment leaves every
+change keel made undoable. Shell commands are observed from the outside (keel.trace.shellwatch): what they created
+can be removed, what they changed or deleted is restorable from the snapshot taken before each
+command (keel.trace.snapshot), or from bytes keel read or wrote itself.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from keel.policy.beneath import EscapeError, anchor, read_beneath_stat
+from keel.trace.pack import Pack
 
 UNKNOWN = "?"
 BLOB_CAP = 8 * 2**20          # larger files are hashed but their bytes are not kept
@@ -75,6 +80,7 @@ class CheckpointStore:
         # file afterwards is undoable because those bytes are in blobs/
         self.known: dict[str, tuple[tuple[int, int, int], str]] = {}
         self._lock = threading.Lock()
+        self.pack = Pack(directory / "blobs")
 
     # -- paths and blobs -------------------------------------------------------------------------
     @property
@@ -85,6 +91,14 @@ class CheckpointStore:
         try:
             return Path(os.path.realpath(path)).relative_to(self.workspace).as_posix()
         except ValueError:
+            return None
+
+    def _real_rel(self, path: Path) -> str | None:
+        """``rel`` for the jail's real path taken as is: realpath would follow a link swapped in since
+        the check (or fail when it is swapped back mid-way)."""
+        try:
+            return anchor(path, self.workspace)[1]
+        except EscapeError:
             return None
 
     def put_blob(self, data: bytes) -> str | None:
@@ -102,7 +116,7 @@ class CheckpointStore:
         try:
             return (self.dir / "blobs" / digest).read_bytes()
         except OSError:
-            return None
+            return self.pack.get(digest)   # the snapshots' blobs (keel.trace.pack)
 
     def append(self, change: Change) -> None:
         with self._lock:
@@ -112,13 +126,18 @@ class CheckpointStore:
 
     # -- what FileSession reports ----------------------------------------------------------------
     def before_change(self, path: Path) -> None:
-        """Keep ``path``'s bytes before this step's first change to it (called before the write)."""
-        rel = self.rel(path)
+        """Keep ``path``'s bytes before this step's first change to it (called before the write).
+
+        ``path`` is the jail's real path: it is read below the workspace with no symlink followed, so a
+        file (or a directory on its way) swapped for a link since the check raises EscapeError and the
+        tool's write does not happen (keel.policy.beneath)."""
+        rel = self._real_rel(path)
         if rel is None or (rel, self.step) in self._recorded:
             return
         try:
-            data: bytes | None = path.read_bytes()
-            mode: int | None = os.stat(path).st_mode & 0o7777
+            data: bytes | None
+            data, st = read_beneath_stat(self.workspace, rel)
+            mode: int | None = st.st_mode & 0o7777
         except FileNotFoundError:
             data, mode = None, None
         before = None if data is None else (self.put_blob(data) or UNKNOWN)
@@ -126,7 +145,7 @@ class CheckpointStore:
         self.append(Change("before", self.step, rel, self.tool, before, UNKNOWN, mode))
 
     def after_change(self, path: Path, data: bytes) -> None:
-        rel = self.rel(path)
+        rel = self._real_rel(path)
         if rel is None:
             return
         digest = self.put_blob(data) or UNKNOWN
@@ -135,7 +154,7 @@ class CheckpointStore:
 
     def seen(self, path: Path, data: bytes) -> None:
         """keel read these bytes: keep them, so a shell command that rewrites the file can be undone."""
-        rel = self.rel(path)
+        rel = self._real_rel(path)
         if rel is not None and (digest := self.put_blob(data)) is not None:
             self.remember(path, rel, digest)
 

@@ -16,14 +16,16 @@ from keel.tools.base import Tool, ToolContext, ToolResult
 from keel.tools.registry import ToolRegistry
 from keel.trace.checkpoints import UNKNOWN, CheckpointStore, read_manifest
 from keel.trace.shellwatch import ShellWatch
+from keel.trace.snapshot import Caps
 
 SHELL_TOOLS = ("run_shell",)
 
 
-def watch_tools(registry: ToolRegistry, store: CheckpointStore, emit: Callable[..., Any]) -> None:
+def watch_tools(registry: ToolRegistry, store: CheckpointStore, emit: Callable[..., Any],
+                caps: Caps | None = None) -> None:
     """Tools that may change files tell the store their name (the manifest's "by"); run_shell is
-    also watched for the files it changes."""
-    watch = ShellWatch(store, emit)
+    also watched for the files it changes, with a snapshot before it runs (``caps``: its limits)."""
+    watch = ShellWatch(store, emit, caps)
     tools: dict[str, Tool] = registry._tools  # the registry has no public way to swap an executor
     for name, tool in list(tools.items()):
         if tool.spec.annotations.read_only:

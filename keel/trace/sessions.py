@@ -131,6 +131,13 @@ class SavedSession:
         return str(self.meta.get("task") or "")
 
     @property
+    def stop_reason(self) -> str | None:
+        """Why the run last stopped (``needs_user``, ``limit:steps`` …); None while it runs or crashed,
+        and for sessions saved before keel recorded it."""
+        reason = self.data.get("stop_reason")
+        return str(reason) if reason and self.status not in ("running", "crashed") else None
+
+    @property
     def status(self) -> str:
         """complete / incomplete / error as the run ended, "running", or "crashed" (its process is gone)."""
         status = str(self.data.get("status", "running"))
@@ -245,11 +252,13 @@ class SessionRecorder:
         self.run_t0 = time.time()
         self.step_base = 0
         self.status = "running"
+        self.stop_reason: str | None = None  # why the run stopped (needs_user: `--resume --answer` may go on)
         self.meta_written = self.save_failed = False
 
     def prepare(self, runner: Runner, messages: list[dict[str, Any]]) -> None:
         """Called once the runner exists: on a resume, give it back the saved counters."""
         self.runner, self.messages, self.run_t0, self.status = runner, messages, time.time(), "running"
+        self.stop_reason = None
         # a second task in one session (the REPL) goes on numbering steps where the first stopped
         self.step_base = self.store.step
         saved, self.resume_from = self.resume_from, None
@@ -284,6 +293,7 @@ class SessionRecorder:
     def on_event(self, event: Event) -> None:
         if event["type"] == "stop":
             self.status = str(event.get("status") or "incomplete")
+            self.stop_reason = str(event.get("reason") or "") or None
             if event.get("reason") == "interrupted":
                 self.status = "interrupted"
             self.save()
@@ -306,7 +316,8 @@ class SessionRecorder:
         state = {
             "version": STATE_VERSION, "session_id": self.agent.session_id, "pid": os.getpid(),
             "workspace": str(self.agent.workspace), "task": runner.state.task, "model": self.agent.engine.model,
-            "log": str(self.agent.log_path), "status": self.status, "started": self.started,
+            "log": str(self.agent.log_path), "status": self.status, "stop_reason": self.stop_reason,
+            "started": self.started,
             "updated": time.time(), "elapsed_s": self.elapsed_before + (time.time() - self.run_t0),
             "steps": runner.steps, "usage": dataclasses.asdict(runner.usage), "pushback": self.pushback,
             "task_state": task_state_to_json(runner.state),
@@ -334,12 +345,13 @@ def attach_session(agent: Agent) -> SessionRecorder | None:
     if agent.log_path is None:
         return None
     from keel.trace.resume import watch_tools
+    from keel.trace.snapshot import snapshot_caps
 
     directory = session_dir_for(agent.log_path)
     store = CheckpointStore(directory / "checkpoints", agent.workspace)
     if agent.ctx.session is not None:
         agent.ctx.session.store = store
-    watch_tools(agent.registry, store, agent.bus.emit)
+    watch_tools(agent.registry, store, agent.bus.emit, snapshot_caps(agent.config))
     if agent.ctx.approval is not None:
         from keel.trace.approvals import RecordingApprover
         agent.ctx.approval = RecordingApprover(agent.ctx.approval, agent.bus.emit, lambda: store.step)

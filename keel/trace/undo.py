@@ -8,15 +8,17 @@ undo must never destroy work it did not make.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from keel.trace.checkpoints import UNKNOWN, Change, CheckpointStore, read_manifest, sha256, write_atomic
+from keel.policy.beneath import EscapeError, read_beneath, unlink_beneath, write_beneath_atomic
+from keel.trace.checkpoints import UNKNOWN, Change, CheckpointStore, read_manifest, sha256
 
 ABSENT = "absent"
+LINK_IN_THE_WAY = ("a symbolic link stands where it (or a directory on its way) was; undo never reads or writes "
+                   "through one")
 
 
 @dataclass(frozen=True)
@@ -90,14 +92,24 @@ def undo_session(session_dir: Path, workspace: Path, *, to_step: int = 0, force:
     store = CheckpointStore(session_dir / "checkpoints", workspace)
     root = store.workspace
 
+    blocked: dict[str, str] = {}   # rel -> why undo cannot touch it
+
     def current(rel: str) -> str | None:
+        # Read below the workspace with no symlink followed (keel.policy.beneath).
         try:
-            return sha256((root / rel).read_bytes())
+            return sha256(read_beneath(root, rel))
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
+        except EscapeError:
+            blocked[rel] = LINK_IN_THE_WAY
+        except OSError as exc:
+            blocked[rel] = f"it cannot be read: {exc.strerror or exc}"
+        return f"blocked:{rel}"    # no blob has this name: never "unchanged"
 
     report = UndoReport(session_dir.name, to_step, workspace=str(root))
     for item in plan_undo(read_manifest(store.dir), to_step, current, force=force):
+        if item.path in blocked and item.action != "cannot":
+            item = FileUndo(item.path, "cannot", blocked[item.path])
         if not dry_run:
             item = _apply(store, root, item)
             if item.action in ("restore", "remove"):  # what the session now "left" there, for a later undo
@@ -107,19 +119,21 @@ def undo_session(session_dir: Path, workspace: Path, *, to_step: int = 0, force:
 
 
 def _apply(store: CheckpointStore, root: Path, item: FileUndo) -> FileUndo:
-    path = root / item.path
+    # Every step below the workspace is taken with no symlink followed (keel.policy.beneath): a
+    # directory replaced by a link since the plan makes this file "cannot", never a write outside.
     try:
         if item.action == "remove":
-            path.unlink(missing_ok=True)  # a folder made for it stays: it may have been there, empty
+            # a link there is removed itself, never its target; a folder made for it stays: it may have been there
+            unlink_beneath(root, item.path, missing_ok=True)
         elif item.action == "restore":
             assert item.target is not None
             data = store.blob(item.target)
             if data is None:
                 return FileUndo(item.path, "cannot", "its checkpoint blob is missing")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            mode = item.mode if item.mode is not None else (
-                os.stat(path).st_mode & 0o7777 if path.exists() else None)
-            write_atomic(path, data, mode)
+            # mode None keeps the current file's permission bits
+            write_beneath_atomic(root, item.path, data, item.mode, make_parents=True)
+    except EscapeError:
+        return FileUndo(item.path, "cannot", LINK_IN_THE_WAY)
     except OSError as exc:
         return FileUndo(item.path, "cannot", f"{exc.strerror or exc}")
     return item

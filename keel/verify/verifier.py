@@ -47,14 +47,15 @@ _STATUS_LINE = re.compile(r"\A[^\n]*\n?")
 
 class _ChecksApproval:
     """How the gate's own checks are authorized: deny rules and deny-class commands still refuse,
-    ask-class commands proceed without a prompt (as in auto-edit mode) because the plan comes from
+    ask-class commands proceed without a prompt (as in full-auto mode) because the plan comes from
     the user's task, ``--accept`` and the project's files rather than from the model — but a check
     never gets the network opened for it, since the project's files are not the user's word."""
 
     def __init__(self, approver: Any) -> None:
         self._approver = copy.copy(approver)
-        if getattr(self._approver, "mode", None) in ("unattended", "interactive"):
-            self._approver.mode = "auto-edit"
+        if getattr(self._approver, "mode", None) in ("unattended", "interactive", "auto-edit"):
+            # Set on the copy, past Approver.__init__'s tier check: the checks are not the model's choice.
+            self._approver.mode = "full-auto"
 
     def authorize_shell(self, command: str) -> Any:
         outcome = self._approver.authorize_shell(command)

@@ -28,9 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=positive_int, metavar="N", help="model calls per task (default 50)")
     p.add_argument("--max-seconds", type=positive_float, metavar="S", help="wall clock per task")
     p.add_argument("--budget-usd", type=positive_float, metavar="X", help="cost per task (needs [prices])")
-    p.add_argument("--approval", choices=["interactive", "auto-edit", "unattended"],
+    p.add_argument("--approval", choices=["interactive", "auto-edit", "full-auto", "unattended"],
                    help="interactive (default here): edits and ask-class commands are put to you; auto-edit: "
-                        "they run; unattended: ask-class commands are refused")
+                        "edits proceed, ask-class commands are still put to you (before, auto-edit ran them: "
+                        "that is now full-auto); full-auto: they run unasked, allowed only under a confining OS "
+                        "sandbox (bubblewrap or Landlock); unattended: ask-class commands are refused")
     p.add_argument("--verify", choices=["auto", "off"], help="auto (default): completion claims run the checks")
     p.add_argument("--step", action="store_true",
                    help="pause after each step: continue / abort / stop stepping")
@@ -62,6 +64,10 @@ def repl_main(argv: list[str]) -> int:
         config, warnings = load_config(workspace, flags=flags)
     except ConfigError as e:
         print(f"keel: configuration error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    from keel.agent import approval_problem
+    if problem := approval_problem(config):
+        print(f"keel: {problem}", file=sys.stderr)
         return EXIT_USAGE
     console = Console(highlight=False)
     for w in warnings:

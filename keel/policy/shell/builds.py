@@ -159,7 +159,7 @@ def _make(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         skip_number = word.value in ("-j", "--jobs", "-l", "--load-average")
         if not (skip_number or re.fullmatch(r"-[jl]\d*(\.\d+)?|--(jobs|load-average)=\S*", word.value)):
             args.append(word)
-    options, operands = parse_options(args, {"-C", "-f", "--directory", "--file"})
+    options, operands = parse_options(args, {"-C", "-f", "--directory", "--file", "--makefile"})
     unknown = [opt for opt, _ in options if opt not in ("-k", "-s", "--silent", "--quiet", "-C", "-f", "--directory",
                                                          "--file", "--makefile", "--keep-going", "-B", "--always-make",
                                                          "-n", "--just-print", "--dry-run", "-q", "--question")]
@@ -167,7 +167,10 @@ def _make(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         return [ask(f"make option {unknown[0]!r} is not understood")]
     if any("=" in w.value for w in operands):
         return [ask("make variables on the command line can change recipes")]
-    for word in values_of(options, "-C", "--directory", "-f", "--file"):
+    for word in values_of(options, "-f", "--file", "--makefile"):
+        if not word.literal or word.value == "-" or re.match(r"/dev/(stdin|fd/)|/proc/(self|\d+)/fd/", word.value):
+            return [ask(f"make reads its makefile from {word.raw!r}, whose recipes the checker cannot see", lift=None)]
+    for word in values_of(options, "-C", "--directory", "-f", "--file", "--makefile"):
         if any(p.where not in ("inside", "root") for p in env.paths.places(word, inv.cwds)):
             return [ask(f"make uses {word.value!r}, outside the workspace")]
     targets = [w.value for w in operands]

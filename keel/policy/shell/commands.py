@@ -75,6 +75,7 @@ class Invocation:
 
 class JudgeEnv(Protocol):
     paths: PathJudge
+    snapshot: bool                 # the workspace is snapshotted before the command (its files can be restored)
 
     def sub_command(self, argv: list[Word], cwds: Cwds, extra_args: bool, label: str) -> str: ...
 

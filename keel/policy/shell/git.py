@@ -285,6 +285,13 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         tokens = [Finding("allow", "git var prints configuration that may hold tokens", secret=True)] \
             if sub == "var" else []
         return out + [allow(f"git {sub} only reads")] + _read_only_args(sub, rest, inv, env) + tokens
+    if (lost := _destroys_history(sub, values)) is not None:
+        return out + [ask(lost, destructive=True)]
+    if sub == "clean" and env.snapshot and all(
+            re.fullmatch(r"-[fdqn]+|--force|--quiet|--dry-run", v) for v in values):
+        # Not with -x/-X: ignored directories (build/, .venv, node_modules) are not in the snapshot.
+        return out + [ws_write("git clean deletes untracked files (the snapshot taken before the command keeps "
+                               "them)", destructive=True)]
     listing = (sub == "branch" and _listing("branch", rest, set(), {"-a", "-r", "-v", "-vv", "-l", "-i"}).decision
                == "allow") or (sub == "stash" and values[:1] in (["list"], ["show"]))
     if sub in _LOCAL and not listing:
@@ -352,6 +359,28 @@ def _other(sub: str) -> list[Finding]:
     return [ask(f"git {sub} changes the repository" if not network else f"git {sub} uses the network",
                 network=network, destructive=sub in ("reset", "clean", "checkout", "restore", "push",
                                                      "rebase", "stash", "rm", "filter-branch"))]
+
+
+def _destroys_history(sub: str, values: list[str]) -> str | None:
+    """Git data no workspace snapshot holds (refs, stashes, reflogs, unreachable objects): always asks."""
+    flags = {v.split("=", 1)[0] for v in values if v.startswith("-")}
+    short = "".join(v[1:] for v in values if re.fullmatch(r"-[a-zA-Z]+", v))
+    first = values[0] if values else ""
+    if sub == "stash" and first in ("clear", "drop"):
+        return f"git stash {first} deletes stashed work, which cannot be recovered"
+    if sub == "branch" and ("D" in short or "M" in short or "C" in short or (
+            flags & {"--delete", "--move", "--copy", "-d", "-m", "-c"} and flags & {"--force", "-f"})):
+        return "git branch -D/-M deletes or overwrites a branch whether or not its commits are kept elsewhere"
+    if (sub == "reflog" and first in ("expire", "delete")) or sub == "prune" or (
+            sub == "gc" and any(v.startswith("--prune") for v in values)):
+        return f"git {sub} {first} drops unreachable commits and reflog entries, the only copy of lost work"
+    if sub == "update-ref" and flags & {"-d", "--stdin"}:
+        return "git update-ref deletes or rewrites refs"
+    if sub == "worktree" and first == "remove" and flags & {"-f", "--force"}:
+        return "git worktree remove --force deletes a worktree with uncommitted changes"
+    if sub in ("symbolic-ref", "replace", "notes") and flags & {"-d", "--delete"}:
+        return f"git {sub} -d deletes refs"
+    return None
 
 
 def _joined(words: list[Word]) -> Word:

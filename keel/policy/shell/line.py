@@ -167,10 +167,21 @@ def detached(un: Unwrapped, inv: Invocation | None, cmd: SimpleCommand) -> str |
         return "disown lets a background job outlive the shell"
     if "nohup" in un.layers and cmd.background:
         return "nohup … & leaves a process running after the call"
+    if name == "coproc" or (un.argv and un.argv[0].value == "coproc"):
+        return "coproc starts a background process that may outlive the call"
+    if cmd.background and not cmd.waited:
+        return "a background job (… &) that nothing on the line waits for keeps running after the call"
     if name in ("daemonize", "start-stop-daemon", "systemd-run") or (name == "screen" and any(v.startswith("-d") for v in values)) \
             or (name == "tmux" and "-d" in values):
         return f"{name} starts a detached process"
     return None
+
+
+def mark_waited(commands: list[SimpleCommand]) -> None:
+    """A background job is waited for when a ``wait`` runs after it in the same command line."""
+    last_wait = max((i for i, c in enumerate(commands) if c.words and c.words[0].value == "wait"), default=-1)
+    for i, cmd in enumerate(commands):
+        cmd.waited = cmd.background and i < last_wait
 
 
 def secret_params(words: list[Word]) -> list[Finding]:

@@ -129,5 +129,7 @@ GIT_LISTS: dict[str, str] = {
     "git remote": "-v --verbose get-url --push --all",
     "git stash": "list show -p --patch --stat --name-only --name-status --include-untracked -u --only-untracked",
     "git worktree": "list --porcelain -v --verbose --expire= -z",
+    # the deletion itself asks unless a snapshot holds the files (git.py)
+    "git clean": "-f --force -d -x -X -q --quiet -n --dry-run",
     "git notes": "list show --ref=",
 }

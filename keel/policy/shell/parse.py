@@ -16,6 +16,7 @@ from typing import Any
 
 Cwds = frozenset[Path | None]
 MAX_SOURCE_CHARS = 20_000
+MAX_VALUE = 4096           # a longer variable value is not followed: `a=$a$a` doubles it each time
 
 
 class ShellParseError(Exception):
@@ -68,6 +69,7 @@ class SimpleCommand:
     upstream: list[SimpleCommand] = field(default_factory=list)
     piped: bool = False            # part of a multi-command pipeline
     background: bool = False
+    waited: bool = False           # a background job a later `wait` on the line waits for
     calls_function: bool = False   # names a function defined earlier on the line (its body is judged)
     inlined: bool = False          # a function body instantiated with a call's arguments
 
@@ -114,7 +116,7 @@ class Variables:
             return
         if value == "~" or value.startswith("~/"):
             value = str(self.home) + value[1:]
-        self.values[name] = value
+        self.values[name] = value if len(value) <= MAX_VALUE else None
 
     def track(self, assignments: list[Word], words: list[Word], certain: bool, functions: set[str]) -> None:
         """Follow what a simple command does to variables."""

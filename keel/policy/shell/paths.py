@@ -27,7 +27,46 @@ SECRET_HOME = (".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".config/
                ".bash_history", ".zsh_history", ".zhistory", ".history", ".sh_history", ".python_history",
                ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".rediscli_history",
                ".local/share/fish/fish_history", ".ipython", ".local/share/atuin", ".mozilla", ".config/chromium",
-               ".config/google-chrome", ".thunderbird")
+               ".config/google-chrome", ".thunderbird",
+               # from each tool's own documentation of where it keeps credentials:
+               ".config/sops/age",                  # sops: age keys (github.com/getsops/sops#encrypting-using-age)
+               ".databrickscfg",                    # Databricks CLI config profiles with tokens
+               ".terraformrc", ".terraform.rc",     # Terraform CLI config: `credentials` blocks
+               ".gradle/gradle.properties",         # Gradle: repository and signing passwords
+               ".config/doctl",                     # DigitalOcean doctl: access-token in config.yaml
+               ".oci",                              # Oracle Cloud CLI: ~/.oci/config and API keys
+               ".my.cnf", ".mylogin.cnf",           # MySQL option files: [client] password
+               ".huggingface", ".config/huggingface",  # huggingface_hub token (old and XDG locations)
+               ".yarnrc.yml", ".yarnrc",            # Yarn: npmAuthToken
+               ".bundle/config",                    # Bundler: BUNDLE_<HOST> credentials
+               ".ngrok2", ".config/ngrok",          # ngrok agent: authtoken in ngrok.yml
+               ".config/helm",                      # Helm: repository passwords in repositories.yaml
+               ".config/containers/auth.json", ".config/containers",  # podman/skopeo registry auth
+               ".config/glab-cli",                  # GitLab CLI: token in config.yml
+               ".fly",                              # flyctl: access_token in ~/.fly/config.yml
+               ".netlify", ".config/netlify",       # Netlify CLI: auth token
+               ".config/configstore",               # firebase-tools, vercel and others: tokens (configstore)
+               ".wrangler", ".config/.wrangler",    # Cloudflare wrangler: OAuth tokens
+               ".snowflake",                        # Snowflake: connections.toml passwords
+               ".dbt",                              # dbt: profiles.yml database passwords
+               ".pulumi/credentials.json",          # Pulumi: access tokens
+               ".config/heroku", ".heroku",         # Heroku CLI (its token also lives in ~/.netrc)
+               ".composer/auth.json", ".config/composer/auth.json",  # Composer: auth.json
+               ".config/vercel", ".vercel",         # Vercel CLI: auth.json
+               ".config/stripe",                    # Stripe CLI: config.toml with keys
+               ".config/gitlab-runner", ".travis", ".circleci/cli.yml",  # CI CLIs' tokens
+               ".config/rclone", ".local/share/kwalletd", ".local/share/gnome-keyring",
+               ".config/1Password", ".config/Bitwarden CLI", ".config/sops",
+               ".age", ".config/age",               # age identity files
+               ".ansible/vault_pass", ".vault_pass", ".vault_pass.txt",
+               ".config/pip/pip.conf", ".pip/pip.conf", ".config/uv/uv.toml",  # index URLs with passwords
+               ".condarc",                          # conda channels with tokens
+               ".config/tabnine", ".config/github-copilot", ".config/Code/User/globalStorage",
+               ".cargo/config.toml",                # registry tokens may sit here too
+               ".ollama/id_ed25519",                # ollama client key
+               ".local/share/containers/auth.json", ".config/openstack", ".config/linode-cli",
+               ".config/hcloud", ".config/scw", ".config/exoscale", ".bluemix", ".ibmcloud",
+               ".aliyun", ".tccli", ".config/vultr-cli.yaml", ".config/cloudflared", ".cloudflared")
 SECRET_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/root",
                  "/run/secrets", "/var/run/secrets", "/etc/kubernetes", "/var/lib/kubelet")
 STARTUP_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
@@ -36,11 +75,27 @@ STARTUP_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_log
 # Workspace files that make other programs run commands later (git, direnv, editors, agents,
 # dev containers, hook managers): writing them is never part of "workspace-write".
 RUNS_LATER_DIRS = frozenset({".git", ".keel", ".claude", ".devcontainer", ".husky", ".vscode", ".cursor",
-                             ".idea", ".githooks", ".gemini", ".codex", ".continue", ".windsurf", ".zed", ".roo"})
+                             ".idea", ".githooks", ".gemini", ".codex", ".continue", ".windsurf", ".zed", ".roo",
+                             ".mvn", ".vim", ".nvim", ".helix", ".fleet", ".run", ".amazonq",
+                             ".kiro", ".clinerules", ".trae", ".junie", ".augment", ".opencode"})
 # Hook managers whose hooks are already installed read these on every commit keel allows.
 RUNS_LATER_FILES = frozenset({".mcp.json", ".envrc", ".pre-commit-config.yaml", ".gitmodules",
                               ".gitattributes", ".bazelrc", ".npmrc", ".yarnrc", ".yarnrc.yml", "lefthook.yml",
-                              ".lefthook.yml", "lefthook-local.yml", ".overcommit.yml", ".aider.conf.yml"})
+                              ".lefthook.yml", "lefthook-local.yml", ".overcommit.yml", ".aider.conf.yml",
+                              # run by an interpreter or editor a person starts in the directory:
+                              ".rprofile", ".renviron",       # R sources ./.Rprofile at start (?Startup)
+                              ".exrc", ".nvimrc", ".nvim.lua", ".vimrc", ".lvimrc", ".gvimrc",  # vim/nvim 'exrc'
+                              ".pythonrc", ".pythonrc.py",    # PYTHONSTARTUP targets by convention
+                              "sitecustomize.py", "usercustomize.py",  # imported by `site` when on sys.path
+                              ".irbrc", ".pryrc", ".gemrc",   # irb/pry load ./.irbrc, ./.pryrc
+                              ".gdbinit", ".lldbinit",        # gdb/lldb read ./.gdbinit when auto-load allows
+                              ".tmux.conf", ".guile", ".sbtopts", ".jvmopts", ".sbtrc", ".psqlrc", ".sqliterc",
+                              ".bunfig.toml", "bunfig.toml",
+                              ".tool-versions", ".mise.toml", "mise.toml", ".rtx.toml",  # mise/asdf hooks
+                              ".hgrc", "justfile.local", ".lintstagedrc", ".huskyrc", ".clinerules",
+                              "devbox.json", ".flox", "flake.nix", ".direnvrc", ".env.sh"})
+# Files that run later by their suffix: Python runs every .pth file in site-packages at start.
+RUNS_LATER_SUFFIXES = (".pth",)
 HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 MAX_BRACE_WORDS = 64
 
@@ -54,7 +109,8 @@ def runs_later(path: Path, root: Path) -> bool:
     if not within(path, root):
         return False
     parts = [p.lower() for p in path.parts[len(root.parts):]]      # .Claude is .claude on macOS
-    return bool(parts) and (any(p in RUNS_LATER_DIRS for p in parts) or parts[-1] in RUNS_LATER_FILES)
+    return bool(parts) and (any(p in RUNS_LATER_DIRS for p in parts) or parts[-1] in RUNS_LATER_FILES
+                            or parts[-1].endswith(RUNS_LATER_SUFFIXES))
 
 
 _BRACE = re.compile(r"\{([^{}]*(?:,|\.\.)[^{}]*)\}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import time
 from pathlib import Path
 
 from keel.policy.shell import builds as shell_builds
@@ -33,6 +34,7 @@ from keel.policy.shell.args import (
     subscript_code,
     unknown_paths,
 )
+from keel.policy.shell.bashcd import TIME_BUDGET, Budget, TooComplex
 from keel.policy.shell.commands import Finding, Invocation, allow, ask, deny, judge_write, runs_code
 from keel.policy.shell.decision import PartReport, Verdict, apply_tier, verdict_of, worst_decision
 from keel.policy.shell.line import (
@@ -44,6 +46,7 @@ from keel.policy.shell.line import (
     exfiltration,
     extracted_into,
     fetched_targets,
+    mark_waited,
     output_sent,
     pipes_into_runner,
     runs_fetched,
@@ -73,8 +76,11 @@ PRIVILEGE = frozenset({"sudo", "doas", "su", "pkexec"})
 class Analysis:
     """Collects PartReports for a command line; also the JudgeEnv the per-command judges use."""
 
-    def __init__(self, workspace: Path, home: Path, pid_namespace: bool = False) -> None:
+    def __init__(self, workspace: Path, home: Path, pid_namespace: bool = False, snapshot: bool = False,
+                 seconds: float = TIME_BUDGET) -> None:
         self.paths = PathJudge(workspace, home)
+        self.snapshot = snapshot              # a snapshot taken before the command can restore workspace files
+        self.budget = Budget(time.thread_time() + seconds)
         self.home = home
         self.pid_namespace = pid_namespace    # a PID namespace reaps what a command leaves behind
         self.fetched: set[Path] = set()       # files filled with downloaded or decoded data on this line
@@ -86,13 +92,15 @@ class Analysis:
 
     def run(self, source: str, cwds: Cwds) -> None:
         try:
-            commands, issues = walk_script(source, self.home, cwds)
+            commands, issues = walk_script(source, self.home, cwds, self.budget)
         except ShellParseError as exc:
             self._structure("ask", f"cannot be checked: {exc}", source)
             return
         for issue in issues:
             self._structure(issue.decision, issue.reason, issue.text)
+        mark_waited(commands)
         for command in commands:
+            self.budget.check()
             self.command(command)
 
     def sub_code(self, code: Word, cwds: Cwds, label: str) -> str:
@@ -386,16 +394,22 @@ def _heredoc_code(redirect: Redirect) -> Word:
 
 
 def analyze_command(command: str, workspace: Path | None = None, home: Path | None = None, *,
-                    confined: bool = False, pid_namespace: bool = False) -> list[PartReport]:
+                    confined: bool = False, pid_namespace: bool = False, snapshot: bool = False,
+                    budget_seconds: float = TIME_BUDGET) -> list[PartReport]:
     """Every command ``command`` would run, with findings. Never raises on bad input.
 
     ``confined``: an OS tier (bubblewrap, Landlock) confines the filesystem for the command.
+    ``snapshot``: the workspace is snapshotted before the command runs (deleting its own files
+    can be undone; refs and stashes are not in a snapshot). ``budget_seconds``: the judge's own
+    time limit, past which the verdict is "ask" (TOO_COMPLEX).
     """
     root = Path(os.path.realpath(workspace if workspace is not None else os.getcwd()))
     home = home if home is not None else Path(os.path.expanduser("~"))
-    analysis = Analysis(root, home, pid_namespace)
+    analysis = Analysis(root, home, pid_namespace, snapshot, budget_seconds)
     try:
         analysis.run(command, frozenset({root}))
+    except TooComplex as exc:            # the policy's own budget: never minutes or gigabytes per command
+        analysis.parts = [PartReport(command[:200], [], [], [ask(str(exc), lift=None)])]
     except Exception as exc:  # never fail open: an internal error is a question, not a pass
         analysis.parts.append(PartReport(command, [], [], [ask(f"internal error while checking ({exc!r})",
                                                                lift=None)]))
@@ -408,7 +422,8 @@ def analyze_command(command: str, workspace: Path | None = None, home: Path | No
 
 
 def classify_command(command: str, workspace: Path | None = None, *, confined: bool = False,
-                     pid_namespace: bool = False) -> Verdict:
+                     pid_namespace: bool = False, snapshot: bool = False) -> Verdict:
     """Judge a shell command. ``workspace`` defaults to the current directory; ``confined`` says
     whether an OS tier confines the filesystem (False, the safe default, when unknown)."""
-    return verdict_of(analyze_command(command, workspace, confined=confined, pid_namespace=pid_namespace))
+    return verdict_of(analyze_command(command, workspace, confined=confined, pid_namespace=pid_namespace,
+                                      snapshot=snapshot))

@@ -27,6 +27,7 @@ from keel.policy.shell.commands import (
     values_of,
 )
 from keel.policy.shell.parse import Word
+from keel.policy.shell.pymodules import judge_module
 from keel.policy.shell.unwrap import SHELLS
 
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?|pypy3?")
@@ -79,6 +80,8 @@ def _python_module(module: str, rest: list[Word], inv: Invocation, env: JudgeEnv
         if judge is None:
             return [allow(f"python -m {module} is a check")]
         return judge(Invocation([Word(module, module)] + rest, inv.cwds, inv.extra_args), env)
+    if (judged := judge_module(module, rest, inv, env)) is not None:
+        return judged
     if module in _ASK_MODULES or module.startswith(("http.", "pip.")):
         return [ask(f"python -m {module} needs approval")]
     return [runs_code(f"python -m {module} {RUN}")]
@@ -91,7 +94,13 @@ def _pytest(inv: Invocation, env: JudgeEnv) -> list[Finding]:
                                           "--override-ini", "--config-file"})
     out = [allow("pytest runs the project's tests")]
     for word in values_of(options, "--basetemp"):
-        out += judge_delete(env, word, inv.cwds, recursive=True, verb="pytest --basetemp wipe")
+        wiped = judge_delete(env, word, inv.cwds, recursive=True, verb="pytest --basetemp wipe")
+        exists = any(p.real is not None and p.real.exists() for p in env.paths.places(word, inv.cwds))
+        if exists and not env.snapshot and all(f.decision != "deny" for f in wiped):
+            # pytest deletes an existing basetemp first: `--basetemp=src` wipes the sources
+            wiped.append(ask(f"pytest --basetemp {word.value!r}: pytest deletes that directory first and no "
+                             "snapshot holds it", destructive=True))
+        out += wiped
     for word in values_of(options, "--junitxml", "--junit-xml", "--result-log", "--report-log"):
         out += judge_write(env, word, inv.cwds)
     for word in values_of(options, "-o", "--override-ini"):

@@ -16,11 +16,12 @@ built on top of it must never pass a command because a construct was skipped.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
 
+from keel.policy.shell.bashcd import Budget, CdModel, cap
+from keel.policy.shell.heredoc import heredoc_disagreements
 from keel.policy.shell.parse import (
     Cwds,
     Issue,
@@ -43,9 +44,11 @@ _CD_NAMES = ("cd", "pushd")
 class Walker(WordReader, ArithmeticTaint):
     """Walks one parsed text, tracking possible working directories and known variables."""
 
-    def __init__(self, data: bytes, home: Path) -> None:
+    def __init__(self, data: bytes, home: Path, cd: CdModel, budget: Budget) -> None:
         self.data = data
         self.home = home
+        self.cd = cd
+        self.budget = budget
         self.commands: list[SimpleCommand] = []
         self.issues: list[Issue] = []
         self.functions: dict[str, list[SimpleCommand]] = {}
@@ -127,7 +130,7 @@ class Walker(WordReader, ArithmeticTaint):
                 continue
             if not child.is_named or child.type == "comment":
                 continue
-            group_in, started, before = ok | fail, len(self.commands), dict(self.vars.values)
+            group_in, started, before = cap(ok | fail), len(self.commands), dict(self.vars.values)
             ok, fail = self.walk(child, group_in)
         return ok, fail
 
@@ -137,10 +140,10 @@ class Walker(WordReader, ArithmeticTaint):
         for op, part in zip(children[1::2], children[2::2], strict=False):
             if op.type == "&&":
                 part_ok, part_fail = self._maybe(part, ok)
-                ok, fail = part_ok, fail | part_fail
+                ok, fail = part_ok, cap(fail | part_fail)
             elif op.type == "||":
                 part_ok, part_fail = self._maybe(part, fail)
-                ok, fail = ok | part_ok, part_fail
+                ok, fail = cap(ok | part_ok), part_fail
             else:
                 self.issue("ask", f"unsupported list operator {op.type!r}", node)
                 ok, fail = self.walk(part, ok | fail)
@@ -343,6 +346,7 @@ class Walker(WordReader, ArithmeticTaint):
         return self._after_cd(words, cwds), cwds
 
     def _add(self, cmd: SimpleCommand) -> None:
+        self.budget.check()
         self._last_own = len(self.commands)
         self.commands.append(cmd)
         if len(self.commands) > MAX_COMMANDS:
@@ -374,23 +378,7 @@ class Walker(WordReader, ArithmeticTaint):
             return frozenset({None})
         if values[0] not in _CD_NAMES:
             return cwds
-        operands = [w for w in words[1:] if not (w.value.startswith("-") and w.value != "-")]
-        if not operands:
-            return frozenset({self.home})
-        target = operands[0]
-        if not target.literal or target.value == "-" or target.glob or target.brace \
-                or target.value.startswith(("~+", "~-")):
-            return frozenset({None})
-        value = os.path.expanduser(target.value) if target.value.startswith("~") else target.value
-        result: set[Path | None] = set()
-        for cwd in cwds:
-            if os.path.isabs(value):
-                result.add(Path(os.path.realpath(value)))
-            elif cwd is None:
-                result.add(None)
-            else:
-                result.add(Path(os.path.realpath(cwd / value)))
-        return frozenset(result)
+        return self.cd.resolve(words[1:], cwds)      # as bash does: CDPATH, cdable_vars, logical paths
 
     def _substitution(self, node: Any, cwds: Cwds) -> list[SimpleCommand]:
         """The commands inside ``$(...)``, backticks or ``<(...)``: a subshell."""
@@ -415,10 +403,14 @@ def _same(a: Any, b: Any) -> bool:
     return b is not None and (a.start_byte, a.end_byte, a.type) == (b.start_byte, b.end_byte, b.type)
 
 
-def walk_script(source: str, home: Path, cwds: Cwds) -> tuple[list[SimpleCommand], list[Issue]]:
-    """Parse and flatten ``source``; raise ShellParseError when it cannot be parsed."""
+def walk_script(source: str, home: Path, cwds: Cwds, budget: Budget | None = None
+                ) -> tuple[list[SimpleCommand], list[Issue]]:
+    """Parse and flatten ``source``; raise ShellParseError when it cannot be parsed, TooComplex
+    when ``budget`` runs out."""
     root, data = parse_tree(source)
-    walker = Walker(data, home)
+    walker = Walker(data, home, CdModel(source, home, cwds), budget or Budget())
+    for issue in heredoc_disagreements(root, data):
+        walker.issues.append(issue)
     try:
         walker.walk(root, cwds)
     except RecursionError as exc:

@@ -1,0 +1,92 @@
+"""Run one command the way keel's shell tool does (build_sandboxed + keel.tools.process), as the
+user running the tests or as an unprivileged user, in a separate process whose pid stands for
+keel's own. Shared by the bubblewrap escape tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+UNPRIVILEGED = "kuser"
+
+# argv: workspace, command, mode ("bwrap" | "off"), network ("1" | "0"), timeout seconds
+DRIVER = """
+import json, os, sys
+from pathlib import Path
+from keel.policy.sandbox import SandboxPolicy, build_sandboxed
+from keel.tools.process import run_command
+ws, command, mode, network, timeout = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1", float(sys.argv[5])
+policy = SandboxPolicy(tier="bubblewrap") if mode == "bwrap" else SandboxPolicy(enabled=False)
+launch = build_sandboxed(dict(os.environ), ws, policy, network)
+r = run_command(command, ws, timeout_s=timeout, env=launch.env, argv_prefix=launch.argv_prefix,
+                preexec=launch.preexec_fn)
+print(json.dumps({"kind": launch.kind, "exit": r.exit_code, "output": r.output, "timed_out": r.timed_out,
+                  "keel_pid": os.getpid()}))
+"""
+
+
+@dataclass
+class Ran:
+    kind: str
+    exit: int | None
+    output: str
+    timed_out: bool
+    keel_pid: int
+
+
+def ensure_unprivileged_user() -> str | None:
+    """The unprivileged user's name, made if missing; None (with no user made) unless root."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(UNPRIVILEGED)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", UNPRIVILEGED], check=True, capture_output=True)
+    return UNPRIVILEGED
+
+
+def as_user(user: str | None) -> list[str]:
+    """An argv prefix that runs a program as ``user`` (None: as the test runner)."""
+    if user is None:
+        return []
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
+
+
+def user_env(user: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KEEL_")}
+    if user is not None:
+        entry = pwd.getpwnam(user)
+        env.update(HOME=entry.pw_dir, USER=user, LOGNAME=user)
+    return env
+
+
+def make_workspace(user: str | None) -> Path:
+    """A workspace outside /tmp (which the sandbox replaces) that ``user`` owns."""
+    path = Path(tempfile.mkdtemp(prefix="keel-esc-", dir="/var/tmp"))
+    if user is not None:
+        entry = pwd.getpwnam(user)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    return path
+
+
+def remove_workspace(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run_as(user: str | None, ws: Path, command: str, *, mode: str = "bwrap", network: bool = False,
+           timeout: float = 20) -> Ran:
+    argv = [*as_user(user), sys.executable, "-c", DRIVER, str(ws), command, mode, "1" if network else "0",
+            str(timeout)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=user_env(user), timeout=timeout + 30)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    if mode == "bwrap":
+        assert data["kind"] == "bubblewrap", data
+    return Ran(data["kind"], data["exit"], data["output"], data["timed_out"], data["keel_pid"])
