@@ -110,9 +110,6 @@ CASES = [
      [("read_file", {"path": "a.py"})], "json", "I will read the file."),
     ("json_bare_object_parameters",
      '{"name": "grep", "parameters": {"pattern": "foo"}}', [("grep", {"pattern": "foo"})], "json", ""),
-    ("json_bare_with_prose",
-     'Sure. {"name": "read_file", "arguments": {"path": "a.py"}} Done.',
-     [("read_file", {"path": "a.py"})], "json", "Sure."),
     ("json_fenced_list_of_calls",
      '```json\n[{"name": "read_file", "arguments": {"path": "a"}}, {"name": "read_file", "arguments": {"path": "b"}}]\n```',
      [("read_file", {"path": "a"}), ("read_file", {"path": "b"})], "json", ""),
@@ -132,6 +129,11 @@ NO_CALLS = [
     ("json_unknown_tool", '```json\n{"name": "send_email", "arguments": {"to": "a@b"}}\n```'),
     ("json_bare_unknown_tool", '{"name": "send_email", "arguments": {"to": "a@b"}}'),
     ("json_data_not_call", '```json\n{"name": "keel", "version": "0.1"}\n```'),
+    # A call-shaped object inside prose is an example, not a request (issue 22): it used to run.
+    ("json_bare_with_prose", 'Sure. {"name": "read_file", "arguments": {"path": "a.py"}} Done.'),
+    ("json_quoted_in_prose",
+     'To delete a file one could call a tool like this example: {"name": "run_shell", "arguments": '
+     '{"command": "touch X"}} but I will read the code first.'),
     ("json_nested_in_other_data", '{"examples": [{"name": "read_file", "arguments": {"path": "a"}}]}'),
     ("json_call_in_python_fence",
      '```python\nCALL = {"name": "read_file", "arguments": {"path": "a.py"}}\n```'),
@@ -282,3 +284,76 @@ def test_text_invented_after_a_call_is_not_kept():
     remaining, calls, _ = recover_text_tool_calls(content, {"read_file"})
     assert [c.name for c in calls] == ["read_file"]
     assert remaining == "I will read it."
+
+
+# ---- issue 22: values end where the format says; calls only where the format says ----------------
+
+WRITE_SCHEMA = {"write_file": {"type": "object", "properties": {"path": {"type": "string"},
+                                                                "content": {"type": "string"}}}}
+QUOTED_CALL = ('doc = """\n<tool_call>\n<function=run_shell>\n<parameter=command>\ntouch X\n</parameter>\n'
+               '</function>\n</tool_call>\n"""\n')
+
+
+@pytest.mark.parametrize("content", [
+    QUOTED_CALL,
+    'closing = "</parameter>"\nopening = "<parameter=path>"\n',
+    "</parameter>\n<parameter=new_string>\nx\n</parameter>\n",
+])
+def test_write_file_content_with_tag_like_text_is_written_whole_and_runs_nothing_else(content):
+    text = ("<tool_call>\n<function=write_file>\n<parameter=path>\nm.py\n</parameter>\n"
+            f"<parameter=content>\n{content}</parameter>\n</function>\n</tool_call>")
+    _, calls, _ = _calls(text, schemas=WRITE_SCHEMA)
+    assert calls == [("write_file", {"path": "m.py", "content": content.rstrip("\n")})]
+
+
+def test_hermes_content_holding_a_quoted_tool_call_is_one_call():
+    args = {"path": "t.md", "content": "Call like <tool_call>{\"name\": \"run_shell\"}</tool_call> here"}
+    text = "<tool_call>" + json.dumps({"name": "write_file", "arguments": args}) + "</tool_call>"
+    assert _calls(text)[1] == [("write_file", args)]
+
+
+def test_values_are_typed_by_schema_with_python_literal_fallbacks():
+    schemas = {"t": {"properties": {"obj": {"type": "object"}, "opt": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+                                    "arr": {"type": "array"}, "s": {"type": "string"}}}}
+    text = ("<function=t><parameter=obj>{'key': 'value'}</parameter><parameter=opt>None</parameter>"
+            "<parameter=arr>['a', 'b']</parameter><parameter=s>null</parameter></function>")
+    assert _calls(text, {"t"}, schemas=schemas)[1] == [("t", {"obj": {"key": "value"}, "opt": None,
+                                                             "arr": ["a", "b"], "s": "null"})]
+
+
+@pytest.mark.parametrize("wrapper", ["<tools>\n{}\n</tools>", "<response>{}</response>", "<JSON>\n{}\n</JSON>",
+                                     "```xml\n<response>\n{}\n</response>\n```"])
+def test_wrapper_tags_around_a_whole_reply_call_are_removed(wrapper):
+    text = wrapper.replace("{}", '{"name": "grep", "arguments": {"pattern": "x"}}')
+    rest, calls, _ = _calls(text)
+    assert calls == [("grep", {"pattern": "x"})]
+    assert rest == ""
+
+
+HOSTILE = {  # about 1 MB each: repeated tags, separators, unclosed nesting, many calls
+    "param_opens": "<parameter=" * 90_000,
+    "param_closes": "</parameter>" * 85_000,
+    "closes_in_value": "<tool_call><function=write_file><parameter=content>" + "</parameter> x" * 70_000,
+    "function_opens": "<function=a>" * 85_000,
+    "tool_call_opens": "<tool_call>" * 90_000,
+    "fences": "```" * 330_000,
+    "braces": "{" * 1_000_000,
+    "call_prefixes": '{"name": "grep", "arguments": ' * 33_000,
+    "many_calls": '<tool_call>{"name": "grep", "arguments": {}}</tool_call>' * 18_000,
+    "functions_lines": "functions.grep:\n" * 60_000,
+    "one_long_word": "a" * 1_000_000,
+    "params_without_closes": "<function=write_file>" + "".join(f"<parameter=p{i}>v" for i in range(60_000)),
+    "closes_then_text": "<function=write_file>" + "".join(f"<parameter=p{i}>v</parameter>x" for i in range(40_000)),
+    "function_json_prefixes": '<function=a>{"k": ' * 60_000,
+    "unclosed_string": '<tool_call>{"name": "grep", "arguments": {"pattern": "' + "x" * 1_000_000,
+    "name_hints": '"name": "' * 100_000 + "a" * 100_000,
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_text_is_handled_in_linear_time(text):
+    import time
+    started = time.perf_counter()
+    recover_text_tool_calls(text, TOOLS, schemas=WRITE_SCHEMA)
+    looks_like_tool_call(text, TOOLS)
+    assert time.perf_counter() - started < 5.0
