@@ -26,13 +26,17 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a PyPI token", re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}")),
     ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")),
     ("a bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
-    ("a password in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]{3,}@", re.IGNORECASE)),
+    # The scheme is bounded: unbounded, each of the many starts in "a-a-a-…" scanned to the end (issue 22).
+    ("a password in a URL", re.compile(r"\b[a-z][a-z0-9+.-]{0,63}://[^\s/:@]+:[^\s/@]{3,}@", re.IGNORECASE)),
 )
 
 # `password = hunter22`, `API_KEY: "abc123..."`, `--token=abc...`, `secret is s3cr3t!`
+# The name starts where a run of name characters starts (a match inside a run implies one from its
+# start) and is bounded: otherwise every position of a long word rescanned the word, for each keyword in
+# it, and 20,000 characters took seconds (keel issue 22).
 _ASSIGNMENT = re.compile(
-    r"(?P<name>[A-Za-z0-9_-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|"
-    r"private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)[A-Za-z0-9_-]*)"
+    r"(?<![A-Za-z0-9_-])(?P<name>[A-Za-z0-9_-]{0,64}(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|"
+    r"private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)[A-Za-z0-9_-]{0,64})"
     r"[\"']?\s*(?::|=|\bis\b)\s*(?P<value>\"[^\"]+\"|'[^']+'|[^\s,;]+)",
     re.IGNORECASE)
 # Values that say where a secret lives, not what it is.

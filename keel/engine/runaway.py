@@ -78,10 +78,21 @@ class ReplyWatch:
     _chars: int = 0
     _checked_at: int = 0
     cut_reason: str | None = None
+    # Incremental state, so a long reply costs linear time (re-reading the whole reply every
+    # CHECK_EVERY_CHARS was quadratic): the tail repeating_tail reads, the sentence not yet ended,
+    # and how often each ended sentence was said.
+    _tail: str = ""
+    _open: list[str] = field(default_factory=list)
+    _unsplit: int = 0
+    _said: dict[str, int] = field(default_factory=dict)
+    _repeated: str | None = None
 
     def reset(self) -> None:
         self.text.clear()
         self.in_call, self._chars, self._checked_at = False, 0, 0
+        self._tail, self._unsplit, self._repeated = "", 0, None
+        self._open.clear()
+        self._said.clear()
 
     def feed(self, piece: str, kind: str = "content") -> str | None:
         if self.deadline is not None and self.clock() >= self.deadline:
@@ -93,15 +104,38 @@ class ReplyWatch:
             return None
         self.text.append(piece)
         self._chars += len(piece)
+        self._tail = (self._tail + piece)[-MAX_PERIOD * MIN_COPIES:]
+        self._open.append(piece)
         if "<tool_call>" in "".join(self.text[-12:]):
             self.in_call = True
             return None
         if self._chars - self._checked_at >= CHECK_EVERY_CHARS:
             self._checked_at = self._chars
-            whole = "".join(self.text)
-            if repeating_tail(whole[-MAX_PERIOD * MIN_COPIES:]) or repeated_lines(whole):
+            self._count_sentences()
+            if repeating_tail(self._tail) or self._repeated:
                 self.cut_reason = "repeating"
         return self.cut_reason
+
+    def _count_sentences(self) -> None:
+        """Count the sentences that ended since the last call (what repeated_lines counts)."""
+        start = self._unsplit
+        before = self._open[start - 1][-1:] if start > 0 else ""
+        fresh = before + "".join(self._open[start:])
+        self._unsplit = len(self._open)
+        if "\n" not in fresh and not _SENTENCE_GAP.search(fresh):
+            return                              # no sentence ended: leave the open one unread
+        *ended, still_open = _SENTENCE_END.split("".join(self._open))
+        self._open[:] = [still_open] if still_open else []
+        self._unsplit = len(self._open)
+        for line in ended:
+            key = line.strip()
+            if len(key) >= 24:
+                self._said[key] = self._said.get(key, 0) + 1
+                if self._said[key] >= 5 and self._repeated is None:
+                    self._repeated = key
+
+
+_SENTENCE_GAP = re.compile(r"[.!?]\s")
 
 
 def call_deadline(run_deadline: float | None, now: float) -> float | None:

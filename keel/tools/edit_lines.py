@@ -207,6 +207,9 @@ def diagnose_not_found(lines: list[str], old: list[str], *, already_applied_at: 
     return Diagnosis("\n".join(msg), closest, already_applied_at)
 
 
+SIMILARITY_CAP = 1500   # characters difflib compares for a "did you mean" hint; it is quadratic in them
+
+
 def closest_region(lines: list[str], old: list[str]) -> tuple[int, int, float] | None:
     """0-based half-open window of the file most like old_text, by line, ignoring whitespace."""
     okeys = [strong_key(line) for line in old]
@@ -220,12 +223,13 @@ def closest_region(lines: list[str], old: list[str]) -> tuple[int, int, float] |
         for c in hits if len(hits) <= MAX_VOTERS else ():
             votes[c - j] += 1
     if not votes:  # no line survives intact: vote with near-identical lines instead
-        distinct = [k for k in index if k]
+        # difflib is quadratic in a line's length: compare heads only (a 20 kB minified line took 171 s)
+        heads = {k[:SIMILARITY_CAP]: k for k in index if k}
         for j in sorted(range(len(okeys)), key=lambda j: -len(okeys[j]))[:5]:
-            for near in get_close_matches(okeys[j], distinct, n=3, cutoff=0.6) if okeys[j] else ():
-                for c in index[near][:MAX_VOTERS]:
+            for near in get_close_matches(okeys[j][:SIMILARITY_CAP], list(heads), n=3, cutoff=0.6) if okeys[j] else ():
+                for c in index[heads[near]][:MAX_VOTERS]:
                     votes[c - j] += 1
-    k, wanted = len(old), "\n".join(okeys)
+    k, wanted = len(old), "\n".join(okeys)[:SIMILARITY_CAP]
     scored = []
     for s in {s + d for s, _ in votes.most_common(8) for d in (-1, 0, 1)}:
         a, b = max(0, s), min(len(lines), s + k)   # a window as long as old_text
@@ -233,7 +237,10 @@ def closest_region(lines: list[str], old: list[str]) -> tuple[int, int, float] |
             # Lines in the same position first (a changed line still leaves the rest aligned),
             # then character similarity, which also ranks single-line old_text.
             in_place = sum(keys[a + j] == okeys[j + a - s] for j in range(b - a))
-            ratio = SequenceMatcher(None, wanted, "\n".join(keys[a:b]), autojunk=False).ratio()
+            window = "\n".join(keys[a:b])
+            ratio = SequenceMatcher(None, wanted, window[:SIMILARITY_CAP], autojunk=False).ratio()
+            if ratio == 1.0 and window != "\n".join(okeys):   # equal heads only: never claim "100% similar"
+                ratio = 0.99
             scored.append((in_place, ratio, -a, b))
     if not scored:
         return None

@@ -10,7 +10,11 @@ finish:
 - the sentence around it must say it is proof: "must pass", "passes", "prints", "so that",
   "make sure", "until", "to verify", "green", "succeeds", "exits 0" …;
 - "prints X" after the command records X as the expected output when X is quoted, in a code span,
-  or an upper-case token such as OK or PASSED ("prints no errors" records nothing).
+  or an upper-case token such as OK or PASSED ("prints no errors" records nothing);
+- one exception to "code spans only": a script of the workspace the task tells to run ("then run
+  check.py", "run `./check.sh`", "run python3 tests/run.py") is the task's own check, with or
+  without a code span or a word of proof, unless negated ("do not run deploy.sh"). The file must
+  exist, so this needs the workspace.
 
 The files the command runs (`python test_app.py` → test_app.py) are recorded as ``protects``:
 editing them to make the check pass is tampering, not fixing.
@@ -19,7 +23,7 @@ editing them to make the check pass is tampering, not fixing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from keel.verify.detect.commands import is_mutating, words_of
@@ -43,7 +47,7 @@ _PROOF = re.compile(
     r"\bverif\w*|\bmake\s+sure\b|\bensure\b|\bso\s+that\b|\buntil\b|\bconfirm\w*|\bcheck\s+that\b",
     re.IGNORECASE)
 _EXPECT = re.compile(
-    r"\b(?:prints?|printing|outputs?|shows?|displays?|says|echo(?:es)?|emits?|writes?)\s*:?\s+"
+    r"\b(?:prints?|printing|outputs?|shows?|displays?|says|echo(?:es)?|emits?|writes?)(?:\s*+:)?\s++"
     r"(?:out\s+)?(?:exactly\s+|only\s+)?(?:the\s+(?:word|text|string|line|message)\s+)?"
     r"(?:\x00(?P<span>\d+)\x00|\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|“(?P<cq>[^”\n]+)”|"
     r"(?P<bare>[A-Z][A-Z0-9_!]*\b|\d+(?:\.\d+)*\b))")
@@ -114,9 +118,20 @@ def _sentences_with_spans(task: str) -> tuple[list[str], list[str]]:
         lines = [re.sub(r"^\s*\$\s+", "", ln).strip() for ln in match.group(1).splitlines()]
         return " ".join(hold(ln) for ln in lines if ln and not ln.startswith("#"))
 
-    text = _FENCED.sub(hold_block, task)
+    text = _sub_fenced(task, hold_block)
     text = _INLINE.sub(lambda m: hold(m.group(1)), text)
     return spans, [s for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _sub_fenced(task: str, repl: Callable[[re.Match[str]], str]) -> str:
+    """``_FENCED.sub(repl, task)`` in linear time. The regex tried at every backtick scans to the end of
+    its line or text, quadratic in a run of backticks (keel issue 22); tried only at each next fence,
+    and not after a failure: a start that fails fails for every later start too (same or later newline)."""
+    out, pos = [], 0
+    while (start := task.find("```", pos)) >= 0 and (match := _FENCED.match(task, start)) is not None:
+        out += [task[pos:start], repl(match)]
+        pos = match.end()
+    return "".join([*out, task[pos:]])
 
 
 def _expected_output(after: str, spans: list[str]) -> str | None:
@@ -141,6 +156,10 @@ def acceptance_from_task(task: str, *, workspace: Path | None = None) -> list[Pl
         only_code = not _PLACEHOLDER.sub("", sentence).strip()
         context = f"{previous} {sentence}" if only_code else sentence
         previous = sentence
+        if workspace is not None:
+            for command in _scripts_to_run(sentence, spans, workspace):
+                if all(c.command != command for c in checks):
+                    checks.append(_named_script(command, context, spans, workspace))
         if not _PROOF.search(_PLACEHOLDER.sub(" ", context)):
             continue
         for match in _PLACEHOLDER.finditer(sentence):
@@ -158,6 +177,66 @@ def acceptance_from_task(task: str, *, workspace: Path | None = None) -> list[Pl
             checks.append(PlannedCheck(category="acceptance", command=command, reason=reason, source="task",
                                        protects=protected_files(command, workspace), expect_output=expect))
     return checks
+
+
+_RUN_VERBS = frozenset({"run", "rerun", "re-run", "execute"})
+_NEGATIONS = frozenset({"not", "never", "without", "avoid", "no", "dont", "don't", "don’t"})
+_INTERPRETERS = {".py": "python", ".sh": "bash", ".bash": "bash", ".js": "node", ".mjs": "node", ".cjs": "node"}
+_TRAILING = ".,;:!?)]}\"'”’"
+_LEADING = "([{\"'“‘"
+
+
+def _scripts_to_run(sentence: str, spans: list[str], workspace: Path) -> list[str]:
+    """Commands for the workspace scripts ``sentence`` tells to run ("then run check.py"), in order.
+
+    A word scan, not a pattern over the text: linear in the sentence, whatever it holds."""
+    words = sentence.split()
+    bare = [w.strip(_TRAILING + _LEADING).lower() for w in words]
+    found: list[str] = []
+    for i in range(len(words) - 1):
+        if bare[i] not in _RUN_VERBS:
+            continue
+        if any(w in _NEGATIONS or w.endswith(("n't", "n’t")) for w in bare[max(0, i - 3):i]):
+            continue
+        command = _run_target(words[i + 1:i + 3], spans, workspace)
+        if command is not None and command not in found:
+            found.append(command)
+    return found
+
+
+def _run_target(words: list[str], spans: list[str], workspace: Path) -> str | None:
+    """The command for what follows "run": a code span that runs a workspace script, a script path,
+    or an interpreter and a script path."""
+    first = words[0].rstrip(_TRAILING).lstrip(_LEADING)
+    span = _PLACEHOLDER.fullmatch(first)
+    if span is not None:
+        text = spans[int(span.group(1))]
+        if looks_like_command(text) and protected_files(text, workspace):
+            return text
+        return _script_command(text, workspace) if len(text.split()) == 1 else None
+    if (first in _RUNNERS or _PYTHON.match(first)) and len(words) > 1:
+        path = words[1].rstrip(_TRAILING).lstrip(_LEADING)
+        script = _script_command(path, workspace)
+        return f"{first} {path}" if script is not None and _PLACEHOLDER.search(path) is None else None
+    return _script_command(first, workspace)
+
+
+def _script_command(path: str, workspace: Path) -> str | None:
+    """`python check.py`, `bash check.sh`, `./check.sh` (executable) for a script file of the workspace."""
+    rel = path[2:] if path.startswith("./") else path
+    suffix = "." + rel.rsplit(".", 1)[-1] if "." in rel else ""
+    interpreter = _INTERPRETERS.get(suffix)
+    if interpreter is None or not _inside_file(workspace, rel):
+        return None
+    if path.startswith("./") and (workspace / rel).stat().st_mode & 0o111:
+        return path
+    return f"{interpreter} {rel}"
+
+
+def _named_script(command: str, context: str, spans: list[str], workspace: Path) -> PlannedCheck:
+    quote = _quote(_PLACEHOLDER.sub(lambda m: f"`{spans[int(m.group(1))]}`", context))
+    return PlannedCheck(category="acceptance", command=command, reason=f"the task names it: “{quote}”",
+                        source="task", protects=protected_files(command, workspace))
 
 
 def _is_command_at(match: re.Match[str], spans: list[str]) -> bool:

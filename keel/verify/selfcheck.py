@@ -133,7 +133,13 @@ _FILE_TOKEN = re.compile(rf"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:{_
 _DIR_TOKEN = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+)(?=[\s`'\",)]|$)")
 _BACKTICKED = re.compile(r"`([^`]+)`")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
-_CODE_WORD = re.compile(r"\b([A-Za-z_]*[a-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
+# A code-like word: snake_case, camelCase, PascalCase with two humps. Matched on each whole word, never
+# searched across the text: searched, the overlapping runs backtracked quadratically inside one long
+# word (a 200,000-character one-word task took minutes, keel issue 22).
+_CODE_WORD = re.compile(r"[A-Za-z_]*[a-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*")
+_ANY_WORD = re.compile(r"\w+")
+_LONGEST_NAME = 200     # longer words are data, not names; checking each costs its length squared
+_MOST_PATTERN_NAMES = 1000
 _DOTTED = re.compile(r"(?<![\w.])([a-z_]\w+(?:\.[a-z_]\w*)+)(?![\w.(])")   # keel.verify.gate
 _WORD = re.compile(r"[A-Za-z_]\w+")
 # CamelCase words of ordinary prose that name no code in the project.
@@ -146,7 +152,8 @@ def _task_names(task: str) -> tuple[list[str], list[str], set[str]]:
     """(files, directories, identifiers) the task names."""
     files = [m.removeprefix("./") for m in _FILE_TOKEN.findall(task)]
     dirs = [d.removeprefix("./").rstrip("/") for d in _DIR_TOKEN.findall(task)]
-    identifiers = set(_CALL.findall(task)) | (set(_CODE_WORD.findall(task)) - _PROSE_CAMEL)
+    code_words = {w for w in _ANY_WORD.findall(task) if len(w) <= _LONGEST_NAME and _CODE_WORD.fullmatch(w)}
+    identifiers = set(_CALL.findall(task)) | (code_words - _PROSE_CAMEL)
     identifiers |= {d for d in _DOTTED.findall(task) if d not in files}
     for span in _BACKTICKED.findall(task):
         identifiers |= {w for w in _WORD.findall(span) if len(w) >= 3}
@@ -191,7 +198,15 @@ def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
     for f in files:
         matches = [p for p in changed if p == f or p.endswith("/" + f)]
         named_dirs |= {str(PurePosixPath(p).parent) for p in matches} or {str(PurePosixPath(f).parent)}
-    id_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(identifiers))) + r")\b") if identifiers else None
+    # A one-word name is found as a whole word of a line (a set lookup); only the rest (keel.verify.gate,
+    # my-file) go into a pattern, at most _MOST_PATTERN_NAMES of them: compiling an alternation of the
+    # tens of thousands of names a long task can hold took seconds.
+    word_ids = {i for i in identifiers if _ANY_WORD.fullmatch(i)}
+    other_ids = sorted(identifiers - word_ids)[:_MOST_PATTERN_NAMES]
+    id_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, other_ids)) + r")\b") if other_ids else None
+
+    def mentions_name(line: str) -> bool:
+        return bool(word_ids.intersection(_ANY_WORD.findall(line)) or (id_pattern and id_pattern.search(line)))
 
     def related(change: FileChange) -> bool:
         path = PurePosixPath(change.path)
@@ -207,7 +222,7 @@ def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
             return True
         if str(path.parent) in named_dirs:
             return True
-        return bool(id_pattern and any(id_pattern.search(line) for line in change.added_text))
+        return any(mentions_name(line) for line in change.added_text)
 
     return [c.path for c in changes if not related(c)]
 

@@ -18,7 +18,9 @@ from keel.verify.plan import Category
 
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")   # the order make itself tries them
 # `name other: deps` but not `VAR := value`, `VAR ::= value`, recipe lines (tab) or pattern rules.
-_RULE = re.compile(r"^([A-Za-z0-9_.\-/ ]+?)\s*::?(?![=:])")
+# Possessive: the lazy name and the whitespace after it overlapped (spaces), quadratic in a long blank
+# line (keel issue 22). Same matches and end; the name may keep trailing spaces, which split() drops.
+_RULE = re.compile(r"^([A-Za-z0-9_.\-/ ]++)\s*+::?(?![=:])")
 _RECIPE_PROGRAM = re.compile(r"^[@+\-\s]*([A-Za-z0-9_.\-]+)")
 TARGET_CATEGORIES: dict[str, Category] = {
     "lint": "static", "typecheck": "types", "type-check": "types", "mypy": "types",

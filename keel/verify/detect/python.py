@@ -28,8 +28,10 @@ _MAX_SCRIPTS = 5
 _TEST_FILE = re.compile(r"^(test_.+|.+_test)\.py$")
 _REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9_.-]*)")
 _MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
-_FRAMEWORK_TEST = re.compile(r"^\s*(?:async\s+)?def\s+test\w*\s*\(|^\s*class\s+Test\w*", re.MULTILINE)
-_IMPORTS_PYTEST = re.compile(r"^\s*(?:import|from)\s+pytest\b", re.MULTILINE)
+# Indentation within the line ([^\S\n]): with \s, each line start rescanned every blank line after it,
+# quadratic in a run of blank lines (keel issue 22); for a search, the same texts match.
+_FRAMEWORK_TEST = re.compile(r"^[^\S\n]*(?:async\s+)?def\s+test\w*\s*\(|^[^\S\n]*class\s+Test\w*", re.MULTILINE)
+_IMPORTS_PYTEST = re.compile(r"^[^\S\n]*(?:import|from)\s+pytest\b", re.MULTILINE)
 _USES_UNITTEST = re.compile(r"\bunittest\b|\bTestCase\b")
 
 

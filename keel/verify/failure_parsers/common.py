@@ -27,7 +27,7 @@ class Finding:
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
-_DURATION = re.compile(r"\s*\(\d+(?:\.\d+)?\s*m?s\)\s*$")
+_DURATION = re.compile(r"(?<!\s)\s*\(\d+(?:\.\d+)?\s*m?s\)\s*$")   # starts at a run's start: linear (issue 22)
 
 
 def clean_lines(output: str) -> list[str]:

@@ -12,7 +12,9 @@ from keel.verify.failure_parsers.common import (
 )
 
 # "at fn (src/a.js:3:7)", "at src/a.js:3:7", "TestContext.<anonymous> (/x/a.test.js:3:37)", "❯ a.ts:4:23"
-_CODE_FRAME = re.compile(r"^\s*>?\s*\d+\s*\|")     # jest/vitest source excerpt: "> 4 |   expect(…)"
+# jest/vitest source excerpt: "> 4 |   expect(…)"; possessive, as the runs cannot overlap: plain, the three
+# whitespace runs backtracked cubically on a long blank line (keel issue 22).
+_CODE_FRAME = re.compile(r"^\s*+>?\s*+\d++\s*+\|")
 _STACK_LOCATION = re.compile(r"(?:\(|at |❯ |^\s*)([^\s()]+?\.[cm]?[jt]sx?):(\d+)(?::\d+)?\)?\s*$")
 
 

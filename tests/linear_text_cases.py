@@ -1,0 +1,122 @@
+"""Every function of keel that runs regular expressions (or similar scans) over text from outside —
+the task, files of the project, tool output, model output — and the pathological inputs that made
+backtracking regexes super-linear (keel issue 22: a 200,000-character one-word task hung the
+self-check for minutes). Shared by tests/test_linear_text.py and bench/linear_text.py.
+
+find_edit's not-found diagnosis compares characters with difflib, quadratic in one long line (a 20 kB
+minified line took 171 s); it compares at most keel.tools.edit_lines.SIMILARITY_CAP characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from keel.context.output import OutputFacts, reduced_view
+from keel.context.preload import words
+from keel.context.secrets import secret_kind
+from keel.context.tokens import TokenCounter
+from keel.engine.runaway import ReplyWatch, repeated_lines, repeating_tail
+from keel.ext.plan import plan_todos
+from keel.loop.decider import is_question
+from keel.loop.pushback import pushback_text
+from keel.loop.state import TaskState
+from keel.tools.change import extract_file
+from keel.tools.edit_lines import collapse, lenient, strong_key
+from keel.tools.edit_match import find_edit
+from keel.verify.acceptance import acceptance_from_task, looks_like_command
+from keel.verify.detect.agents_md import commands_in_markdown
+from keel.verify.detect.commands import categorize, context_category, mentions_check
+from keel.verify.detect.makefile import parse_rules
+from keel.verify.failure_parsers.common import clean_lines
+from keel.verify.failure_parsers.diagnostics import find_diagnostics
+from keel.verify.selfcheck import task_allows_test_changes, unrelated_changes
+from keel.verify.snapshot import FileChange
+from keel.verify.summarize import summarize_failure
+from keel.verify.task import task_concerns, task_requests_change
+
+
+def pathological(size: int) -> dict[str, str]:
+    """Inputs of about ``size`` characters that drive backtracking regexes to their worst case."""
+    def rep(unit: str) -> str:
+        return unit * max(1, size // len(unit))
+    return {
+        "one long word": rep("a"),
+        "long path word": rep("a/"),
+        "dotted word": rep("a."),
+        "snake word": rep("a_"),
+        "camel word": rep("aB"),
+        "dashed word": rep("a-"),
+        "deep nesting": rep("("),
+        "repeated separators": rep(":"),
+        "spaces": rep(" "),
+        "blank lines": rep("\n"),
+        "tabs then text": rep("\t") + "x",
+        "many <": rep("<"),
+        "many {": rep("{"),
+        "unterminated quote": '"' + rep("a"),
+        "many backticks": rep("`"),
+        "unterminated fence": "```py\n" + rep("x = 1\n"),
+        "many unclosed fences": rep("```a\n"),
+        "many tildes": rep("~"),
+        "digits": rep("0"),
+        "digit dots": rep("0."),
+        "url-like": "a://" + rep("b:"),
+        "secret-like name": rep("token"),
+        "repeated words": rep("add the "),
+        "many distinct names": " ".join(f"name_{i}()" for i in range(size // 12 + 1))[:size],
+    }
+
+
+def _changes(text: str) -> list[FileChange]:
+    return [FileChange("src/app.py", "modified", 1, 0, (text[:100],), (1,)),
+            FileChange("lib/other.py", "modified", 1, 0, ("x = 1",), (1,))]
+
+
+def _reduced(text: str) -> str:
+    facts = OutputFacts(command="python -m pytest", output=text, total_bytes=len(text), exit_code=1)
+    return reduced_view(facts, "/tmp/out.txt")
+
+
+def _success_digest(text: str) -> str:
+    lines = "\n".join([text, *(f"line {i}" for i in range(300))])
+    facts = OutputFacts(command="make", output=lines, total_bytes=len(lines), exit_code=0)
+    return reduced_view(facts, "/tmp/out.txt")
+
+
+def _watch(text: str) -> object:
+    watch = ReplyWatch()
+    for i in range(0, len(text), 4096):
+        if watch.feed(text[i:i + 4096]):
+            break
+    return None
+
+
+# name -> function of one text. Each is public API (or the one public entry that reaches the regexes).
+FUNCTIONS: dict[str, Callable[[str], object]] = {
+    "selfcheck.unrelated_changes (task tokenizer)": lambda t: unrelated_changes(_changes(t), t),
+    "selfcheck.task_allows_test_changes": task_allows_test_changes,
+    "verify.task.task_requests_change": task_requests_change,
+    "verify.task.task_concerns": lambda t: task_concerns(t, "test", ("tests/test_a.py::test_b",)),
+    "acceptance.acceptance_from_task": acceptance_from_task,
+    "acceptance.looks_like_command": looks_like_command,
+    "pushback.pushback_text (restated task)": lambda t: pushback_text("gate", 2, TaskState(task=t)),
+    "decider.is_question": is_question,
+    "preload.words": words,
+    "secrets.secret_kind": secret_kind,
+    "summarize.summarize_failure": lambda t: summarize_failure("python -m pytest", t, 1),
+    "failure_parsers.find_diagnostics": lambda t: find_diagnostics(clean_lines(t)),
+    "output.reduced_view (failure)": _reduced,
+    "output.reduced_view (success digest)": _success_digest,
+    "tokens.TokenCounter.count": lambda t: TokenCounter().count([t]),
+    "runaway.repeating_tail": repeating_tail,
+    "runaway.repeated_lines": repeated_lines,
+    "runaway.ReplyWatch.feed": _watch,
+    "change.extract_file (model reply)": extract_file,
+    "edit_lines normalizers": lambda t: (collapse(t), lenient(t), strong_key(t)),
+    "edit_match.find_edit (not found, in a file of one long line)": lambda t: find_edit(t, t[::-1][:20_000] + "z", "x"),
+    "plan.plan_todos": plan_todos,
+    "agents_md.commands_in_markdown": lambda t: commands_in_markdown(t, "AGENTS.md"),
+    "detect.commands categorize/context": lambda t: (categorize(t, t), context_category(t), mentions_check(t)),
+    "makefile.parse_rules": parse_rules,
+}
+
