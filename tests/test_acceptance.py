@@ -107,3 +107,37 @@ def test_accept_checks_take_any_command_as_written() -> None:
     assert checks[0].reason == "given by the user (--accept or [verify] accept)"
     with pytest.raises(ValueError, match="empty"):   # a blank one is an error, never silently dropped
         accept_checks(["python test_app.py", "  "])
+
+
+# A script of the workspace the task tells to run is its acceptance check, with or without a code span.
+NAMED_SCRIPTS: list[tuple[str, list[str]]] = [
+    ("Fix the bug in calc.py, then run check.py.", ["python check.py"]),
+    ("Fix calc.py, then run `python3 check.py`.", ["python3 check.py"]),
+    ("Fix it, then run ./check.sh", ["./check.sh"]),
+    ("Fix it and run `check.sh`", ["bash check.sh"]),
+    ("Fix the parser and make sure `python3 tests/run.py` passes.", ["python3 tests/run.py"]),
+    ("Fix calc.py, then run python3 tests/run.py and check.py", ["python3 tests/run.py"]),
+    ("Do not run deploy.sh; fix calc.py.", []),
+    ("Never run ./deploy.sh.", []),
+    ("You don't need to run check.py.", []),
+    ("I ran check.py yesterday and it failed.", []),
+    ("run missing.py", []),            # not in the workspace: nothing to run
+    ("Run the tests", []),
+]
+
+
+@pytest.mark.parametrize(("task", "expected"), NAMED_SCRIPTS, ids=[c[0][:40] for c in NAMED_SCRIPTS])
+def test_a_script_the_task_says_to_run_is_an_acceptance_check(tmp_path: Path, task: str, expected: list[str]) -> None:
+    (tmp_path / "tests").mkdir()
+    for name in ("check.py", "tests/run.py", "check.sh", "deploy.sh"):
+        (tmp_path / name).write_text("print('OK')\n")
+    (tmp_path / "check.sh").chmod(0o755)
+    checks = acceptance_from_task(task, workspace=tmp_path)
+    assert [c.command for c in checks] == expected
+    for check in checks:
+        assert check.source == "task" and check.reason.startswith("the task names it: “")
+        assert check.protects      # editing the named script to pass is tampering
+
+
+def test_a_named_script_needs_the_workspace_to_exist() -> None:
+    assert acceptance_from_task("Fix the bug in calc.py, then run check.py.") == []

@@ -326,7 +326,7 @@ def test_a_result_folded_away_may_be_asked_for_again_without_a_repeat_refusal(tm
     assert any(e["type"] == "compaction" for e in events)
     answers = [m["content"] for m in last if m["role"] == "tool"][-2:]
     assert answers[0].startswith("observation 0")            # asked again after it was folded: answered
-    assert answers[1].startswith("Refused: you already called observe")  # asked twice in a row: still a repeat
+    assert answers[1].startswith("This ran again: you already called observe")  # twice in a row: still a repeat
     assert result.stop_reason == "complete"
 
 

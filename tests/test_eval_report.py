@@ -35,7 +35,7 @@ def test_markdown_summary_puts_false_done_first_with_its_failing_check():
     assert md.index("## False done: 1") < md.index("## Per case")
     assert "- **py-fix** (keel, repeat 1): command `pytest -q`: exit 1 · FAILED test_x - assert 1 == 2" in md
     assert "| py-fix | bugfix | small | ✗! ✗ (3/30 steps) | E (0 steps) |" in md
-    assert "| keel | 4 | 2 (50%) | 1 | 1 | 0 |" in md
+    assert "| keel | 4 | 2 (50%) | 0 | 1 | 1 | 0 |" in md
 
 
 def test_html_is_self_contained():

@@ -122,14 +122,16 @@ def test_claiming_done_having_done_nothing_gets_pushback(calc_repo, run_keel):
     assert "have not done anything" in last_user_text(requests[1])
 
 
-def test_identical_call_and_result_is_refused_then_stops(calc_repo, run_keel):
+def test_identical_call_and_result_is_reported_as_run_again_then_not_run_then_stops(calc_repo, run_keel):
     read = {"tool_calls": [call("read_file", path="calc.py")]}
     with ScriptedEngineServer([read, read, read, {"content": "unreachable"}]) as server:
         r = json_run(run_keel, server, calc_repo)
         requests = server.requests
     assert r.code == 1
     assert (r.result["status"], r.result["stop_reason"]) == ("incomplete", "limit:repetition")
-    assert "Refused" in requests[2]["messages"][-1]["content"]
+    assert requests[2]["messages"][-1]["content"].startswith("This ran again: you already called read_file")
+    third = [e for e in r.events() if e["type"] == "tool_call"][-1]   # the same answer twice: not run a third time
+    assert third["not_run"] and third["result_preview"].startswith("Not run: you already called read_file")
     assert len(requests) == 3
 
 

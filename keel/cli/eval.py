@@ -6,7 +6,7 @@
     keel eval report DIR
     keel eval list [CASES...]
 
-Exit codes: 0 every run succeeded, 1 some run did not (failed, false done, error), 2 usage error.
+Exit codes: 0 every run succeeded, 1 some run did not (done but not claimed, failed, false done, error), 2 usage error.
 """
 
 from __future__ import annotations

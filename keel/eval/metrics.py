@@ -55,11 +55,14 @@ def run_metrics(result: Mapping[str, Any] | None, events: Sequence[Mapping[str, 
 
 
 def outcome(status: str | None, passed: bool, error: str | None = None) -> str:
-    """One word per run: success, false_done (claimed complete, acceptance fails), failed, error."""
+    """One word per run: success (claimed complete, acceptance passes), done_unclaimed (acceptance
+    passes but the run did not end complete, e.g. it stopped at limit:retries: the user was told the
+    task is not done, so it is not a success), false_done (claimed complete, acceptance fails),
+    failed, error."""
     if error:
         return "error"
     if passed:
-        return "success"
+        return "success" if status == "complete" else "done_unclaimed"
     if status == "complete":
         return "false_done"
     return "failed"
@@ -102,6 +105,7 @@ def aggregate(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "success": outcomes.get("success", 0),
         "success_rate": round(outcomes.get("success", 0) / n, 4) if n else None,
         "false_done": outcomes.get("false_done", 0),
+        "done_unclaimed": outcomes.get("done_unclaimed", 0),
         "failed": outcomes.get("failed", 0),
         "errors": outcomes.get("error", 0),
         "stop_reasons": dict(stops.most_common()),

@@ -10,8 +10,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from keel.eval.execute import JobOutput
 
-STYLE = {"success": "green", "false_done": "bold red", "failed": "yellow", "error": "magenta"}
-WORD = {"success": "pass", "false_done": "FALSE DONE", "failed": "fail", "error": "error"}
+STYLE = {"success": "green", "done_unclaimed": "cyan", "false_done": "bold red", "failed": "yellow",
+         "error": "magenta"}
+WORD = {"success": "pass", "done_unclaimed": "unclaimed", "false_done": "FALSE DONE", "failed": "fail",
+        "error": "error"}
 
 
 class EvalProgress:

@@ -16,7 +16,12 @@ from keel.eval.metrics import aggregate, by_agent, case_table
 
 REPORT_HTML = "report.html"
 SUMMARY_MD = "summary.md"
-MARKS = {"success": "✓", "false_done": "✗!", "failed": "✗", "error": "E"}
+MARKS = {"success": "✓", "done_unclaimed": "✓?", "false_done": "✗!", "failed": "✗", "error": "E"}
+OUTCOME_WORDS = ("success", "done_unclaimed", "false_done", "failed", "error")
+
+
+def outcome_label(word: str) -> str:
+    return "done but not claimed" if word == "done_unclaimed" else word.replace("_", " ")
 
 
 def _num(value: Any, digits: int = 1) -> str:
@@ -36,7 +41,7 @@ def agent_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str
     return [(agent, aggregate(rows)) for agent, rows in by_agent(records).items()]
 
 
-HEADLINE = ("agent", "runs", "success", "false done", "failed", "errors", "median steps", "idle turns",
+HEADLINE = ("agent", "runs", "success", "done but not claimed", "false done", "failed", "errors", "median steps", "idle turns",
             "median prompt tok", "median completion tok", "cached share", "median wall s", "cost $")
 
 
@@ -44,7 +49,7 @@ def headline_cells(agent: str, agg: Mapping[str, Any]) -> list[str]:
     rate = agg["success_rate"]
     idle = agg["distributions"].get("idle_turns")
     return [agent, str(agg["runs"]), f"{agg['success']} ({rate:.0%})" if rate is not None else "0",
-            str(agg["false_done"]), str(agg["failed"]), str(agg["errors"]), _num(_median(agg, "steps")),
+            str(agg.get("done_unclaimed", 0)), str(agg["false_done"]), str(agg["failed"]), str(agg["errors"]), _num(_median(agg, "steps")),
             _num(idle["sum"] if idle else None), _num(_median(agg, "prompt_tokens")),
             _num(_median(agg, "completion_tokens")),
             f"{agg['cached_share']:.0%}" if agg["cached_share"] is not None else "–",
@@ -93,8 +98,9 @@ def summary_markdown(records: Sequence[Mapping[str, Any]], title: str = "keel ev
         stops = ", ".join(f"{k} {v}" for k, v in agg["stop_reasons"].items())
         pushes = ", ".join(f"{k} {v}" for k, v in agg["pushbacks"].items()) or "none"
         lines += ["", f"**{agent}** stop reasons: {stops}. Pushbacks: {pushes}."]
-    lines += ["", "Legend: ✓ success · ✗! false done (claimed complete, acceptance fails) · ✗ failed · "
-              "E harness/agent error. One mark per repeat."]
+    lines += ["", "Legend: ✓ success · ✓? done but not claimed (acceptance passes, the run did not end complete) · "
+              "✗! false done (claimed complete, acceptance fails) · ✗ failed · E harness/agent error. "
+              "One mark per repeat."]
     return "\n".join(lines) + "\n"
 
 
@@ -160,8 +166,8 @@ def report_html(records: Sequence[Mapping[str, Any]], title: str = "keel eval") 
     parts.append(_table(HEADLINE, [headline_cells(a, agg) for a, agg in rows], "agents"))
     parts.append("</section><section><h2>Per-case outcome</h2>")
     parts.append('<div class="legend">' + "".join(
-        f'<span style="background:{svg.OUTCOME_COLORS[w]}"></span>{escape(w.replace("_", " "))}'
-        for w in ("success", "false_done", "failed", "error")) + "</div>")
+        f'<span style="background:{svg.OUTCOME_COLORS[w]}"></span>{escape(outcome_label(w))}'
+        for w in OUTCOME_WORDS) + "</div>")
     parts.append(_grid(records, agents))
     if len(agents) > 1:
         series: dict[str, dict[str, float]] = {}
@@ -190,7 +196,7 @@ def report_html(records: Sequence[Mapping[str, Any]], title: str = "keel eval") 
         parts.append("<h2>Pushbacks by kind</h2>")
         parts.append(svg.hbar_chart("chart-pushbacks", pushes, "pushbacks by kind"))
     parts.append("</section><section><h2>Runs</h2>")
-    run_rows = [[str(r["case"]["id"]), str(r.get("agent")), str(r.get("repeat")), str(r.get("outcome")),
+    run_rows = [[str(r["case"]["id"]), str(r.get("agent")), str(r.get("repeat")), outcome_label(str(r.get("outcome"))),
                  str(r.get("stop_reason") or ("error" if r.get("outcome") == "error" else "none")), _num((r.get("metrics") or {}).get("steps")),
                  _num((r.get("metrics") or {}).get("idle_turns")),
                  _num((r.get("metrics") or {}).get("prompt_tokens")),

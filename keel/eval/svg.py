@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 
 PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#718096")
-OUTCOME_COLORS = {"success": "#38a169", "false_done": "#c53030", "failed": "#ed8936", "error": "#718096",
+OUTCOME_COLORS = {"success": "#38a169", "done_unclaimed": "#9ae6b4", "false_done": "#c53030", "failed": "#ed8936", "error": "#718096",
                   "missing": "#e2e8f0"}
 FONT = 'font-family="sans-serif" font-size="11"'
 

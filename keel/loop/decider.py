@@ -159,7 +159,7 @@ def _judge_claim(facts: GateFacts | None, state: TaskState, limits: Limits) -> D
     if problem is None:
         if facts.status == "no_checks" and state.files_changed and \
                 not state.fresh_verification(exercising_changes=True):
-            return _push("unverified", state)  # nothing keel could run: a run of the changed code must do
+            return _push("unverified", state, "no_plan")  # nothing keel could run: a run of the changed code must do
         return Decision("stop", "complete")
     if any(state.repair_rounds[key] >= limits.max_repair_rounds for key in facts.round_keys):
         return Decision("stop", "limit:verification")

@@ -12,11 +12,26 @@ def _todo_lines(state: TaskState) -> str:
     return "\n".join(f"- [{t.status}] {t.content}" for t in state.unfinished_todos())
 
 
-def _check_lines(state: TaskState) -> str:
+def _check_lines(state: TaskState, exercising: bool = False) -> str:
+    """What ran since the last change and why it is not evidence, never "nothing ran" when something did.
+
+    ``exercising``: keel found no check of the project's own, so only a passing command that runs a
+    changed file (or imports its module) counts; say so for each passing command that does not."""
     failing = state.failing_checks_since_last_change()
     if failing:
         return "Checks that failed since your last change:\n" + "\n".join(
             f"- `{c.command}` exited {c.exit_code}" for c in failing)
+    recent = state.checks_since_last_change()
+    if recent and exercising:
+        changed = ", ".join(state.files_changed[-8:])
+        ran = "; ".join(f"`{c.command}` exited {c.exit_code}" for c in recent[-3:])
+        return (f"Since your last change: {ran}. That is not evidence: keel found no tests or checks of this "
+                f"project to run, so the evidence must run the code you changed ({changed}); "
+                f"{'this command does' if len(recent[-3:]) == 1 else 'these commands do'} not run a changed file "
+                "or import its module.")
+    if state.checks and not recent:
+        last = state.checks[-1]
+        return f"No check has run since your last change (`{last.command}` ran before it)."
     return "No check has run since your last change."
 
 
@@ -132,7 +147,7 @@ def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") ->
             + "\nCall todo_write with the real status of every item, then continue the first pending one.",
         ][level]
     if kind == "unverified":
-        checks = _check_lines(state)
+        checks = _check_lines(state, exercising=detail == "no_plan")
         return [
             f"You changed files ({changed}) but have not verified the result. {checks} Run the project's "
             "tests or run the changed code (run_shell), fix any failure, then finish.",

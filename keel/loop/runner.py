@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from keel.engine.recovery import looks_like_tool_call
 from keel.engine.types import AssistantTurn, Engine, EngineError, StreamDelta, ToolCall, Usage
 from keel.loop import limits as lim
 from keel.loop.decider import Decision, TurnOutcome, decide
-from keel.loop.repetition import RepetitionGuard, refusal_text
+from keel.loop.repetition import UNGUARDED, RepetitionGuard, Skip, canonical_call, ran_again_text
 from keel.loop.result import RunResult
 from keel.loop.state import TaskState, Todo
 from keel.tools.base import ToolContext, ToolResult
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from keel.context.manager import ContextManager
     from keel.verify.verifier import Verifier
 
+# keel's own tools that report every file they change (run_shell through the workspace watch)
+_REPORTS_CHANGES = frozenset({"run_shell", "edit_file", "write_file", "change_file", "todo_write", "remember",
+                              "finish", "ask_user"})
 INTERRUPTED = "Interrupted by the user before this call finished; it may not have run."
 
 
@@ -143,19 +146,22 @@ class Runner:
                 self.phase = "tool_use"
                 if self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
                     self.verifier.ensure_baseline()  # which checks fail before anything changes
-            for call, result in zip(calls, self.registry.run_calls(calls, self.ctx), strict=False):
-                repeat = self.repeats.observe(call.name, call.arguments, result.output)
+            for call, result, skip in self._execute(calls):
                 self.state.record_tool_call()
-                text = refusal_text(call.name) if repeat else result.output
-                if isinstance(spent := result.meta.get("usage"), Usage):  # spent even when refused as a repeat
+                if isinstance(spent := result.meta.get("usage"), Usage):  # spent also when it repeated
                     self.usage.add(spent)   # a sub-agent's or change_file's model tokens are the run's
+                repeat = skip.strikes if skip is not None else self._observe(call, result)
                 if repeat:
                     self.state.repetition_strikes = max(self.state.repetition_strikes, repeat)
+                elif call.name in UNGUARDED:   # finish: an identical one with nothing done between is no progress
+                    new = self.repeats.finish_is_new(call.arguments, self.state.tool_calls_total - 1)
+                    progress = progress or (new and not result.meta.get("invalid"))
                 else:
                     progress = progress or not result.meta.get("invalid")
-                    self._absorb(result)
-                finished = result.finished if result.finished is not None else finished
-                asked = result.question if result.question is not None else asked
+                if skip is None:
+                    finished = result.finished if result.finished is not None else finished
+                    asked = result.question if result.question is not None else asked
+                text = result.output if not repeat or skip is not None else ran_again_text(call.name)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
                 answered += 1
                 self._emit_tool_call(call, result, repeat)
@@ -176,6 +182,43 @@ class Runner:
                               plan_submitted=self.plan_mode and planned,
                               truncated=turn.finish_reason == "length", cut_reason=turn.cut_reason or "")
         return outcome, finished
+
+    def _execute(self, calls: list[ToolCall]) -> Iterator[tuple[ToolCall, ToolResult, Skip | None]]:
+        """Run the calls the repetition guard lets through, in order, answering the others without
+        running them. Decided call by call, after the calls before it ran, so a second
+        `echo x >> f` in one reply or the next sees the first one's change."""
+        first_at: dict[str, int] = {}
+        i = 0
+        while i < len(calls):
+            call = calls[i]
+            key = canonical_call(call.name, call.arguments)
+            skip = self.repeats.before(call.name, call.arguments, first_at.get(key))
+            if skip is not None:
+                yield call, ToolResult(ok=False, output=skip.text, meta={"not_run": True}), skip
+                i += 1
+                continue
+            first_at.setdefault(key, i + 1)   # only a call that ran: a later copy is told it ran once
+            # consecutive read-only calls with no duplicate among them still run together, in parallel
+            j = i + 1
+            while j < len(calls) and self.registry.is_read_only(calls[i]) and self.registry.is_read_only(calls[j]) \
+                    and canonical_call(calls[j].name, calls[j].arguments) not in first_at \
+                    and self.repeats.before(calls[j].name, calls[j].arguments, strike=False) is None:
+                first_at[canonical_call(calls[j].name, calls[j].arguments)] = j + 1
+                j += 1
+            for ran, result in zip(calls[i:j], self.registry.run_calls(calls[i:j], self.ctx), strict=True):
+                yield ran, result, None
+            i = j
+
+    def _observe(self, call: ToolCall, result: ToolResult) -> int:
+        """Absorb a result that ran (it ran: its facts count) and tell the guard; the repeat count."""
+        self._absorb(result)
+        # run_shell's changes come from the workspace watch (keel.trace.shellwatch); keel's file tools
+        # report their own; any other tool that may write (MCP, sub-agents) may have changed anything.
+        shell = [c["path"] for c in result.meta.get("workspace_changes") or () if isinstance(c, dict) and "path" in c]
+        changed = list(dict.fromkeys([*result.files_changed, *shell]))
+        unknown = not self.registry.is_read_only(call) and call.name not in _REPORTS_CHANGES
+        return self.repeats.observe(call.name, call.arguments, result.output, changed,
+                                    maybe_changed=unknown and not result.meta.get("invalid"))
 
     def _absorb(self, result: ToolResult) -> None:
         """Move the facts a tool reported into the task state the decider reads."""
@@ -244,6 +287,7 @@ class Runner:
     def _emit_tool_call(self, call: ToolCall, result: ToolResult, repeat: int) -> None:
         self.bus.emit("tool_call", step=self.steps, call_id=call.id, name=call.name,
                       arguments=call.arguments[:4000], ok=result.ok and not repeat, repeat=repeat,
+                      not_run=bool(result.meta.get("not_run")),
                       invalid=bool(result.meta.get("invalid")),
                       result_preview=result.output[:300],
                       output_bytes=len(result.output.encode("utf-8", "replace")), files_changed=result.files_changed,
