@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+import typing
 from pathlib import Path
 from typing import IO
+
+from keel.cli.streams import not_utf8
 
 # Refused as a workspace, together with everything below them: system trees where an agent with
 # write access does damage, and pseudo-filesystems.
@@ -105,16 +109,55 @@ def read_task(task: str | None, task_file: Path | None, stdin: IO[str]) -> tuple
     if task_file is not None and task is not None:
         return "", "give the task either as an argument or with --task-file, not both"
     if task_file is not None:
+        source = f"--task-file {task_file}"
         try:
-            text, source = task_file.read_text(encoding="utf-8"), f"--task-file {task_file}"
-        except (OSError, UnicodeDecodeError) as e:
-            return "", f"--task-file {task_file}: cannot read it ({getattr(e, 'strerror', None) or e})"
+            raw = task_file.read_bytes()
+        except OSError as e:
+            return "", f"{source}: cannot read it ({e.strerror or e})"
+        text, problem = _utf8(raw, source)
+        if problem:
+            return "", problem
     elif task == "-":
-        text, source = stdin.read(), "the task read from stdin"
+        source = "the task read from stdin"
+        # bytes, not stdin's own decoding: that raises in a strict locale and smuggles the bad
+        # bytes in as surrogates in a surrogateescape one (C.UTF-8), to fail later in the log
+        raw_stdin = getattr(stdin, "buffer", None)
+        text, problem = _utf8(raw_stdin.read(), source) if raw_stdin is not None else (stdin.read(), None)
+        if problem or (where := not_utf8(text)):
+            return "", problem or f"{source} is not valid UTF-8 ({where})"
     elif task is None:
         return "", "no task: pass it as an argument, '-' to read it from stdin, or --task-file PATH"
     else:
         text, source = task, "the task"
+        if where := not_utf8(task):  # argv decoded with surrogateescape (main refuses it first)
+            return "", f"{source} is not valid UTF-8 ({where})"
     if not text.strip():
         return "", f"{source} is empty: say what keel should do"
     return text, None
+
+
+def _utf8(raw: bytes, source: str) -> tuple[str, str | None]:
+    """``raw`` decoded, or a message naming the first byte that is not UTF-8 and where it is."""
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        return "", (f"{source} is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start}, line {line}); "
+                    "keel takes the task as UTF-8 (re-encode it, e.g. iconv -f LATIN1 -t UTF-8)")
+
+
+class UsageExit(SystemExit):
+    """argparse's exit 2 for a bad command line, carrying its message (for a JSON result object)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
+class UsageParser(argparse.ArgumentParser):
+    """argparse's parser (its sub-parsers are of the same class), raising UsageExit on a usage error."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise UsageExit(f"{self.prog}: {message}")

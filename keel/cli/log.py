@@ -135,6 +135,9 @@ def event_line(e: dict[str, Any], t0: float) -> str:
                                                                          if k in ("blocking", "summary")}), 100)
     elif kind == "workspace_change":
         body = "shell changed " + ", ".join(f"{c['status'][0].upper()} {c['path']}" for c in e.get("changes", []))
+    elif kind == "workspace_snapshot":
+        body = ("snapshot off: " + str(e.get("reason")) if not e.get("enabled")
+                else "snapshot skips (over 8 MiB) " + ", ".join(e.get("too_large") or []))
     elif kind == "stop":
         body = f"stop     {e.get('status')} ({e.get('reason')})" + (f": {_short(e.get('error'), 80)}"
                                                                      if e.get("error") else "")
@@ -188,6 +191,29 @@ def _short(text: Any, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+def _sessions_table(rows: list[dict[str, Any]], width: int) -> Any:
+    """The session list. An id is what `keel log ID` and `keel run --resume ID` take, so it is never
+    cut (a cut one may match several sessions); narrower than 110 columns the "when" column goes
+    (a default id starts with its date and time) and the task wraps."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    wide = width >= 110
+    table = Table(title="keel sessions (newest first)", box=box.SIMPLE_HEAD if not wide else box.HEAVY_HEAD)
+    table.add_column("session", no_wrap=True, min_width=max(len(r["session_id"]) for r in rows),
+                     overflow="ignore")
+    for col in ("when", "status", "steps", "tokens", "cost", "task") if wide else (
+            "status", "steps", "tokens", "cost", "task"):
+        table.add_column(col, justify="right" if col in ("steps", "tokens", "cost") else "left",
+                         min_width=12 if col == "status" else None)
+    for r in rows:
+        cells = [r["session_id"], _when(r["started"])] if wide else [r["session_id"]]
+        table.add_row(*cells, Text(r["status"]), str(r["steps"]), f"{r['tokens']:,}", _cost(r["cost_usd"]),
+                      Text(_short(r["task"], 50)))
+    return table
+
+
 @quiet_broken_pipe
 def log_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="keel log", description="Sessions newest first; with SESSION, its events.")
@@ -196,8 +222,6 @@ def log_main(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     args = p.parse_args(argv)
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
     from keel.config import ConfigError
 
@@ -215,13 +239,7 @@ def log_main(argv: list[str]) -> int:
         if not rows:
             print("no sessions yet")
             return 0
-        table = Table(title="keel sessions (newest first)")
-        for col in ("session", "when", "status", "steps", "tokens", "cost", "task"):
-            table.add_column(col, justify="right" if col in ("steps", "tokens", "cost") else "left")
-        for r in rows:
-            table.add_row(r["session_id"], _when(r["started"]), Text(r["status"]), str(r["steps"]),
-                          f"{r['tokens']:,}", _cost(r["cost_usd"]), Text(_short(r["task"], 50)))
-        console.print(table)
+        console.print(_sessions_table(rows, console.width))
         return 0
     try:
         path = resolve_log(args.session)

@@ -7,6 +7,7 @@ import re
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
+from keel.cli.textcalls import CallTextFilter, recovered_from_text
 from keel.trace.events import Event
 
 if TYPE_CHECKING:
@@ -51,8 +52,11 @@ def _target(name: str, arguments: str) -> str:
 def _verification_line(event: Event) -> str:
     """`ruff check . ✓ · python -m pytest -q ✗ exit 1 → verification_failed` for one gate run."""
     parts = []
+    before = set(event.get("preexisting_failures") or ())   # failing at the baseline too: not this run's doing
     for c in event.get("checks", []):
         mark = "✓" if c["passed"] else ("refused" if c.get("refused") else f"✗ exit {c['exit_code']}")
+        if not c["passed"] and c["command"] in before:
+            mark += " (failing before this run)"
         parts.append(f"{shorten(c['command'], 40)} {mark}")
     verdict = event.get("problem") or event.get("status", "")
     return (" · ".join(parts) or "no checks") + f" → {verdict}"
@@ -66,10 +70,12 @@ class TextRenderer:
     """Streams the answer and prints one line per tool call: `[step 3] edit_file src/calc.py → ok (4 ms)`."""
 
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None, *,
-                 prices_known: bool = True) -> None:
+                 prices_known: bool = True, verbose: bool = False) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.prices_known = prices_known
+        self.verbose = verbose   # the start line's details (the sandbox in full) on lines of their own
+        self._calls = CallTextFilter()  # calls written as text are shown as their step line only
         self._mid_line = False
         self._printed_this_attempt = False  # answer text shown since the last model call began
 
@@ -84,10 +90,7 @@ class TextRenderer:
     def __call__(self, event: Event) -> None:
         kind = event["type"]
         if kind == "assistant_delta" and event["kind"] == "content":
-            self.out.write(event["text"])
-            self.out.flush()
-            self._mid_line = not event["text"].endswith("\n")
-            self._printed_this_attempt = self._printed_this_attempt or bool(event["text"])
+            self._answer(self._calls.feed(event["text"]))
         elif kind == "assistant_delta" and event["kind"] == "reasoning":
             # shown apart from the answer (stderr, dimmed) so stdout carries only the answer
             self.err.write(f"\x1b[2m{event['text']}\x1b[0m" if self.err.isatty() else event["text"])
@@ -95,13 +98,17 @@ class TextRenderer:
         elif kind == "assistant_delta" and event["kind"] == "retry":
             note = " (text above this line was from the dropped attempt)" if self._printed_this_attempt else ""
             self._printed_this_attempt = False
+            self._calls.reset()
             self._line(f"[retry] {event['text']}{note}", self.err)
         elif kind == "session_start":
-            self._line(f"keel · {event['model']} · {event['workspace']} · sandbox: {event['protection']}",
-                       self.err)
+            self._line(start_line(event), self.err)
+            if self.verbose:
+                self._line(f"  sandbox: {event['protection']}", self.err)
         elif kind == "tool_call":
             target = _target(event["name"], event["arguments"])
-            status = "ok" if event["ok"] else ("refused (repeat)" if event["repeat"] else "error")
+            status = "ok" if event["ok"] else "error"
+            if event["repeat"]:   # what the repetition guard did, truthfully: the call ran, or it did not
+                status = "not run (repeat)" if event.get("not_run") else "ran again (same result)"
             detail = ""
             if not event["ok"] and not event["repeat"]:
                 # the first lines up to the reason: "Invalid arguments for x:" alone says nothing
@@ -110,6 +117,7 @@ class TextRenderer:
             self._line(f"{who}[step {event['step']}] {event['name']} {target} → {status}{detail} "
                        f"({_ms(event['elapsed_ms'])})".replace("  ", " "))
         elif kind == "model_call":
+            self._answer(self._calls.end(recovered_from_text(event), str(event.get("content") or "")))
             self._printed_this_attempt = False
         elif kind == "verification":
             self._line(f"[step {event['step']}] verify: {_verification_line(event)}")
@@ -127,8 +135,19 @@ class TextRenderer:
             self._line(f"[step {event['step']}] context compacted ({event['trigger']}): {done}", self.err)
         elif kind == "decision" and event.get("pushback_kind"):
             self._line(f"[step {event['step']}] pushback: {event['pushback_kind']}")
+        elif kind == "workspace_snapshot":   # what a command deletes may not be undoable: the person must know
+            self._line(f"[step {event['step']}] {_snapshot_line(event)}", self.err)
         elif kind == "stop":
+            self._calls.reset()
             self._stop_line(event)
+
+    def _answer(self, text: str) -> None:
+        if not text:
+            return
+        self.out.write(text)
+        self.out.flush()
+        self._mid_line = not text.endswith("\n")
+        self._printed_this_attempt = True
 
     def _stop_line(self, event: Event) -> None:
         u = event["usage"]
@@ -166,3 +185,35 @@ def print_json(obj: dict[str, Any], out: IO[str] | None = None) -> None:
     stream = out or sys.stdout
     stream.write(json.dumps(obj, ensure_ascii=False) + "\n")
     stream.flush()
+
+
+def _snapshot_line(event: Event) -> str:
+    if not event.get("enabled"):
+        return f"undo: no workspace snapshot before commands from now on: {event.get('reason')}"
+    large = event.get("too_large") or []
+    return (f"undo: {len(large)} file(s) over 8 MiB are not in the snapshot, so commands that delete or change "
+            f"them cannot be undone: {', '.join(large[:5])}" + (" …" if len(large) > 5 else ""))
+
+
+START_LINE_WIDTH = 120   # one row of a common terminal; the details are in `keel doctor` and --verbose
+
+
+def start_line(event: Event, width: int = START_LINE_WIDTH) -> str:
+    """`keel · MODEL · WORKSPACE · sandbox: TIER` in at most ``width`` characters: a long model name
+    or path is cut in the middle of the line's budget, never the sandbox tier; an unconfined run
+    says so."""
+    tier = str(event.get("sandbox") or str(event.get("protection") or "?").split(" ", 1)[0])
+    confined = event.get("confining", True) is not False
+    sandbox = f"sandbox: {tier}" + ("" if confined else " (commands NOT confined: keel doctor)")
+    model = shorten_middle(str(event.get("model") or "?"), 40)
+    room = width - len(f"keel · {model} ·  · {sandbox}")
+    workspace = shorten_middle(str(event.get("workspace") or ""), max(room, 12))
+    return shorten(f"keel · {model} · {workspace} · {sandbox}", width)
+
+
+def shorten_middle(text: str, limit: int) -> str:
+    """``text`` in ``limit`` characters, its start and end kept (a path's project name is at its end)."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 3
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]

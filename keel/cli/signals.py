@@ -9,10 +9,15 @@ printed); the CLI then exits 128 + the signal number (143, 129) instead of 130.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from keel.loop.result import RunResult
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -49,3 +54,37 @@ def stop_on_signals() -> Iterator[SignalStop]:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def interrupted_outside_loop(agent: Any) -> RunResult:
+    """The result of a stop signal that came before the loop began (SessionStart hooks, the first
+    checks, a slow workspace scan) or after it ended, where the loop's own handler is not: the
+    session gets its `stop` event (else `keel log` calls it crashed) unless the loop wrote one."""
+    from keel.loop.result import RunResult
+
+    result = RunResult(status="incomplete", stop_reason="interrupted",
+                       summary="interrupted before the first model call")
+    if agent is None:  # the agent was still being built: there is no session yet
+        return result
+    result.session_id = agent.session_id
+    result.log = str(agent.log_path) if agent.log_path else None
+    recorder = agent.recorder
+    if recorder is None or recorder.status == "running":
+        agent.bus.emit("stop", step=0, status="incomplete", reason="interrupted", summary=result.summary,
+                       usage={"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}, cost_usd=0.0)
+    else:
+        result.summary = "interrupted after the run stopped"
+        result.status = "complete" if recorder.status == "complete" else "incomplete"
+    with contextlib.suppress(Exception):  # closing MCP servers is best effort; the result must print
+        agent.close()
+    return result
+
+
+def print_interrupted(output_format: str) -> None:
+    """A stop signal that reached `keel run` outside everything else: json readers get a result."""
+    if output_format == "text":
+        return
+    from keel.cli.render import print_json, result_object
+    from keel.loop.result import RunResult
+
+    print_json(result_object(RunResult(status="incomplete", stop_reason="interrupted"), output_format))

@@ -152,6 +152,9 @@ class HookRunner:
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
                 stdout, stderr = proc.communicate()
+            except KeyboardInterrupt:  # Ctrl-C or a stop signal: what the hook started goes with the run
+                _kill_group(proc)
+                raise
             verdict, outcome = judge_output(hook.event, code, stdout, stderr)
             if code is None:
                 outcome = "timeout"

@@ -16,6 +16,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from keel.cli.render import _target, _verification_line, shorten
+from keel.cli.textcalls import recovered_from_text
 from keel.loop.limits import Prices
 from keel.trace.events import Event
 
@@ -114,6 +115,8 @@ class ReplRenderer:
             self._show(self._thinking())
         elif kind == "model_call":
             self.tally.model_call(event.get("usage") or {})
+            if recovered_from_text(event):  # calls written as text: kept are the words, not the call text
+                self.answer = str(event.get("content") or "")
             self._flush_answer()
             calls = (event.get("replay") or {}).get("calls") or []
             if calls:  # the tools run now: say which (Ctrl-C interrupts them)
