@@ -42,13 +42,13 @@ class Stamps:
 
 
 def bench_keel(steps: int, log_dir: Path) -> tuple[list[float], float]:
+    from keel.core.events import EventBus, JsonlWriter
     from keel.loop.limits import Limits
     from keel.loop.runner import Runner
     from keel.testing.inprocess import ScriptedModel
     from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
     from keel.tools.registry import ToolRegistry
     from keel.tools.task import FINISH
-    from keel.trace.events import EventBus, JsonlWriter
 
     class ObserveArgs(ToolArgs):
         n: int

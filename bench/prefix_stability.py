@@ -85,9 +85,10 @@ class Outcome:
 
 
 def run_keel(steps: int, window: int, workdir: Path) -> Outcome:
-    from keel.context.budget import ContextSettings
+    from keel.config import ContextSettings
     from keel.context.manager import ContextManager
     from keel.context.window import Window
+    from keel.core.events import EventBus
     from keel.engine.prompts import system_prompt
     from keel.loop.limits import Limits
     from keel.loop.runner import Runner
@@ -95,7 +96,6 @@ def run_keel(steps: int, window: int, workdir: Path) -> Outcome:
     from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
     from keel.tools.catalog import default_tools
     from keel.tools.registry import ToolRegistry
-    from keel.trace.events import EventBus
 
     class ObserveArgs(ToolArgs):
         n: int

@@ -36,9 +36,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from keel.context.ignore import ALWAYS_SKIPPED_DIRS, IgnoreRules, rg_skip_globs  # noqa: E402
 from keel.policy.paths import is_secret_path  # noqa: E402
 from keel.tools.base import ToolContext  # noqa: E402
-from keel.tools.ignore import ALWAYS_SKIPPED_DIRS, IgnoreRules, rg_skip_globs  # noqa: E402
 from keel.tools.search import GREP, find_rg  # noqa: E402
 
 PATTERNS: list[tuple[str, dict[str, Any]]] = [

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from keel.trace.checkpoints import write_atomic
+from keel.core.files import write_atomic
 from keel.trace.shellwatch import SCAN_BUDGET_S, scan
 
 

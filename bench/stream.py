@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from keel.cli.render import TextRenderer  # noqa: E402
+from keel.core.events import EventBus  # noqa: E402
 from keel.engine.client import OpenAICompatEngine  # noqa: E402
-from keel.trace.events import EventBus  # noqa: E402
 
 MESSAGES = [{"role": "system", "content": "You write files."}, {"role": "user", "content": "write big.txt"}]
 TOOLS = [{"type": "function", "function": {"name": "write_file", "description": "Write a file.", "parameters": {

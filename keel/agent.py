@@ -11,20 +11,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keel.config import Config, load_config, resolve_api_key
+from keel.core.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
+from keel.core.schema import config_summary
+from keel.core.state import TaskState
 from keel.engine.types import Engine, EngineError
 from keel.loop.limits import Limits, Prices
 from keel.loop.result import RunResult
 from keel.loop.runner import Runner
-from keel.loop.state import TaskState
 from keel.tools.base import Tool, ToolContext
 from keel.tools.registry import ToolRegistry
 from keel.tools.session import FileSession
-from keel.trace.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
-from keel.trace.schema import config_summary
 
 if TYPE_CHECKING:
     from keel.context.manager import ContextManager
     from keel.policy.sandbox import SandboxInfo
+    from keel.trace.sessions import SavedSession
     from keel.verify.verifier import Verifier
 
 
@@ -95,7 +96,7 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
 
 def top_level_entries(workspace: Path, cap: int = 40) -> list[str]:
     """The workspace's top level as list_dir would show it (ignored entries left out), capped."""
-    from keel.tools.ignore import IgnoreRules
+    from keel.context.ignore import IgnoreRules
 
     try:
         kept, _ignored = IgnoreRules(workspace).scan(str(workspace))
@@ -161,6 +162,7 @@ class Agent:
                  sinks: list[EventSink] | None = None, log_path: Path | None | bool = None,
                  tools: list[Tool] | None = None, system_prompt: str | None = None,
                  session_id: str | None = None, plan_mode: bool = False) -> None:
+        from keel.drive.change import make_change_tool
         from keel.engine.prompts import system_prompt as default_prompt
         from keel.tools.catalog import default_tools
         from keel.tools.slim import slim_tools
@@ -181,9 +183,14 @@ class Agent:
         self.attended = attended
         self.plan_mode = plan_mode
         from keel.ext.setup import Extensions
-        self.ext = Extensions(self, prompt=prompt)  # trust, hooks, skills, MCP, plugins (docs/extensions.md)
         self.profile = tool_profile(self.config)
-        builtin = slim_tools(lambda: self) if self.profile == "small" else default_tools()
+        # trust, hooks, skills, MCP, plugins (docs/extensions.md); the bus and log exist by the time they are read
+        self.ext = Extensions(self.workspace, self.config, profile=self.profile, prompt=prompt,
+                              session_id=lambda: self.session_id,
+                              transcript=lambda: str(self.log_path) if self.log_path else None,
+                              emit=lambda kind, **data: self.bus.emit(kind, **data),
+                              protection=lambda: self.protection)
+        builtin = slim_tools(make_change_tool()) if self.profile == "small" else default_tools()
         base = tools if tools is not None else builtin + self.ext.extra_tools()
         from keel.tools.diffs import add_diffs
         self.registry = ToolRegistry(add_diffs(self.ext.wrap(base, plan_mode=plan_mode)))  # edits carry a diff
@@ -207,7 +214,14 @@ class Agent:
         from keel.trace.sessions import attach_session
         self._started, self._held = False, list[tuple[str, dict[str, Any]]]()   # see _emit
         self._verifier: Verifier | None = None   # built early when the first message runs the checks
-        self.recorder = attach_session(self)  # state after every step, checkpoints of every file change
+        # state after every step, checkpoints of every file change; approvals recorded at their step
+        self.recorder = attach_session(self.log_path, session_id=self.session_id, workspace=self.workspace,
+                                       model=self.engine.model, registry=self.registry, files=self.ctx.session,
+                                       emit=self.bus.emit, config=self.config)
+        if self.recorder is not None:
+            self.bus.subscribe(self.recorder.on_event)
+            if self.ctx.approval is not None:
+                self.ctx.approval = self.recorder.recording(self.ctx.approval)
 
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
         from keel.context.memory import memory_cap, project_memory
@@ -237,12 +251,39 @@ class Agent:
 
     def run(self, task: str, *, limits: Limits | None = None, approved_plan: str | None = None) -> RunResult:
         """``approved_plan``: execute a plan a person approved (plan mode's output), its steps as todos."""
-        from keel.ext.plan import start_run
-
-        messages, state, refused = start_run(self, task, approved_plan)
+        messages, state, refused = self._start(task, approved_plan)
         if refused is not None:
             return refused
         return self.continue_run(messages, limits=limits, task=task, state=state)
+
+    def _start(self, task: str, approved_plan: str | None) -> tuple[list[dict[str, Any]], TaskState | None,
+                                                                    RunResult | None]:
+        """The first messages and task state: SessionStart and UserPromptSubmit hooks (their context is
+        added to the task; a refused prompt ends the run before any model call), the plan-mode note, or
+        the approved plan with its steps as todos (keel.ext.plan)."""
+        from keel.core.state import Todo
+        from keel.engine.types import Usage
+        from keel.ext.plan import PLAN_MODE_NOTE, approved_plan_message, plan_todos
+
+        refusal, context = self.ext.start_context(task)
+        if refusal is not None:
+            message = f"the prompt was refused by a UserPromptSubmit hook: {refusal}"
+            self.bus.emit("stop", step=0, status="error", reason="prompt_blocked", error=message, summary="",
+                          usage=Usage().to_json(), cost_usd=0.0)
+            return [], None, RunResult(status="error", stop_reason="prompt_blocked", error=message,
+                                       session_id=self.session_id, log=str(self.log_path) if self.log_path else None)
+        messages = self.initial_messages(task)
+        extra = "".join(f"\n\n<hook_context>\n{c}\n</hook_context>" for c in context)
+        state = None
+        if self.plan_mode:
+            extra += "\n\n" + PLAN_MODE_NOTE
+        elif approved_plan is not None:
+            extra += approved_plan_message(approved_plan)
+            state = TaskState(task=task, todos=[Todo(t["content"], "pending") for t in plan_todos(approved_plan)])
+            self.bus.emit("plan_approved", plan=approved_plan[:4000], todos=len(state.todos))
+        if extra:
+            messages[-1]["content"] += extra
+        return messages, state, None
 
     def continue_run(self, messages: list[dict[str, Any]], *, limits: Limits | None = None,
                      task: str | None = None, state: TaskState | None = None) -> RunResult:
@@ -252,7 +293,9 @@ class Agent:
         self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
                       task=task, attended=self.attended, protection=self.protection,
                       sandbox=tier, confining=confining, config=config_summary(self.config),
-                      tools=self.registry.names)
+                      tools=self.registry.names,
+                      # the in-process engine's threads (and why) and prefix cache (keel.engine.local)
+                      **({"engine_setup": self.engine.describe_setup()} if hasattr(self.engine, "describe_setup") else {}))
         for kind, fields in self._held:   # what the first message's checks emitted, after the start
             self.bus.emit(kind, **fields)
         self._held.clear()
@@ -266,7 +309,7 @@ class Agent:
                         verifier=None if self.plan_mode else self._take_verifier(task or ""),
                         on_stop=self.ext.hooks.on_stop if self.ext.hooks.has("Stop") else None)
         runner.context = self.context_manager(engine)  # the window: compaction and prefix accounting
-        self.runner = runner  # sub-agents (keel.tools.delegate) read the budget left from it
+        self.runner = runner  # the last run's runner (the REPL's /compact, ACP's answers read its state)
         runner.after_step = self.after_step
         if self.recorder is not None:
             runner.on_step = self.recorder.on_step
@@ -282,8 +325,26 @@ class Agent:
             result.handoff = str(note) if note else None
         if result.stop_reason == "awaiting_plan_approval":
             from keel.ext.plan import keep_plan
-            keep_plan(self, result)
+            keep_plan(result, self.log_path.with_suffix("") if self.log_path else None, self.bus.emit)
         return result
+
+    def resume(self, saved: SavedSession, message: str | None = None, *, join: bool = False) -> RunResult:
+        """Carry ``saved`` (a session of this id and log) on from its last saved step: the one resume path
+        (`keel run --resume/--answer/--approve-plan`, the REPL's /resume, ACP). ``message``: the next user
+        message, else the saved pushback or a resume note (keel.trace.sessions.resume_history). The wall
+        clock the session already spent counts against the limit."""
+        import dataclasses
+
+        from keel.trace.sessions import resume_history
+
+        assert self.recorder is not None, "resuming needs the session's log"
+        messages, interrupted = resume_history(saved, message, join=join)
+        self.recorder.resume_from, self.recorder.interrupted = saved, interrupted
+        limits = limits_from(self.config)
+        if limits.max_seconds is not None:
+            spent = float(saved.data.get("elapsed_s", 0.0))
+            limits = dataclasses.replace(limits, max_seconds=max(limits.max_seconds - spent, 0.001))
+        return self.continue_run(messages, limits=limits, task=saved.task)
 
     def context_manager(self, engine: Any = None) -> ContextManager:
         """One per agent: the window, the prefix measure and the compaction count outlive a run."""

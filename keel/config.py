@@ -15,9 +15,15 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
-
-from keel.context.budget import ContextSettings
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 
 class _Section(BaseModel):
@@ -40,7 +46,12 @@ class EngineSettings(_Section):
     # In-process engine (keel.engine.local): a GGUF path or Hugging Face "repo:file"; set = used.
     local_model: str | None = None
     local_context: int = Field(default=8192, ge=512)   # tokens of KV cache kept across steps
-    local_threads: int | None = Field(default=None, ge=1)  # default: half the usable CPUs
+    # "auto" (or unset): the physical cores other processes leave free, at start and between steps
+    # (keel/engine/local_cpu.py); a number is used as given.
+    local_threads: Annotated[int, Field(ge=1)] | Literal["auto"] | None = "auto"
+    # The static prompt prefix's KV state kept on disk across runs (keel/engine/prefix_cache.py);
+    # MiB in all, least recently used evicted first; 0 = off.
+    local_prefix_cache_mb: int = Field(default=512, ge=0)
     # llama.cpp's weight repacking and AMX kernels; auto = off where the CPU advertises AMX, whose
     # kernels crash the process on VMs without AMX state (keel/engine/local_cpu.py).
     local_extra_buffers: Literal["auto", "on", "off"] = "auto"
@@ -151,6 +162,48 @@ class ExtensionSettings(_Section):
     plugins: bool = True                                  # tools from the keel.tools entry point group
 
 
+# [context]: compaction and the window budget (the accounting itself is keel.context.budget).
+BUDGET_COMPONENTS = ("system_and_tools", "memory", "file_reads", "command_output", "history")
+
+
+class BudgetShares(BaseModel):
+    """Shares of the window per component; they may add up to less than 1 (the rest is slack)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system_and_tools: float = Field(default=0.15, ge=0, le=1)
+    memory: float = Field(default=0.05, ge=0, le=1)
+    file_reads: float = Field(default=0.30, ge=0, le=1)
+    command_output: float = Field(default=0.20, ge=0, le=1)
+    history: float = Field(default=0.30, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _at_most_whole(self) -> BudgetShares:
+        total = sum(getattr(self, c) for c in BUDGET_COMPONENTS)
+        if total > 1.0 + 1e-9:
+            raise ValueError(f"the shares add up to {total:g}; they may add up to at most 1")
+        return self
+
+
+class ContextSettings(BaseModel):
+    """``[context]``: when keel compacts the history and what it keeps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    compact_at: float = Field(default=0.8, gt=0.1, le=0.95)   # share of the window that triggers compaction
+    compact_to: float = Field(default=0.5, gt=0.05, lt=0.9)   # share the history is brought under
+    keep_last: int = Field(default=8, ge=2)                   # recent messages kept verbatim
+    summarizer: Literal["model", "deterministic"] = "model"   # deterministic: no summarising model call
+    max_failed_compactions: int = Field(default=3, ge=1)      # circuit breaker: then stop with limit:context
+    budget: BudgetShares = Field(default_factory=BudgetShares)
+
+    @model_validator(mode="after")
+    def _target_below_trigger(self) -> ContextSettings:
+        if self.compact_to >= self.compact_at:
+            raise ValueError(f"compact_to ({self.compact_to:g}) must be below compact_at ({self.compact_at:g})")
+        return self
+
+
 class Config(_Section):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
@@ -173,7 +226,8 @@ UNTRUSTED_IN_PROJECT = {("engine", "base_url"), ("engine", "api_key_env"), ("eng
                         ("permissions", "allow"), ("permissions", "approval"), ("shell", "sandbox"),
                         ("shell", "network"),
                         # the snapshot is what makes a command's deletions undoable: the person sets it
-                        ("shell", "snapshot_max_mb"), ("shell", "snapshot_max_files")}
+                        ("shell", "snapshot_max_mb"), ("shell", "snapshot_max_files"),
+                        ("engine", "local_prefix_cache_mb")}   # disk use in the person's data dir
 
 
 def user_config_path() -> Path:

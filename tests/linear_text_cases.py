@@ -15,23 +15,23 @@ from keel.context.output import OutputFacts, reduced_view
 from keel.context.preload import words
 from keel.context.secrets import secret_kind
 from keel.context.tokens import TokenCounter
+from keel.core.state import TaskState
+from keel.drive.change import extract_file
 from keel.engine.runaway import ReplyWatch, repeated_lines, repeating_tail
 from keel.ext.plan import plan_todos
 from keel.loop.decider import is_question
 from keel.loop.pushback import pushback_text
-from keel.loop.state import TaskState
-from keel.tools.change import extract_file
+from keel.outputs.failure_parsers.common import clean_lines
+from keel.outputs.failure_parsers.diagnostics import find_diagnostics
+from keel.outputs.summarize import summarize_failure
 from keel.tools.edit_lines import collapse, lenient, strong_key
 from keel.tools.edit_match import find_edit
 from keel.verify.acceptance import acceptance_from_task, looks_like_command
 from keel.verify.detect.agents_md import commands_in_markdown
 from keel.verify.detect.commands import categorize, context_category, mentions_check
 from keel.verify.detect.makefile import parse_rules
-from keel.verify.failure_parsers.common import clean_lines
-from keel.verify.failure_parsers.diagnostics import find_diagnostics
 from keel.verify.selfcheck import task_allows_test_changes, unrelated_changes
 from keel.verify.snapshot import FileChange
-from keel.verify.summarize import summarize_failure
 from keel.verify.task import task_concerns, task_requests_change
 
 

@@ -10,8 +10,8 @@ import pytest
 from keel.agent import Agent
 from keel.config import Config
 from keel.context.preload import FileText
+from keel.drive.change import change_request, extract_file, fits, judge, kept_share, restore_dropped
 from keel.testing import ScriptedEngineServer
-from keel.tools.change import change_request, extract_file, fits, judge, kept_share, restore_dropped
 from keel.verify.gate import CheckOutcome
 
 BROKEN = "def cost(cents, threshold=5000):\n    if cents > threshold:\n        return 0\n    return 499\n"
@@ -234,7 +234,7 @@ def test_a_rewrite_that_makes_the_checks_fail_worse_than_before_is_undone(shop: 
 
 
 def test_the_edit_request_gets_the_end_of_each_failing_checks_own_output_or_its_summary():
-    from keel.tools.change import MAX_FAILURE_CHARS, failing_output
+    from keel.drive.change import MAX_FAILURE_CHARS, failing_output
     from keel.verify.plan import PlannedCheck
 
     def outcome(command: str, code: int, path: str | None, summary: str = "") -> CheckOutcome:
@@ -251,7 +251,7 @@ def test_the_edit_request_gets_the_end_of_each_failing_checks_own_output_or_its_
 
 
 def test_a_saved_output_is_read_from_its_end_with_the_same_result_as_the_whole_file(tmp_path: Path):
-    from keel.tools.change import MAX_FAILURE_CHARS, _saved_tail, failing_output
+    from keel.drive.change import MAX_FAILURE_CHARS, _saved_tail, failing_output
     from keel.verify.plan import PlannedCheck
 
     log = tmp_path / "1.log"   # multi-byte characters throughout, so the read starts inside one

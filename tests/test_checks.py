@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from keel.verify.checks import classify_check
+from keel.outputs.checks import classify_check
 
 
 @pytest.mark.parametrize(("command", "kind"), [

@@ -8,9 +8,9 @@ import pytest
 
 from keel.context.compaction import (
     RECORD_MARKER,
-    apply_plan,
+    apply_fold,
+    choose_fold,
     pairing_problems,
-    plan_compaction,
     shrink_for_summary,
     stable_prefix_len,
     superseded_reads,
@@ -44,8 +44,8 @@ def history(n_turns, output="x" * 400):
 
 def test_prefix_kept_object_for_object_record_after_it_and_pairing_intact():
     msgs = history(20)
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=6, room=10_000)
-    new = apply_plan(msgs, plan, RECORD_MARKER + " test")
+    plan = choose_fold(msgs, sizes(msgs), keep_last=6, room=10_000)
+    new = apply_fold(msgs, plan, RECORD_MARKER + " test")
     assert new[0] is SYS and new[1] is TASK          # byte-stable prefix: the very same objects
     assert new[2]["content"].startswith(RECORD_MARKER)
     assert new[3:] == msgs[plan.fold_end:]          # the last messages verbatim
@@ -58,8 +58,8 @@ def test_the_cut_never_separates_a_call_from_its_answers(keep_last):
     msgs = [SYS, TASK]
     for n in range(6):  # turns of three parallel calls
         msgs += turn(n, *[("read_file", {"path": f"f{n}{i}.py"}, "y" * 200) for i in range(3)])
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=keep_last, room=100_000)
-    new = apply_plan(msgs, plan, RECORD_MARKER)
+    plan = choose_fold(msgs, sizes(msgs), keep_last=keep_last, room=100_000)
+    new = apply_fold(msgs, plan, RECORD_MARKER)
     assert pairing_problems(new) == []
     assert msgs[plan.fold_end]["role"] == "assistant"
     assert len(new) - 3 >= keep_last
@@ -67,13 +67,13 @@ def test_the_cut_never_separates_a_call_from_its_answers(keep_last):
 
 def test_room_too_small_folds_oldest_units_then_cuts_the_newest_output():
     msgs = history(10, output="z" * 4000)
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=8, room=1500)
-    kept = apply_plan(msgs, plan, RECORD_MARKER)[3:]
+    plan = choose_fold(msgs, sizes(msgs), keep_last=8, room=1500)
+    kept = apply_fold(msgs, plan, RECORD_MARKER)[3:]
     assert sum(sizes(kept)) <= 1500 + 100
     assert len(kept) >= 2 and kept[-2]["content"] == "step 9"  # the newest turn survives
     assert pairing_problems([SYS, TASK, *kept]) == []
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=8, room=300)
-    kept = apply_plan(msgs, plan, RECORD_MARKER)[3:]
+    plan = choose_fold(msgs, sizes(msgs), keep_last=8, room=300)
+    kept = apply_fold(msgs, plan, RECORD_MARKER)[3:]
     assert len(kept) == 2 and "keel cut" in kept[1]["content"]  # last resort: the middle of it goes
     assert kept[1]["content"].startswith("out 9")
 
@@ -87,8 +87,8 @@ def test_superseded_reads_fold_first():
     msgs += turn(4, ("read_file", {"path": "calc.py", "offset": 10}, "a slice"))  # another slice: not stale
     stale = superseded_reads(msgs)
     assert stale == {3: "calc.py", 7: "util.py"}
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=100, room=100_000)
-    new = apply_plan(msgs, plan, RECORD_MARKER)
+    plan = choose_fold(msgs, sizes(msgs), keep_last=100, room=100_000)
+    new = apply_fold(msgs, plan, RECORD_MARKER)
     contents = [m["content"] for m in new if m["role"] == "tool"]
     assert "superseded" in contents[0] and "v1 of calc" not in contents[0]
     assert contents[1] == "v1 again" and "superseded" in contents[2] and contents[4] == "a slice"
@@ -97,12 +97,12 @@ def test_superseded_reads_fold_first():
 
 def test_an_earlier_record_always_folds_into_the_new_one():
     msgs = history(4)
-    first = apply_plan(msgs, plan_compaction(msgs, sizes(msgs), keep_last=4, room=10_000), RECORD_MARKER + " one")
+    first = apply_fold(msgs, choose_fold(msgs, sizes(msgs), keep_last=4, room=10_000), RECORD_MARKER + " one")
     assert stable_prefix_len(first) == 2  # the record is not part of the stable prefix
     more = first + turn(9, ("run_shell", {"command": "ls"}, "a b"))
-    plan = plan_compaction(more, sizes(more), keep_last=100, room=100_000)
+    plan = choose_fold(more, sizes(more), keep_last=100, room=100_000)
     assert 2 in plan.folded
-    second = apply_plan(more, plan, RECORD_MARKER + " two")
+    second = apply_fold(more, plan, RECORD_MARKER + " two")
     assert [m["content"] for m in second if str(m.get("content", "")).startswith(RECORD_MARKER)] == \
         [RECORD_MARKER + " two"]
 
@@ -112,8 +112,8 @@ def test_budget_components_over_their_share_become_stubs_before_units_fold():
     for n in range(4):
         msgs += turn(n, ("read_file", {"path": f"f{n}.py"}, "r" * 2000))
         msgs += turn(10 + n, ("run_shell", {"command": f"echo {n}"}, "s" * 200))
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=100, room=1200, over_share=["file_reads"])
-    new = apply_plan(msgs, plan, RECORD_MARKER)
+    plan = choose_fold(msgs, sizes(msgs), keep_last=100, room=1200, over_share=["file_reads"])
+    new = apply_fold(msgs, plan, RECORD_MARKER)
     reads = [m for m in new if m["role"] == "tool" and m["content"].startswith(("r", "[keel"))]
     assert all("over its share" in m["content"] for m in reads[:-1])
     assert reads[-1]["content"] == "r" * 2000       # the newest read stays whole
@@ -151,7 +151,7 @@ def test_record_names_every_modified_file_with_content_or_pointer():
     msgs += turn(4, ("run_shell", {"command": "pytest -q"}, "FAILED test_calc.py::test_add - assert -1 == 5"))
     msgs += turn(5, ("read_file", {"path": "test_calc.py"}, "def test_add(): ..."))
     msgs += turn(6, ("run_shell", {"command": "ls"}, "calc.py"))
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=2, room=10_000)
+    plan = choose_fold(msgs, sizes(msgs), keep_last=2, room=10_000)
     facts = Facts(task=TASK["content"], acceptance=("pytest -q",), files_changed=("calc.py", "docs/notes.md"),
                   todos=(("fix add", "done"), ("run tests", "in_progress")),
                   checks=(("pytest -q", 1, "test"),),
@@ -175,12 +175,12 @@ def test_record_names_every_modified_file_with_content_or_pointer():
 
 def test_record_with_a_summary_and_a_second_compaction_carries_what_matters():
     msgs = history(6)
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=2, room=10_000)
+    plan = choose_fold(msgs, sizes(msgs), keep_last=2, room=10_000)
     summary = "## Approaches ruled out\n- patching the test: the task forbids it"
     one = build_record(msgs, plan, Facts(task="t"), summary, number=1, max_chars=8000, file_chars=0)
     assert "patching the test: the task forbids it" in one
-    again = apply_plan(msgs, plan, one) + turn(7, ("run_shell", {"command": "ls"}, "x"))
-    plan2 = plan_compaction(again, sizes(again), keep_last=2, room=10_000)
+    again = apply_fold(msgs, plan, one) + turn(7, ("run_shell", {"command": "ls"}, "x"))
+    plan2 = choose_fold(again, sizes(again), keep_last=2, room=10_000)
     two = build_record(again, plan2, Facts(task="t"), None, number=2, max_chars=8000, file_chars=0)
     assert "patching the test: the task forbids it" in two      # the earlier summary is kept
     steps = next(v for k, v in sections(two).items() if k.startswith("## Folded steps"))
@@ -190,7 +190,7 @@ def test_record_with_a_summary_and_a_second_compaction_carries_what_matters():
 
 def test_record_respects_its_size_cap():
     msgs = history(200, output="w" * 50)
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=2, room=10_000)
+    plan = choose_fold(msgs, sizes(msgs), keep_last=2, room=10_000)
     record = build_record(msgs, plan, Facts(task="t" * 5000), None, number=1, max_chars=3000, file_chars=500)
     assert len(record) <= 3000
     assert "earlier steps" in record and "cmd 198" in record  # the newest folded steps are the ones kept
@@ -199,8 +199,8 @@ def test_record_respects_its_size_cap():
 def test_a_huge_refused_call_has_its_arguments_cut_and_stays_valid_json():
     content = "x = 1\n" * 200_000
     msgs = [SYS, TASK, *turn(0, ("write_file", {"path": "big.py", "content": content}, "too big; nothing was run"))]
-    plan = plan_compaction(msgs, sizes(msgs), keep_last=8, room=2000)
-    new = apply_plan(msgs, plan, RECORD_MARKER)
+    plan = choose_fold(msgs, sizes(msgs), keep_last=8, room=2000)
+    new = apply_fold(msgs, plan, RECORD_MARKER)
     args = json.loads(new[3]["tool_calls"][0]["function"]["arguments"])
     assert args["path"] == "big.py" and "keel cut" in args["content"] and len(args["content"]) < 10_000
     assert new[4]["content"] == "too big; nothing was run"            # the answer the model needs, whole

@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import call
 
 from keel.context.handoff import HandoffFacts, facts_from, next_step, render_handoff
-from keel.loop.state import TaskState, Todo
+from keel.core.state import TaskState, Todo
 from keel.testing.server import ScriptedEngineServer
 
 FAST_PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"

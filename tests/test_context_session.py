@@ -9,11 +9,11 @@ from pathlib import Path
 
 from conftest import CALC, assert_tool_messages_answer_calls, call
 
-from keel.config import Config
-from keel.context.budget import ContextSettings
+from keel.config import Config, ContextSettings
 from keel.context.manager import ContextManager
 from keel.context.record import sections
 from keel.context.window import Window
+from keel.core.events import EventBus
 from keel.engine.client import OpenAICompatEngine
 from keel.loop.limits import Limits
 from keel.loop.runner import Runner
@@ -21,7 +21,6 @@ from keel.testing.server import ScriptedEngineServer
 from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.registry import ToolRegistry
 from keel.tools.task import FINISH
-from keel.trace.events import EventBus
 
 SERVER_CHARS_PER_TOKEN = 4  # how the scripted engine counts prompt tokens
 

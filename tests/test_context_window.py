@@ -22,8 +22,8 @@ from keel.context.window import (
     window_from_ollama,
     window_from_props,
 )
+from keel.core.events import EventBus
 from keel.engine.client import OpenAICompatEngine
-from keel.trace.events import EventBus
 
 VLLM_MODELS = {"object": "list", "data": [{"id": "Qwen/Qwen3-Coder-30B", "object": "model", "owned_by": "vllm",
                                            "max_model_len": 32768}]}

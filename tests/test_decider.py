@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from keel.core.state import TaskState, Todo
 from keel.loop.decider import TurnOutcome, decide, is_question
-from keel.loop.limits import Limits, Usage
-from keel.loop.state import TaskState, Todo
+from keel.loop.limits import Consumed, Limits
 
 
 def state(*, calls=1, changed=False, check=None, todos=(), streak=0, strikes=0, counts=None, idle=0,
@@ -35,7 +35,7 @@ PERMISSION = TurnOutcome(text="I can refactor the module. Let me know if you wan
 ASK_TOOL = TurnOutcome(tool_calls=1, progress=True, asked_user="Which database?")
 EMPTY = TurnOutcome(text="   ")
 L = Limits(max_steps=50)
-U = Usage(steps=3)
+U = Consumed(steps=3)
 
 CASES = [
     # id, outcome, state, limits, usage, attended, plan_mode, verdict, reason
@@ -77,14 +77,14 @@ CASES = [
     ("a call cut off mid-way is too long, not text", TurnOutcome(
         text='{"name": "edit_file", "arguments": {"new_text": "x\\nx\\nx', truncated=True, malformed_call=True,
         cut_reason="repeating"), state(), L, U, False, False, "continue", "truncated"),
-    ("steps limit", WORKING, state(), Limits(max_steps=3), Usage(steps=3), False, False, "stop", "limit:steps"),
-    ("complete beats step limit", FINISH, state(), Limits(max_steps=3), Usage(steps=3), False, False,
+    ("steps limit", WORKING, state(), Limits(max_steps=3), Consumed(steps=3), False, False, "stop", "limit:steps"),
+    ("complete beats step limit", FINISH, state(), Limits(max_steps=3), Consumed(steps=3), False, False,
      "stop", "complete"),
-    ("wall clock", WORKING, state(), Limits(max_seconds=10), Usage(steps=1, elapsed_s=11), False, False,
+    ("wall clock", WORKING, state(), Limits(max_seconds=10), Consumed(steps=1, elapsed_s=11), False, False,
      "stop", "limit:wall_clock"),
-    ("tokens", WORKING, state(), Limits(max_tokens=100), Usage(steps=1, tokens=150), False, False,
+    ("tokens", WORKING, state(), Limits(max_tokens=100), Consumed(steps=1, tokens=150), False, False,
      "stop", "limit:tokens"),
-    ("cost", WORKING, state(), Limits(max_cost_usd=0.5), Usage(steps=1, cost_usd=0.6), False, False,
+    ("cost", WORKING, state(), Limits(max_cost_usd=0.5), Consumed(steps=1, cost_usd=0.6), False, False,
      "stop", "limit:cost"),
     ("repetition", WORKING, state(strikes=2), L, U, False, False, "stop", "limit:repetition"),
     ("one repeat is only refused", WORKING, state(strikes=1), L, U, False, False, "continue", ""),

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from keel.core.state import TaskState
 from keel.loop.decider import TurnOutcome, decide
-from keel.loop.limits import Limits, Usage
-from keel.loop.state import TaskState
+from keel.loop.limits import Consumed, Limits
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
-from keel.verify.plan import CheckPlan, PlannedCheck
+from keel.verify.plan import CheckSet, PlannedCheck
 from keel.verify.task import task_requests_change
 
 LINT = PlannedCheck("static", "ruff check .", "pyproject has [tool.ruff]")
@@ -106,7 +106,7 @@ def gate_state(*, rounds: dict[str, int] | None = None, changed: bool = True,
 FINISH = TurnOutcome(tool_calls=1, progress=True, finished=True)
 PROSE = TurnOutcome(text="You need to set the port key to 8081 in settings.json.")
 L = Limits(max_steps=50, max_repair_rounds=2)
-U = Usage(steps=3)
+U = Consumed(steps=3)
 
 DECIDE_CASES = [
     # id, outcome, facts, state, verdict, reason
@@ -164,7 +164,7 @@ def test_failure_pushback_carries_the_summary_and_the_log_path():
 
 
 def test_plan_orders_categories():
-    plan = CheckPlan((ACCEPT, TESTS, LINT))
+    plan = CheckSet((ACCEPT, TESTS, LINT))
     assert [c.category for c in plan.ordered()] == ["static", "test", "acceptance"]
 
 

@@ -110,6 +110,8 @@ def test_local_run_stops_by_itself_after_a_tool_call(tmp_path: Path) -> None:
     assert executed, f"no tool call was executed; model said: {[e.get('content') for e in events if e.get('type') == 'model_call']}"
     stop = [e for e in events if e.get("type") == "stop"]
     assert stop and stop[-1]["reason"] == result["stop_reason"]
+    setup = next(e for e in events if e.get("type") == "session_start")["engine_setup"]
+    assert setup["threads"] >= 1 and setup["threads_mode"] == "auto", setup   # the choice is on record
     calls = [e for e in events if e.get("type") == "model_call"]
     assert calls and all(c["usage"]["prompt_tokens"] > 0 for c in calls)
     if len(calls) > 1:  # the KV cache carried the history: later steps evaluate only the new tail

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from conftest import call
 
+from keel.core.schema import read_log
 from keel.loop.limits import Prices
 from keel.testing.server import ScriptedEngineServer
-from keel.trace.schema import read_log
 
 READ = call("read_file", path="calc.py")
 SCRIPT = [

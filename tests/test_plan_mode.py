@@ -8,8 +8,9 @@ from pathlib import Path
 
 from conftest import CALC, call
 
-from keel.ext.plan import is_read_only_command, plan_todos
+from keel.ext.plan import plan_todos
 from keel.testing.server import ScriptedEngineServer
+from keel.tools.readonly import is_read_only_command
 
 PLAN = ("Plan:\n1. Change `add` in calc.py to return a + b instead of a - b\n"
         "   - keep the signature\n2. Run python -m pytest -q to verify\n")

@@ -259,7 +259,7 @@ def test_unknown_mode_is_an_error(ws: Path) -> None:
 # -- keel policy -------------------------------------------------------------------------------------
 
 def policy(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "keel.policy.cli", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "keel.cli.policy", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
 
 
@@ -268,7 +268,7 @@ def test_policy_command_prints_the_verdict(ws: Path) -> None:
     assert out.returncode == 0
     verdict, tier = out.stdout.splitlines()
     assert verdict == "deny: recursive delete of '/', outside the workspace (part: rm -rf /)"
-    assert tier.startswith("sandbox: ")     # the OS tier that would confine it (keel.policy.cli)
+    assert tier.startswith("sandbox: ")     # the OS tier that would confine it (keel.cli.policy)
     allowed = policy("--json", "git status", cwd=ws)
     assert allowed.returncode == 0
     got = json.loads(allowed.stdout)

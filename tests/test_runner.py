@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from conftest import assert_tool_messages_answer_calls, call
 
+from keel.core.events import EventBus
 from keel.loop.limits import Limits
 from keel.loop.runner import Runner
 from keel.testing.inprocess import ScriptedModel
 from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.registry import ToolRegistry
 from keel.tools.task import FINISH, TODO_WRITE
-from keel.trace.events import EventBus
 
 
 class EchoArgs(ToolArgs):

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from keel.agent import Agent
+from keel.cli.policy import honest_reason
 from keel.config import Config
-from keel.policy.cli import honest_reason
 from keel.policy.sandbox import detect_sandbox
 from keel.testing import ScriptedModel
 

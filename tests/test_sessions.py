@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import CALC, assert_tool_messages_answer_calls, call
 
+from keel.core.schema import read_log
 from keel.testing.server import ScriptedEngineServer
-from keel.trace.schema import read_log
 from keel.trace.sessions import INTERRUPTED_BY_CRASH, RESUME_NOTE, repair_history
 
 FIX = call("edit_file", path="calc.py", old_text="return a - b", new_text="return a + b")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from conftest import call
 
+from keel.core.schema import read_log
 from keel.testing.server import ScriptedEngineServer
 from keel.tools.session import FileSession
 from keel.trace.checkpoints import CheckpointStore
-from keel.trace.schema import read_log
 from keel.trace.undo import undo, undo_session
 
 ORIGINAL = {

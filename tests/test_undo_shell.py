@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import call
 
+from keel.core.schema import read_log
 from keel.testing.server import ScriptedEngineServer
-from keel.trace.schema import read_log
 
 FILES: dict[str, tuple[bytes, int]] = {
     "app.py": (b"print('hello')\r\n# caf\xe9\r\n", 0o644),

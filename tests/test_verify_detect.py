@@ -16,18 +16,18 @@ from conftest import write_tree as write
 
 from keel.verify.detect import build_plan, detect_checks, pinned_plan, workspace_which
 from keel.verify.detect.makefile import makefile_targets
-from keel.verify.plan import CheckPlan
+from keel.verify.plan import CheckSet
 
 
 def no(_interp: str, _module: str) -> bool:
     return False
 
 
-def commands(plan: CheckPlan) -> list[tuple[str, str]]:
+def commands(plan: CheckSet) -> list[tuple[str, str]]:
     return [(c.category, c.command) for c in plan.ordered()]
 
 
-def skipped(plan: CheckPlan) -> dict[str, str]:
+def skipped(plan: CheckSet) -> dict[str, str]:
     return {s.command: s.note for s in plan.skipped}
 
 

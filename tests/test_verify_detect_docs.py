@@ -15,14 +15,14 @@ from keel.verify.detect import detect_checks
 from keel.verify.detect.agents_md import commands_in_markdown
 from keel.verify.detect.ci import run_commands
 from keel.verify.detect.commands import categorize
-from keel.verify.plan import CheckPlan
+from keel.verify.plan import CheckSet
 
 
-def commands(plan: CheckPlan) -> list[tuple[str, str]]:
+def commands(plan: CheckSet) -> list[tuple[str, str]]:
     return [(c.category, c.command) for c in plan.ordered()]
 
 
-def skipped(plan: CheckPlan) -> dict[str, str]:
+def skipped(plan: CheckSet) -> dict[str, str]:
     return {s.command: s.note for s in plan.skipped}
 
 

@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from keel.verify.summarize import FailureSummary, failing_ids_new, summarize_failure, summarize_missing_output
+from keel.outputs.summarize import (
+    FailureSummary,
+    failing_ids_new,
+    summarize_failure,
+    summarize_missing_output,
+)
 
 PY = sys.executable
 

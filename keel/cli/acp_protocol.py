@@ -15,8 +15,8 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, schema
 
-from keel.cli.acp import Job, Server, workspace_for
 from keel.cli.acp_map import prompt_text, replay_history
+from keel.cli.acp_server import Job, Server, workspace_for
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")   # keel's ids; never a path
 

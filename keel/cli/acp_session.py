@@ -8,16 +8,16 @@ the saved task state, limits already spent and the gate's baseline, as `keel run
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from keel.agent import Agent, limits_from
+from keel.agent import Agent
 from keel.cli.acp_map import UpdateSink
 from keel.config import Config
+from keel.core.state import TaskState
+from keel.engine.types import Usage
 from keel.loop.result import RunResult
-from keel.loop.state import TaskState
 from keel.trace.sessions import RESUME_NOTE, SavedSession, repair_history
 
 FINISHED = ("complete", "incomplete", "error")   # a new prompt starts a new task in the same conversation
@@ -74,18 +74,8 @@ class AcpSession:
         return self.agent.continue_run(self.messages, task=state.task, state=state)
 
     def _resume(self, saved: SavedSession, text: str) -> RunResult:
-        """keel.trace.sessions.resume_run, with the person's new words after the resume note."""
-        recorder = self.agent.recorder
-        assert recorder is not None, "a loaded session has its log"
-        recorder.resume_from = saved
-        messages, recorder.interrupted = repair_history(saved.data["messages"])
-        add_user(messages, f"{saved.data.get('pushback') or RESUME_NOTE}\n\n{text}")
-        self.messages = messages
-        limits = limits_from(self.agent.config)
-        if limits.max_seconds is not None:   # the wall clock already spent counts against the limit
-            spent = float(saved.data.get("elapsed_s", 0.0))
-            limits = dataclasses.replace(limits, max_seconds=max(limits.max_seconds - spent, 0.001))
-        return self.agent.continue_run(messages, limits=limits, task=saved.task)
+        """Agent.resume, with the person's new words after the resume note."""
+        return self.agent.resume(saved, f"{saved.data.get('pushback') or RESUME_NOTE}\n\n{text}", join=True)
 
     def _interrupted(self) -> RunResult:
         """A cancel that came before the loop began or after it ended: the session still gets its stop."""
@@ -95,7 +85,7 @@ class AcpSession:
         if recorder is not None and recorder.runner is not None and recorder.status == "running":
             self.agent.bus.emit("stop", step=recorder.runner.steps, status="incomplete", reason="interrupted",
                                 summary=result.summary, cost_usd=0.0,
-                                usage={"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0})
+                                usage=Usage().to_json())
         return result
 
     def close(self) -> None:

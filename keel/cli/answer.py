@@ -21,9 +21,9 @@ import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from keel.trace.checkpoints import write_atomic
-from keel.trace.schema import read_log
-from keel.trace.sessions import SavedSession, repair_history
+from keel.core.files import write_atomic
+from keel.core.schema import read_log
+from keel.trace.sessions import SavedSession
 
 if TYPE_CHECKING:
     from keel.agent import Agent
@@ -179,23 +179,14 @@ class _Saved:
 def answer_and_continue(agent: Agent, saved: SavedSession, answer: str) -> RunResult:
     """Carry ``saved`` on with ``answer`` as the user's reply. A run that got no reply from the engine
     leaves the session as it was and comes back as an error result (exit 2) that says so."""
-    from keel.agent import limits_from
     from keel.loop.result import RunResult
 
-    recorder = agent.recorder
-    assert recorder is not None, "answering needs the session's log"
+    assert agent.recorder is not None, "answering needs the session's log"
     before = _Saved.take(saved)
     steps_before = int(saved.data.get("steps", 0))
-    messages, interrupted = repair_history(saved.data["messages"])
-    messages.append({"role": "user", "content": answer})
-    recorder.resume_from, recorder.interrupted = saved, interrupted
-    limits = limits_from(agent.config)
-    if limits.max_seconds is not None:  # the wall clock already spent counts against the limit
-        spent = float(saved.data.get("elapsed_s", 0.0))
-        limits = dataclasses.replace(limits, max_seconds=max(limits.max_seconds - spent, 0.001))
     replied = False
     try:
-        result = agent.continue_run(messages, limits=limits, task=saved.task)
+        result = agent.resume(saved, answer)
         replied = result.steps > steps_before
     finally:
         if not replied:  # also on Ctrl-C or an exception: no reply came, so nothing happened

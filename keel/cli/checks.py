@@ -19,7 +19,7 @@ from typing import Any
 
 from keel.cli.usage import RaisingParser, UsageError
 from keel.verify.gate import CheckOutcome
-from keel.verify.plan import CheckPlan, PlannedCheck
+from keel.verify.plan import CheckSet, PlannedCheck
 
 EXIT_USAGE = 2
 
@@ -52,7 +52,7 @@ class CheckResult:
                 "exit_code": self.exit_code, "duration_s": round(self.duration_s, 3), "note": self.note}
 
 
-def format_plan(plan: CheckPlan, workspace: Path) -> str:
+def format_plan(plan: CheckSet, workspace: Path) -> str:
     lines = [f"keel checks · {workspace}"]
     checks = plan.ordered()
     if not checks:
@@ -68,7 +68,7 @@ def format_plan(plan: CheckPlan, workspace: Path) -> str:
     return "\n".join(lines)
 
 
-def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, CheckPlan]:
+def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, CheckSet]:
     """The plan exactly as the gate builds it: the config's pinned plan, switches and --accept."""
     from keel.config import load_config
     from keel.verify.detect import build_plan
@@ -85,7 +85,7 @@ def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, Ch
     return config, build_plan(workspace, args.task, accept=accept, pinned=pinned, enabled=enabled)
 
 
-def run_plan(plan: CheckPlan, workspace: Path, config: Any, *, echo: bool = True) -> list[CheckResult]:
+def run_plan(plan: CheckSet, workspace: Path, config: Any, *, echo: bool = True) -> list[CheckResult]:
     """Run every planned check once, in gate order, exactly as the verification gate runs it (same
     authorization, sandbox, timeouts and failure summaries); print a line per check as it ends."""
     from keel.agent import build_context

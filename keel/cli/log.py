@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from keel.trace.schema import read_log
+from keel.core.schema import read_log
 from keel.trace.stats import summarize
 
 EXIT_USAGE = 2

@@ -119,156 +119,18 @@ def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from keel.cli.run import run_task
     from keel.cli.signals import stop_on_signals
 
     with stop_on_signals() as stop:
         try:
-            code = _run_task(args)
+            code = run_task(args)
         except KeyboardInterrupt:  # before or after the loop, which handles its own
             code = 130
             if not getattr(args, "result_printed", False):
                 from keel.cli.signals import print_interrupted
                 print_interrupted(args.output_format)
     return stop.exit_code(code)  # SIGTERM/SIGHUP: 128 + the signal, not the loop's 130
-
-
-def _run_task(args: argparse.Namespace) -> int:
-    from keel.agent import Agent
-    from keel.cli.guard import check_workspace, log_path_problem, read_task
-    from keel.cli.render import JsonLinesRenderer, TextRenderer, print_json, result_object
-    from keel.config import ConfigError, load_config
-    from keel.engine.types import EngineError
-    from keel.loop.result import RunResult
-    from keel.policy.rules import RuleError
-    from keel.trace.events import EventSink
-
-    def fail(message: str) -> int:
-        """A usage or configuration error: say it; json front ends still get a result object."""
-        print(f"keel: {message}", file=sys.stderr)
-        if args.output_format != "text":
-            error = RunResult(status="error", stop_reason="config_error", error=message)
-            print_json(result_object(error, args.output_format))
-        return EXIT_USAGE
-
-    from keel.trace.sessions import resume_target
-    saved, problem = resume_target(args.resume, args.continue_session, args.cwd, args.task or args.task_file)
-    if problem:
-        return fail(problem)
-    from keel.cli.plan import plan_problem, read_plan
-    plan, problem = read_plan(args, saved.dir if saved else None)
-    if problem := plan_problem(args, saved, plan) or problem:
-        return fail(problem)
-    from keel.cli.answer import prepare_answer
-    answer, problem = prepare_answer(args, saved, sys.stdin)  # --answer: the reply to a needs_user stop
-    if problem:
-        return fail(problem)
-    task, problem = (saved.task, None) if saved else read_task(args.task, args.task_file, sys.stdin)
-    if problem:
-        return fail(problem)
-    if saved:  # the session's own workspace, log and model
-        args.cwd, args.log, args.model = saved.workspace, saved.log_path, args.model or saved.data.get("model")
-    workspace, problem = check_workspace(args.cwd, args.allow_any_cwd)
-    if problem:
-        return fail(problem)
-    if args.log is not None and (problem := log_path_problem(args.log)):
-        return fail(problem)
-    if args.accept and not all(a.strip() for a in args.accept):
-        return fail("--accept needs a command; one was empty (an unset shell variable?)")
-    flags = {
-        "engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
-                   "local_model": _local_flag(args.local), "context_window": args.context_window},
-        "limits": {"max_steps": args.max_steps, "max_seconds": args.max_seconds,
-                   "max_tokens": args.max_tokens, "budget_usd": args.budget_usd},
-        "permissions": {"approval": args.approval},
-        "verify": {"mode": args.verify},
-    }
-    try:
-        config, warnings = load_config(workspace, flags=flags)
-    except ConfigError as e:
-        return fail(f"configuration error: {e}")
-    if args.accept:  # --accept adds to the configured acceptance commands rather than replacing them
-        config.verify.accept = list(dict.fromkeys([*config.verify.accept, *args.accept]))
-    prices_known = any(v > 0 for v in config.prices.model_dump().values())
-    if config.limits.budget_usd is not None and not prices_known:
-        warnings.append("the cost budget cannot be enforced: no prices are configured ([prices] "
-                        "input_per_m / output_per_m in ~/.config/keel/config.toml), so cost is unknown")
-    from keel.agent import approval_problem
-    if problem := approval_problem(config):
-        return fail(problem)
-    if args.output_format != "text":  # no start line is shown: say once if nothing confines commands
-        from keel.agent import unconfined_warning
-        if tier_warning := unconfined_warning(config):
-            warnings.append(tier_warning)
-    for w in warnings:
-        print(f"keel: warning: {w}", file=sys.stderr)
-    sinks: list[EventSink] = []
-    if args.output_format == "text":
-        sinks.append(TextRenderer(prices_known=prices_known, verbose=args.verbose))
-    elif args.output_format == "stream-json":
-        sinks.append(JsonLinesRenderer())
-    if config.permissions.approval == "interactive" and not sys.stdin.isatty():
-        return fail("--approval interactive needs a terminal on stdin")
-    prompt, ask_user = _terminal_prompts(config.permissions.approval)
-    if args.step and not sys.stdin.isatty():
-        return fail("--step needs a terminal on stdin")
-    agent = None
-    try:
-        agent = Agent(workspace=workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
-                      ask_user=ask_user, session_id=saved.id if saved else None, plan_mode=args.plan,
-                      attended=args.attended)
-        if args.step:  # keel.cli.repl.stepping: the runner asks it after each step
-            from keel.cli.prompt import terminal_prompt
-            from keel.cli.repl.stepping import StepPauser
-            agent.after_step = StepPauser(terminal_prompt)
-        for w in agent.ext.warnings:  # untrusted project hooks / MCP servers, skills or plugins left out
-            print(f"keel: warning: {w}", file=sys.stderr)
-        if saved and plan is not None:
-            from keel.cli.plan import approve_and_continue
-            result = approve_and_continue(agent, saved, plan)
-        elif saved and answer is not None:
-            from keel.cli.answer import answer_and_continue
-            result = answer_and_continue(agent, saved, answer)
-        elif saved:
-            from keel.trace.sessions import resume_run
-            result = resume_run(agent, saved)
-        else:
-            result = agent.run(task, approved_plan=plan)
-        agent.close()
-    except KeyboardInterrupt:  # a stop signal outside the loop (start hooks, first checks): still a result
-        from keel.cli.signals import interrupted_outside_loop
-        result = interrupted_outside_loop(agent)
-    except EngineError as e:  # configuration problems found before the first call
-        result = RunResult(status="error", stop_reason="config_error", error=e.message)
-        if args.output_format == "text":
-            print(f"keel: {e.message}", file=sys.stderr)
-    except RuleError as e:
-        return fail(f"configuration error: {e}")
-    except OSError as e:  # the default log location ($KEEL_HOME) cannot be written
-        return fail(f"cannot write the event log: {e}")
-    result.cost_known = prices_known
-    from keel.cli.plan import approval_hint
-    if args.output_format == "text" and (hint := approval_hint(result)):
-        print(f"keel: {hint}", file=sys.stderr)
-    if args.output_format == "text" and result.stop_reason == "resume_failed":
-        print(f"keel: {result.summary}", file=sys.stderr)  # the engine's error was shown with the stop line
-    if args.output_format == "text" and result.handoff:  # a limit stop: where to pick the task up
-        print(f"handoff note: {result.handoff}", flush=True)
-    if args.output_format != "text":
-        print_json(result_object(result, args.output_format))
-        args.result_printed = True  # a signal from here on must not print a second result
-    return result.exit_code
-
-
-def _terminal_prompts(approval: str | None) -> tuple[Any, Any]:
-    """(the approver's prompt, the ask_user answerer): interactive puts both to the terminal;
-    auto-edit puts only ask-class commands to it, when there is one (else they are refused)."""
-    from keel.cli.prompt import terminal_prompt
-
-    if approval == "interactive":
-        return terminal_prompt, terminal_prompt
-    if approval == "auto-edit" and sys.stdin.isatty():
-        return terminal_prompt, None
-    return None, None
 
 
 def _cmd_tool(args: argparse.Namespace) -> int:
@@ -312,20 +174,12 @@ def _cmd_tool(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-def _local_flag(value: str | None) -> str | None:
-    """--local without MODEL means the documented default model."""
-    if value is None:
-        return None
-    from keel.engine.local_model import DEFAULT_LOCAL_MODEL
-
-    return value or DEFAULT_LOCAL_MODEL
-
-
 def _cmd_doctor(args: argparse.Namespace) -> int:
     if args.local is not None:
+        from keel.cli.run import local_flag
         from keel.engine.local_doctor import local_doctor_main
 
-        return local_doctor_main(_local_flag(args.local) or "")
+        return local_doctor_main(local_flag(args.local) or "")
     import os
 
     from keel.config import ConfigError, load_config, resolve_api_key
@@ -366,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(argv: list[str]) -> int:
     if argv[0] == "policy":
-        from keel.policy.cli import policy_main
+        from keel.cli.policy import policy_main
         return policy_main(argv[1:])
     if argv and argv[0] == "trust":
         from keel.cli.trust import trust_main

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from keel.trace.events import Event, data_dir
+from keel.core.events import Event, data_dir
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,80}$")   # an id, never a path to probe
 RECENT = 12   # the last events session_status shows
@@ -230,7 +230,7 @@ def progress_line(event: Event) -> str | None:
 
 def session_status(runs: Runs, session_id: str) -> dict[str, Any]:
     """A session's status, steps so far and last events; Refused for an unknown id."""
-    from keel.trace.events import read_events
+    from keel.core.events import read_events
     from keel.trace.sessions import load_session
 
     if not SESSION_ID.match(session_id or ""):

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,25 +71,13 @@ def awaiting_approval(session_dir: Path) -> bool:
 def approve_and_continue(agent: Agent, saved: Any, plan: str) -> RunResult:
     """Continue a saved plan-mode session into execution: the approval and plan go in as the next
     user message, its steps replace the todo list, the conversation (what was explored) is kept."""
-    from keel.agent import limits_from
-    from keel.trace.sessions import repair_history
-
     directory = agent.log_path.with_suffix("") if agent.log_path else None
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / APPROVED_FILE).write_text(plan.strip() + "\n", encoding="utf-8")
-    messages, interrupted = repair_history(saved.data["messages"])
-    messages.append({"role": "user", "content": approved_plan_message(plan).strip()})
     saved.data.setdefault("task_state", {})["todos"] = plan_todos(plan)
-    if agent.recorder is not None:
-        agent.recorder.resume_from = saved
-        agent.recorder.interrupted = interrupted
     agent.bus.emit("plan_approved", plan=plan[:4000], todos=len(plan_todos(plan)), resumed=saved.id)
-    limits = limits_from(agent.config)
-    if limits.max_seconds is not None:
-        spent = float(saved.data.get("elapsed_s", 0.0))
-        limits = dataclasses.replace(limits, max_seconds=max(limits.max_seconds - spent, 0.001))
-    return agent.continue_run(messages, limits=limits, task=saved.task)
+    return agent.resume(saved, approved_plan_message(plan).strip())
 
 
 def approval_hint(result: RunResult) -> str | None:

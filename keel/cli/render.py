@@ -8,7 +8,7 @@ import sys
 from typing import IO, TYPE_CHECKING, Any
 
 from keel.cli.textcalls import CallTextFilter, recovered_from_text
-from keel.trace.events import Event
+from keel.core.events import Event
 
 if TYPE_CHECKING:
     from keel.loop.result import RunResult

@@ -100,7 +100,7 @@ def _case(args: argparse.Namespace, log: Path) -> Case | None:
 def _run_replay(args: argparse.Namespace, events: list[dict[str, Any]], recorded: Recorded, case: Case | None,
                 cwd: Path | None) -> int:
     from keel.eval.cases import materialize
-    from keel.eval.execute import keel_pythonpath, last_json_object, run_process
+    from keel.eval.job import keel_pythonpath, last_json_object, run_process
     from keel.eval.replay import compare_runs, format_differences, stop_of
     from keel.testing.server import ScriptedEngineServer
 

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from keel.engine.types import Usage
+
 if TYPE_CHECKING:
     from keel.loop.result import RunResult
 
@@ -71,7 +73,7 @@ def interrupted_outside_loop(agent: Any) -> RunResult:
     recorder = agent.recorder
     if recorder is None or recorder.status == "running":
         agent.bus.emit("stop", step=0, status="incomplete", reason="interrupted", summary=result.summary,
-                       usage={"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}, cost_usd=0.0)
+                       usage=Usage().to_json(), cost_usd=0.0)
     else:
         result.summary = "interrupted after the run stopped"
         result.status = "complete" if recorder.status == "complete" else "incomplete"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from keel.cli.log import EXIT_USAGE, load_prices, quiet_broken_pipe, resolve_log
-from keel.trace.schema import read_log
+from keel.core.schema import read_log
 from keel.trace.stats import session_stats
 
 

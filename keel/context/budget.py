@@ -1,4 +1,4 @@
-"""The ``[context]`` settings and the budget: how much of the window each part of a request may use.
+"""The budget: how much of the window each part of a request may use (settings: keel.config).
 
 Five components share the window: the stable prefix (system prompt and tool schemas), project
 memory files, file reads, command output and the rest of the history (the model's own messages,
@@ -10,51 +10,13 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from keel.config import BUDGET_COMPONENTS, BudgetShares
 
-COMPONENTS = ("system_and_tools", "memory", "file_reads", "command_output", "history")
+COMPONENTS = BUDGET_COMPONENTS
 READ_TOOLS = frozenset({"read_file"})
 COMMAND_TOOLS = frozenset({"run_shell"})
-
-
-class BudgetShares(BaseModel):
-    """Shares of the window per component; they may add up to less than 1 (the rest is slack)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    system_and_tools: float = Field(default=0.15, ge=0, le=1)
-    memory: float = Field(default=0.05, ge=0, le=1)
-    file_reads: float = Field(default=0.30, ge=0, le=1)
-    command_output: float = Field(default=0.20, ge=0, le=1)
-    history: float = Field(default=0.30, ge=0, le=1)
-
-    @model_validator(mode="after")
-    def _at_most_whole(self) -> BudgetShares:
-        total = sum(getattr(self, c) for c in COMPONENTS)
-        if total > 1.0 + 1e-9:
-            raise ValueError(f"the shares add up to {total:g}; they may add up to at most 1")
-        return self
-
-
-class ContextSettings(BaseModel):
-    """``[context]``: when keel compacts the history and what it keeps."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    compact_at: float = Field(default=0.8, gt=0.1, le=0.95)   # share of the window that triggers compaction
-    compact_to: float = Field(default=0.5, gt=0.05, lt=0.9)   # share the history is brought under
-    keep_last: int = Field(default=8, ge=2)                   # recent messages kept verbatim
-    summarizer: Literal["model", "deterministic"] = "model"   # deterministic: no summarising model call
-    max_failed_compactions: int = Field(default=3, ge=1)      # circuit breaker: then stop with limit:context
-    budget: BudgetShares = Field(default_factory=BudgetShares)
-
-    @model_validator(mode="after")
-    def _target_below_trigger(self) -> ContextSettings:
-        if self.compact_to >= self.compact_at:
-            raise ValueError(f"compact_to ({self.compact_to:g}) must be below compact_at ({self.compact_at:g})")
-        return self
 
 
 def tool_names_by_call(messages: Sequence[dict[str, Any]]) -> dict[str, str]:

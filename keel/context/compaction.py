@@ -111,7 +111,7 @@ def superseded_reads(messages: Sequence[dict[str, Any]]) -> dict[int, str]:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Fold:
     prefix_len: int
     fold_end: int                                  # messages[prefix_len:fold_end] fold into the record
     stubbed: dict[int, str] = field(default_factory=dict)   # kept index → why its output is a stub
@@ -123,8 +123,8 @@ class Plan:
         return range(self.prefix_len, self.fold_end)
 
 
-def plan_compaction(messages: Sequence[dict[str, Any]], sizes: Sequence[int], *, keep_last: int, room: int,
-                    over_share: Sequence[str] = (), hard_room: int | None = None) -> Plan:
+def choose_fold(messages: Sequence[dict[str, Any]], sizes: Sequence[int], *, keep_last: int, room: int,
+                    over_share: Sequence[str] = (), hard_room: int | None = None) -> Fold:
     """Fold enough that the kept messages (after the prefix and the record) fit in ``room`` tokens.
     ``sizes``: tokens per message; ``over_share``: budget components using more than their share;
     ``hard_room``: what the newest unit alone may take before its outputs are cut (default ``room``):
@@ -161,7 +161,7 @@ def plan_compaction(messages: Sequence[dict[str, Any]], sizes: Sequence[int], *,
     excess -= sum(len(str(messages[i].get("content") or "")) - keep for i, keep in cut.items()) // 4
     args_cut = _argument_cuts(messages, sizes, tail[0], excess) if tail else {}
     fold_end = tail[0][0] if tail else len(messages)
-    return Plan(prefix, fold_end, {i: why for i, why in stubbed.items() if i >= fold_end}, cut, args_cut)
+    return Fold(prefix, fold_end, {i: why for i, why in stubbed.items() if i >= fold_end}, cut, args_cut)
 
 
 def _cuts(messages: Sequence[dict[str, Any]], sizes: Sequence[int], unit: tuple[int, int],
@@ -204,7 +204,7 @@ def cut_arguments(arguments: str, keep: int) -> str:
                       ensure_ascii=False)
 
 
-def apply_plan(messages: Sequence[dict[str, Any]], plan: Plan, record: str) -> list[dict[str, Any]]:
+def apply_fold(messages: Sequence[dict[str, Any]], plan: Fold, record: str) -> list[dict[str, Any]]:
     """The new history: the prefix (same objects), the record, then the kept messages."""
     calls = calls_by_id(messages)
     out = list(messages[:plan.prefix_len])

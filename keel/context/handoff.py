@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from keel.loop.state import CheckEvidence, TaskState, Todo
-from keel.verify.failure_parsers.common import clip
-from keel.verify.summarize import summarize_failure
+from keel.core.state import CheckEvidence, TaskState, Todo
+from keel.outputs.failure_parsers.common import clip
+from keel.outputs.summarize import summarize_failure
 
 HANDOFF_FILE = "handoff.md"
 _LIMIT_WORDS = {"steps": "step limit", "wall_clock": "wall-clock limit", "tokens": "token budget",

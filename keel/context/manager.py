@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from keel.config import ContextSettings
 from keel.context import budget as bud
-from keel.context.budget import ContextSettings
 from keel.context.compaction import (
-    Plan,
-    apply_plan,
+    Fold,
+    apply_fold,
+    choose_fold,
     pairing_problems,
-    plan_compaction,
     shrink_for_summary,
     stable_prefix_len,
 )
@@ -33,11 +33,11 @@ from keel.context.prefix import RequestShape, compare
 from keel.context.record import SUMMARY_INSTRUCTION, Facts, build_record, edited_paths
 from keel.context.tokens import MessageTexts, TokenCounter, serialize
 from keel.context.window import Window
+from keel.core.events import EventBus
 from keel.engine.types import Engine, EngineError, Usage
-from keel.trace.events import EventBus
 
 if TYPE_CHECKING:
-    from keel.loop.state import TaskState
+    from keel.core.state import TaskState
 
 RECORD_SHARE = 0.15        # of the window: the most the record may take
 MIN_ROOM = 256             # tokens kept for the newest messages however full the prefix is
@@ -147,7 +147,7 @@ class ContextManager:
         usage = bud.account(messages, sizes, prefix, tools_tokens)
         over = bud.over_share(usage, self.settings.budget, self.window.tokens)
         hard_room = max(MIN_ROOM, self.trigger - fixed - record_tokens)
-        plan = plan_compaction(messages, sizes, keep_last=self.settings.keep_last, room=room, over_share=over,
+        plan = choose_fold(messages, sizes, keep_last=self.settings.keep_last, room=room, over_share=over,
                                hard_room=hard_room)
         summary, summary_error, spent = None, None, self.summary_usage.total  # this compaction's share
         if self.settings.summarizer == "model" and self.summarizer is not None and plan.fold_end > plan.prefix_len:
@@ -157,18 +157,18 @@ class ContextManager:
         file_chars = min(record_chars // 2, int(self.settings.budget.file_reads * self.window.tokens * chars_per_token))
         facts = self._facts(messages, state)
 
-        def record_for(p: Plan) -> str:
+        def record_for(p: Fold) -> str:
             return build_record(messages, p, facts, summary, number=self.compactions + 1, max_chars=record_chars,
                                 file_chars=file_chars)
 
         record = record_for(plan)
         spare = record_tokens - self.counter.count_chars(len(serialize({"role": "user", "content": record})))
         if spare > 0 and (plan.cut or plan.fold_end > plan.prefix_len + 1):  # the record came out smaller
-            better = plan_compaction(messages, sizes, keep_last=self.settings.keep_last, room=room + spare,
+            better = choose_fold(messages, sizes, keep_last=self.settings.keep_last, room=room + spare,
                                      over_share=over, hard_room=hard_room + spare)
             if better != plan:
                 plan, record = better, record_for(better)
-        new = apply_plan(messages, plan, record)
+        new = apply_fold(messages, plan, record)
         problems = pairing_problems(new)
         folded = [messages[i] for i in plan.folded]
         changed = bool(folded) or bool(plan.stubbed) or bool(plan.cut) or bool(plan.args_cut)

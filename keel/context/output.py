@@ -4,7 +4,7 @@ A 60 KB pytest or ruff log costs the model thousands of tokens on every later re
 it (passing tests, progress bars, the 200th lint finding) says nothing. Past a small size, run_shell
 shows the model a reduced view instead — failing tests with their assertion and location, error
 lines, the runner's own summary line — built by the verification gate's failure summariser
-(keel.verify.summarize and its failure_parsers: pytest, unittest, jest/vitest, go test, cargo test,
+(keel.outputs.summarize and its failure_parsers: pytest, unittest, jest/vitest, go test, cargo test,
 tsc, ruff, eslint, mypy/pyright, and a generic error-line fallback). Every byte the command wrote is
 saved under the session directory first, and the view names that file, so nothing is lost: the model
 can page through it with read_file.
@@ -138,7 +138,7 @@ class OutputFacts:
     total_bytes: int
     exit_code: int | None
     timed_out: bool = False
-    check_kind: str | None = None     # keel.verify.checks.classify_check of the command
+    check_kind: str | None = None     # keel.outputs.checks.classify_check of the command
     workspace: str | None = None
 
 
@@ -159,8 +159,8 @@ def wants_reduction(facts: OutputFacts, capped: bool) -> bool:
 def reduced_view(facts: OutputFacts, saved: str) -> str:
     """The text the model sees instead of the whole output; ``saved`` is where the whole output is."""
     # Imported here: the parsers cost ~50 ms to import, and most commands never need them.
-    from keel.verify.failure_parsers.common import clean_lines
-    from keel.verify.summarize import summarize_failure
+    from keel.outputs.failure_parsers.common import clean_lines
+    from keel.outputs.summarize import summarize_failure
 
     lines = clean_lines(facts.output)
     while lines and not lines[-1].strip():
@@ -181,7 +181,7 @@ def reduced_view(facts: OutputFacts, saved: str) -> str:
 def _success_digest(lines: list[str]) -> list[str]:
     """Long output of a command that succeeded: its start, the lines that mention problems, its end
     (where runners and compilers print their summary)."""
-    from keel.verify.failure_parsers.common import clip
+    from keel.outputs.failure_parsers.common import clip
 
     if len(lines) <= HEAD_LINES + OK_TAIL_LINES:
         return [clip(line) for line in lines]
@@ -205,7 +205,7 @@ def _tail(lines: list[str], n: int) -> list[str]:
 
 def _fresh(lines: list[str], shown: str) -> list[str]:
     """The lines whose text the summary does not already show."""
-    from keel.verify.failure_parsers.common import clip
+    from keel.outputs.failure_parsers.common import clip
 
     return [clip(line) for line in lines if line.strip(" =-*_")[:60] not in shown]
 

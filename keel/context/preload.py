@@ -111,8 +111,8 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
     """Text files of the workspace that ignore rules keep, up to MAX_FILE_BYTES each; a file
     ``may_read(real_path)`` refuses (a read rule) comes without its text, secrets not at all.
     Returns the files and how many more were not scanned."""
+    from keel.context.ignore import IgnoreRules, read_unless_binary
     from keel.policy.paths import is_secret_path
-    from keel.tools.ignore import IgnoreRules, read_unless_binary
 
     root = workspace.resolve()
     found: list[FileText] = []

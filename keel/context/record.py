@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from keel.context.compaction import EDITS, READS, RECORD_MARKER, STUB_PREFIX, Plan, calls_by_id, is_record
+from keel.context.compaction import EDITS, READS, RECORD_MARKER, STUB_PREFIX, Fold, calls_by_id, is_record
 
 SUMMARY_SECTIONS = ("Approaches ruled out", "Decisions and findings", "Unresolved problems", "Next step")
 SUMMARY_INSTRUCTION = (
@@ -53,7 +53,7 @@ def edited_paths(messages: Sequence[dict[str, Any]]) -> list[str]:
     return seen
 
 
-def build_record(messages: Sequence[dict[str, Any]], plan: Plan, facts: Facts, summary: str | None, *,
+def build_record(messages: Sequence[dict[str, Any]], plan: Fold, facts: Facts, summary: str | None, *,
                  number: int, max_chars: int, file_chars: int) -> str:
     """The record text (at most ``max_chars``); ``file_chars`` bounds the file contents it carries."""
     folded = [messages[i] for i in plan.folded]
@@ -110,7 +110,7 @@ def _task(folded: Sequence[dict[str, Any]], facts: Facts) -> str:
     return "\n".join(lines)
 
 
-def _files(messages: Sequence[dict[str, Any]], plan: Plan, facts: Facts, calls: Mapping[str, Any],
+def _files(messages: Sequence[dict[str, Any]], plan: Fold, facts: Facts, calls: Mapping[str, Any],
            file_chars: int, earlier: Mapping[str, str]) -> str:
     changed = list(dict.fromkeys([*facts.files_changed, *edited_paths(messages)]))
     shown_below = {calls[cid].path for i in range(plan.fold_end, len(messages))

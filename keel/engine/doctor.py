@@ -59,62 +59,83 @@ class DoctorCheck:
     fix: str | None = None
 
 
+class _Skip(Exception):
+    """A check failed so that the ones after it cannot run; carries why."""
+
+
 def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
                constrain_tool_calls: str = "off") -> list[DoctorCheck]:
     checks: list[DoctorCheck] = []
     names = ["reachable", "API key", "model", "context window", "tool calls", "usage", "cached tokens"]
     if constrain_tool_calls == "on":
         names.append(CONSTRAIN_CHECK)
-
-    def skip_rest(reason: str) -> list[DoctorCheck]:
+    try:
+        base_url = _base_url(base_url, checks)
+        listed = _listed_models(base_url, api_key, checks)
+        server_kind = _server_kind([_extra(m).get("owned_by") or getattr(m, "owned_by", None) for m in listed])
+        entries = {m.id: m for m in listed}
+        model = _chosen_model(model, entries, server_kind, checks)
+        checks.append(_context_check(entries.get(model)))
+        engine = _probe(base_url, model, api_key, server_kind, checks)
+    except _Skip as skip:
         done = {c.name for c in checks}
-        checks.extend(DoctorCheck(n, None, f"skipped: {reason}") for n in names if n not in done)
+        checks.extend(DoctorCheck(n, None, f"skipped: {skip}") for n in names if n not in done)
         return checks
+    if constrain_tool_calls == "on":
+        checks.append(_constrain_check(base_url, model, api_key, engine.stream))
+    return checks
 
+
+def _base_url(base_url: str | None, checks: list[DoctorCheck]) -> str:
     if not base_url or not base_url.strip():
         checks.append(DoctorCheck("base URL", False, "no engine base URL is set",
                                   "set KEEL_BASE_URL or --base-url, e.g. http://localhost:8000/v1"))
-        return skip_rest("no base URL")
+        raise _Skip("no base URL")
     base_url = base_url.strip().rstrip("/")
     parsed = urlsplit(base_url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         checks.append(DoctorCheck("base URL", False, f"{base_url!r} is not an http(s) URL",
                                   "give the full URL with scheme and host, e.g. http://127.0.0.1:8000/v1"))
-        return skip_rest("the base URL is not a URL")
+        raise _Skip("the base URL is not a URL")
     checks.append(DoctorCheck("base URL", True, base_url))
+    return base_url
 
+
+def _listed_models(base_url: str, api_key: str | None, checks: list[DoctorCheck]) -> list[Any]:
+    """GET /models: whether the server answers and takes the key, and what it serves."""
     client = openai.OpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0)
     try:
         listed = client.models.list(timeout=openai.Timeout(LIST_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)).data
     except openai.APIConnectionError as exc:
         checks.append(DoctorCheck("reachable", False, f"no answer from {base_url}/models ({_cause(exc)})",
                                   "start the server, or fix --base-url / KEEL_BASE_URL (host, port, scheme)"))
-        return skip_rest("server not reachable")
+        raise _Skip("server not reachable") from None
     except openai.APIStatusError as exc:
         checks.append(DoctorCheck("reachable", True, f"the server answered (HTTP {exc.status_code})"))
         if exc.status_code in (401, 403):
             checks.append(DoctorCheck("API key", False, f"rejected (HTTP {exc.status_code})",
                                       "set KEEL_API_KEY or --api-key-env to the server's key"))
-            return skip_rest("API key rejected")
+            raise _Skip("API key rejected") from None
         if exc.status_code == 404:
             hint = "" if base_url.endswith("/v1") else " — does it need to end with /v1?"
             checks[-1] = DoctorCheck("reachable", False, f"the server answered, but {base_url}/models is 404",
                                      f"fix the base URL{hint}")
-            return skip_rest("wrong base URL")
+            raise _Skip("wrong base URL") from None
         checks.append(DoctorCheck("API key", None, f"could not tell: GET /models failed with HTTP {exc.status_code}"))
-        listed = []
-    else:
-        checks.append(DoctorCheck("reachable", True, f"{base_url}/models answered"))
-        checks.append(DoctorCheck("API key", True, "accepted" if api_key else "none sent, none required"))
+        return []
+    checks.append(DoctorCheck("reachable", True, f"{base_url}/models answered"))
+    checks.append(DoctorCheck("API key", True, "accepted" if api_key else "none sent, none required"))
+    return list(listed)
 
-    entries = {m.id: m for m in listed}
-    server_kind = _server_kind([_extra(m).get("owned_by") or getattr(m, "owned_by", None) for m in listed])
+
+def _chosen_model(model: str | None, entries: dict[str, Any], server_kind: str | None,
+                  checks: list[DoctorCheck]) -> str:
     if model is None:
         if len(entries) != 1:
             shown = ", ".join(entries) or "none listed"
             checks.append(DoctorCheck("model", False, f"no model chosen and the server lists {shown}",
                                       "set --model to one of the listed models"))
-            return skip_rest("no model chosen")
+            raise _Skip("no model chosen")
         model = next(iter(entries))
         checks.append(DoctorCheck("model", True, f"using the only served model, {model}"))
     elif model in entries:
@@ -124,11 +145,15 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
     elif entries:
         checks.append(DoctorCheck("model", False, f"{model} is not served; available: {', '.join(entries)}",
                                   "set --model to one of the available models"))
-        return skip_rest(f"model {model} not served")
+        raise _Skip(f"model {model} not served")
     else:
         checks.append(DoctorCheck("model", None, "the server lists no models; trying the name anyway"))
+    return model
 
-    checks.append(_context_check(entries.get(model)))
+
+def _probe(base_url: str, model: str, api_key: str | None, server_kind: str | None,
+           checks: list[DoctorCheck]) -> OpenAICompatEngine:
+    """One tool-call request (tool calls, streaming, usage), then the same again (cached tokens)."""
     engine = OpenAICompatEngine(base_url, model, api_key, max_tokens=200, timeout_s=PROBE_TIMEOUT_S,
                                 max_attempts=2, backoff_cap_s=2.0, headers=PROBE_HEADERS)
     try:
@@ -143,7 +168,7 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
         except EngineError:
             checks.append(DoctorCheck("tool calls", False, f"the probe request failed ({exc.kind}): {exc.message}",
                                       _fix_for(exc)))
-            return skip_rest("the probe request failed")
+            raise _Skip("the probe request failed") from None
         checks.append(DoctorCheck("streaming", False, f"streamed requests fail ({exc.message[:120]}) but the same "
                                                       "request works without streaming",
                                   "set `stream = false` under [engine] in ~/.config/keel/config.toml"))
@@ -160,9 +185,7 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
         checks.append(DoctorCheck("cached tokens", None, f"the repeated probe failed: {exc.message}"))
     else:
         checks.append(_cache_check(engine.last_usage_raw, server_kind))
-    if constrain_tool_calls == "on":
-        checks.append(_constrain_check(base_url, model, api_key, engine.stream))
-    return checks
+    return engine
 
 
 def price_check(prices: dict[str, float], budget_usd: float | None) -> DoctorCheck:

@@ -154,11 +154,6 @@ class ReplyCut(Exception):
         self.reason = reason
 
 
-def cut_message(reason: str) -> str:
-    return {"repeating": "the reply was cut because it kept repeating itself",
-            "deadline": "the reply was cut because it would have used the rest of the run's time"}.get(reason, reason)
-
-
 class GuardedEngine:
     """Any engine, with every streamed reply watched by a ``ReplyWatch``.
 

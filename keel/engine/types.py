@@ -40,6 +40,17 @@ class Usage:
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def to_json(self) -> dict[str, Any]:
+        """The form every event and result carries (docs/events.md: ``usage``)."""
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cached_tokens": self.cached_tokens, "estimated": self.estimated}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Usage:
+        """The inverse of ``to_json``; missing fields are 0 (a session saved by an older keel)."""
+        return cls(int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0)),
+                   int(data.get("cached_tokens", 0)), bool(data.get("estimated", False)))
+
 
 @dataclass
 class AssistantTurn:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from keel.eval.cases import Case, CaseError
 
 if TYPE_CHECKING:
-    from keel.eval.execute import AgentRun, JobSpec
+    from keel.eval.job import AgentRun, JobSpec
 
 PEER = "mini-swe-agent"
 PEER_SCRIPT = f"script.{PEER}.jsonl"
@@ -37,7 +37,7 @@ def peer_problem() -> str | None:
 
 
 def run_peer(spec: JobSpec, case: Case, workspace: Path, tmp: Path) -> AgentRun:
-    from keel.eval.execute import HARNESS_GRACE_S, AgentRun, keel_pythonpath, last_json_object, run_process
+    from keel.eval.job import HARNESS_GRACE_S, AgentRun, keel_pythonpath, last_json_object, run_process
 
     if problem := peer_problem():
         raise CaseError(problem)

@@ -20,9 +20,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from keel.core.files import write_atomic
 from keel.eval.cases import Case
 from keel.eval.execute import JobOutput, JobSpec, pack_case, run_job
-from keel.trace.checkpoints import write_atomic
 
 RUN_FILE = "run.json"
 
@@ -74,22 +74,17 @@ def check_settings(out: Path, jobs: Sequence[JobSpec]) -> None:
                              "use another --out to keep runs comparable")
         agents[wanted["agent"]] = wanted
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, json.dumps(current, indent=2))
+    write_atomic(path, json.dumps(current, indent=2).encode("utf-8"), make_parents=True)
 
 
 def write_output(out: Path, output: JobOutput) -> Path:
     key = output.record["key"]
     if output.log_text:
-        _write_atomic(out / "logs" / f"{key}.jsonl", output.log_text)
+        write_atomic(out / "logs" / f"{key}.jsonl", output.log_text.encode("utf-8"), make_parents=True)
         output.record["log"] = f"logs/{key}.jsonl"
     path = result_path(out, key)
-    _write_atomic(path, json.dumps(output.record, indent=2, ensure_ascii=False))
+    write_atomic(path, json.dumps(output.record, indent=2, ensure_ascii=False).encode("utf-8"), make_parents=True)
     return path
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.encode("utf-8"))
 
 
 def load_records(out: Path) -> list[dict[str, Any]]:

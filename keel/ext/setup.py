@@ -10,6 +10,7 @@ when a hook would allow them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keel.ext.hooks import HookRunner, specs_from_config
@@ -17,24 +18,26 @@ from keel.ext.plan import plan_mode_tools
 from keel.tools.base import Tool
 
 if TYPE_CHECKING:
-    from keel.agent import Agent
+    from keel.config import Config
 
 
 class Extensions:
-    def __init__(self, agent: Agent, *, prompt: Callable[[str], str] | None = None) -> None:
+    def __init__(self, workspace: Path, config: Config, *, profile: str, session_id: Callable[[], str],
+                 transcript: Callable[[], str | None], emit: Callable[..., Any], protection: Callable[[], str],
+                 prompt: Callable[[str], str] | None = None) -> None:
+        """Plain values and callbacks from the Agent (the composition root), never the Agent itself:
+        ``session_id``/``transcript`` for hooks, ``emit`` for events, ``protection`` for sub-agents."""
         from keel.ext.trust import decide_trust
 
-        self.agent = agent
+        self.workspace, self.config, self.profile = workspace, config, profile
+        self.emit, self.protection = emit, protection
         self.warnings: list[str] = []
-        workspace, config = agent.workspace, agent.config
         # Asked only when someone can answer (interactive approval gives a prompt); unattended runs
         # skip untrusted project hooks and servers with a warning.
         self.trusted, warnings = decide_trust(workspace, prompt=prompt)
         self.warnings += warnings
         specs = specs_from_config(config.hooks, trusted_project=self.trusted)
-        self.hooks = HookRunner(specs, workspace, session_id=lambda: agent.session_id,
-                                transcript=lambda: str(agent.log_path) if agent.log_path else None,
-                                emit=lambda kind, **data: agent.bus.emit(kind, **data))
+        self.hooks = HookRunner(specs, workspace, session_id=session_id, transcript=transcript, emit=emit)
         self.skills: list[Any] = []
         self.mcp: Any = None
 
@@ -42,15 +45,15 @@ class Extensions:
 
     def extra_tools(self) -> list[Tool]:
         """Tools beyond the built-in set: delegate, skill, MCP servers' tools, plugins."""
-        from keel.tools.delegate import make_delegate_tool
+        from keel.drive.delegate import make_delegate_tool
 
-        ext = self.agent.config.extensions
+        ext = self.config.extensions
         # a small model's sub-agent would be as small: the slim profile leaves delegate out
-        tools = [] if self.agent.profile == "small" else [make_delegate_tool(lambda: self.agent)]
+        tools = [] if self.profile == "small" else [make_delegate_tool(ext.subagent_max_steps, self.protection)]
         if ext.skills:
             from keel.ext.skills import discover_skills, make_skill_tool
 
-            self.skills, warnings = discover_skills(self.agent.workspace)
+            self.skills, warnings = discover_skills(self.workspace)
             self.warnings += warnings
             if self.skills:
                 tools.append(make_skill_tool(self.skills))
@@ -58,13 +61,13 @@ class Extensions:
             from keel.engine.types import EngineError
             from keel.ext.mcp import McpConfigError, start_servers
 
-            perms = self.agent.config.permissions
+            perms = self.config.permissions
             try:
                 self.mcp, mcp_tools, warnings = start_servers(
-                    self.agent.workspace, trusted=self.trusted, call_timeout_s=ext.mcp_call_timeout_s,
+                    self.workspace, trusted=self.trusted, call_timeout_s=ext.mcp_call_timeout_s,
                     startup_timeout_s=ext.mcp_startup_timeout_s,
                     rules={"allow": perms.allow, "ask": perms.ask, "deny": perms.deny},
-                    emit=lambda kind, **data: self.agent.bus.emit(kind, **data))
+                    emit=self.emit)
             except McpConfigError as e:
                 raise EngineError("config", f"MCP configuration error: {e}") from e
             tools += mcp_tools

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from keel.trace.checkpoints import write_atomic
-from keel.trace.events import data_dir
+from keel.core.events import data_dir
+from keel.core.files import write_atomic
 
 PROJECT_MCP_FILE = ".mcp.json"
 

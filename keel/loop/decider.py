@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from keel.loop.limits import Limits, Usage, exceeded_limit
+from keel.core.state import TaskState
+from keel.loop.limits import Consumed, Limits, exceeded_limit
 from keel.loop.pushback import pushback_text
-from keel.loop.state import TaskState
 from keel.verify.gate import GateFacts
 from keel.verify.task import task_requests_change
 
@@ -88,7 +88,7 @@ def is_question(text: str) -> bool:
     return last.rstrip().endswith("?") or bool(_QUESTION_PHRASES.search(stripped[-600:]))
 
 
-def decide(outcome: TurnOutcome, state: TaskState, limits: Limits, used: Usage, *,
+def decide(outcome: TurnOutcome, state: TaskState, limits: Limits, used: Consumed, *,
            attended: bool, plan_mode: bool = False) -> Decision:
     """CONTINUE (maybe with pushback) or STOP with a reason, from this turn's facts alone."""
     if outcome.engine_failure is not None:

@@ -36,8 +36,8 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class Usage:
-    """What the run has consumed so far."""
+class Consumed:
+    """What the run has consumed so far, against the limits (tokens: keel.engine.types.Usage.total)."""
 
     steps: int = 0
     elapsed_s: float = 0.0
@@ -45,7 +45,7 @@ class Usage:
     cost_usd: float = 0.0
 
 
-def exceeded_limit(limits: Limits, used: Usage) -> str | None:
+def exceeded_limit(limits: Limits, used: Consumed) -> str | None:
     """The stop reason for the first limit reached, or None."""
     if used.steps >= limits.max_steps:
         return "limit:steps"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from keel.loop.state import TaskState
+from keel.core.state import TaskState
 
 
 def _todo_lines(state: TaskState) -> str:

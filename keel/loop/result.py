@@ -50,12 +50,7 @@ class RunResult:
             "stop_reason": self.stop_reason,
             "summary": self.summary,
             "steps": self.steps,
-            "usage": {
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
-                "cached_tokens": self.usage.cached_tokens,
-                "estimated": self.usage.estimated,
-            },
+            "usage": self.usage.to_json(),
             "cost_usd": round(self.cost_usd, 6) if self.cost_known else None,
             "duration_s": round(self.duration_s, 3),
             "files_changed": self.files_changed,

@@ -13,16 +13,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from keel.core.events import EventBus
+from keel.core.state import TaskState, Todo
 from keel.engine.recovery import looks_like_tool_call
 from keel.engine.types import AssistantTurn, Engine, EngineError, StreamDelta, ToolCall, Usage
 from keel.loop import limits as lim
 from keel.loop.decider import Decision, TurnOutcome, decide
 from keel.loop.repetition import UNGUARDED, RepetitionGuard, Skip, canonical_call, ran_again_text
 from keel.loop.result import RunResult
-from keel.loop.state import TaskState, Todo
-from keel.tools.base import ToolContext, ToolResult
+from keel.tools.base import BudgetLeft, Tool, ToolContext, ToolResult
 from keel.tools.registry import ToolRegistry
-from keel.trace.events import EventBus
 
 if TYPE_CHECKING:
     from keel.context.manager import ContextManager
@@ -52,7 +52,6 @@ class Runner:
         self.repeats = RepetitionGuard()
         self.usage = Usage()
         self.steps = 0
-        self.phase = "initial"
         # called with (runner, messages, decision) after each reply (decision None) and each decision:
         # the session recorder saves the run there (keel.trace.sessions)
         self.on_step: Callable[[Runner, list[dict[str, Any]], Decision | None], None] | None = None
@@ -65,13 +64,13 @@ class Runner:
         """Drive ``messages`` (appended to in place) until the decider says stop."""
         started, pushback, summary = self.clock(), None, ""
         self.state.tools = frozenset(self.registry.names)   # also after a resume restored the state
+        self.ctx.run = RunView(self)   # the run, for tools that drive a model or the gate (keel.drive)
         if self.limits.max_seconds is not None:  # a tool's own timeout (run_shell) never outlasts the run
             self.ctx.deadline = time.monotonic() + self.limits.max_seconds
         decision: Decision | None = None
         engine_error: str | None = None
         try:
             while decision is None or not decision.stop:
-                self.phase = "thinking"
                 extra: list[dict[str, Any]] = [{"role": "user", "content": pushback}] if pushback else []
                 if not self._make_room(messages, extra):
                     engine_error = self.context.overflow_message(messages + extra, self.tools) if self.context \
@@ -104,8 +103,6 @@ class Runner:
                     return self._result(messages, started, "incomplete", "interrupted", summary)
         except KeyboardInterrupt:
             return self._result(messages, started, "incomplete", "interrupted", summary)
-        finally:
-            self.phase = "end_turn"
         status = "complete" if decision.reason == "complete" else "incomplete"
         return self._result(messages, started, status, decision.reason, summary, engine_error)
 
@@ -142,10 +139,8 @@ class Runner:
         progress = False
         answered = 0
         try:  # an interrupt from here on (the baseline's checks too) answers every call: history stays valid
-            if calls:
-                self.phase = "tool_use"
-                if self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
-                    self.verifier.ensure_baseline()  # which checks fail before anything changes
+            if calls and self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
+                self.verifier.ensure_baseline()  # which checks fail before anything changes
             for call, result, skip in self._execute(calls):
                 self.state.record_tool_call()
                 if isinstance(spent := result.meta.get("usage"), Usage):  # spent also when it repeated
@@ -174,7 +169,6 @@ class Runner:
                     self._emit_tool_call(call, ToolResult(ok=False, output=text, meta={"interrupted": True}), 0)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
             raise
-        self.phase = "tool_result" if calls else "thinking"
         malformed = not calls and looks_like_tool_call(turn.content, set(self.registry.names))
         planned = finished is not None or (not calls and bool(turn.content.strip()))  # plan mode: the plan
         outcome = TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress,
@@ -231,8 +225,8 @@ class Runner:
 
     # -- decisions -----------------------------------------------------------------------------
     def _decide(self, outcome: TurnOutcome, started: float) -> Decision:
-        used = lim.Usage(steps=self.steps, elapsed_s=self.clock() - started, tokens=self.usage.total,
-                         cost_usd=self._cost())
+        used = lim.Consumed(steps=self.steps, elapsed_s=self.clock() - started, tokens=self.usage.total,
+                         cost_usd=self.cost_usd())
         decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                           plan_mode=self.plan_mode)
         if decision.verdict == "verify" and self.verifier is not None:
@@ -260,7 +254,8 @@ class Runner:
         if self.on_step is not None:
             self.on_step(self, messages, decision)
 
-    def _cost(self) -> float:
+    def cost_usd(self) -> float:
+        """What the run's usage has cost so far, at its prices."""
         u = self.usage
         return self.prices.cost(u.prompt_tokens, u.cached_tokens, u.completion_tokens)
 
@@ -274,8 +269,7 @@ class Runner:
         u = turn.usage
         self.bus.emit("model_call", step=self.steps, model=self.engine.model, latency_s=round(turn.latency_s, 4),
                       prefix_reuse=None if prefix_reuse is None else round(prefix_reuse, 4),
-                      usage={"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
-                             "cached_tokens": u.cached_tokens, "estimated": u.estimated},
+                      usage=u.to_json(),
                       finish_reason=turn.finish_reason, cut_reason=turn.cut_reason, tool_calls=len(turn.tool_calls),
                       tool_call_format=turn.tool_call_format, retries=turn.retries,
                       content=turn.content[:2000], reasoning=turn.reasoning[:2000],
@@ -297,7 +291,7 @@ class Runner:
     def _result(self, messages: list[dict[str, Any]], started: float, status: str, reason: str,
                 summary: str, error: str | None = None) -> RunResult:
         result = RunResult(status=status, stop_reason=reason, summary=summary, steps=self.steps,  # type: ignore[arg-type]
-                           usage=self.usage, cost_usd=self._cost(), duration_s=self.clock() - started,
+                           usage=self.usage, cost_usd=self.cost_usd(), duration_s=self.clock() - started,
                            files_changed=list(self.state.files_changed), session_id=self.bus.session_id,
                            error=error, messages=messages)
         if self.verifier is not None and status != "error":  # a configuration error changed nothing
@@ -308,3 +302,54 @@ class Runner:
         self.bus.emit("stop", step=self.steps, status=status, reason=reason, error=error,
                       summary=summary[:2000], usage=result.to_json()["usage"], cost_usd=result.cost_usd)
         return result
+
+
+# -- the run handle tools get at call time (keel.tools.base.RunHandle) ------------------------------
+DEFAULT_WINDOW = 32768   # tokens, when the runner has no context manager (the engine default's own)
+
+
+class RunView:
+    """A read-only view of one running Runner."""
+
+    def __init__(self, runner: Runner) -> None:
+        self._runner = runner
+
+    @property
+    def engine(self) -> Engine:
+        return self._runner.engine
+
+    @property
+    def bus(self) -> EventBus:
+        return self._runner.bus
+
+    @property
+    def task(self) -> str:
+        return self._runner.state.task
+
+    @property
+    def step(self) -> int:
+        return self._runner.steps
+
+    @property
+    def verifier(self) -> Any:
+        return self._runner.verifier
+
+    @property
+    def prices(self) -> lim.Prices:
+        return self._runner.prices
+
+    @property
+    def window_tokens(self) -> int:
+        context = self._runner.context
+        return context.window.tokens if context is not None else DEFAULT_WINDOW
+
+    def tools(self) -> list[Tool]:
+        return self._runner.registry.tools()
+
+    def budget_left(self) -> BudgetLeft:
+        """Tokens, cost and seconds the run's limits leave (negative or zero: spent)."""
+        r = self._runner
+        tokens = r.limits.max_tokens - r.usage.total if r.limits.max_tokens is not None else None
+        cost = r.limits.max_cost_usd - r.cost_usd() if r.limits.max_cost_usd is not None else None
+        seconds = max(r.ctx.deadline - time.monotonic(), 0.001) if r.ctx.deadline is not None else None
+        return BudgetLeft(tokens=tokens, cost_usd=cost, seconds=seconds)

@@ -27,11 +27,12 @@ import contextlib
 import ctypes
 import errno
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Iterator
 from typing import Union
+
+from keel.core.files import write_in_dir
 
 Root = Union[str, "os.PathLike[str]", int]   # a directory path, or an open directory descriptor
 RelPath = Union[str, "os.PathLike[str]"]
@@ -256,35 +257,14 @@ def write_beneath_atomic(root: Root, rel: RelPath, data: bytes, mode: int | None
                          make_parents: bool = False) -> None:
     """Replace (or create) ``rel`` below ``root`` with ``data`` in one rename: a temp file in the same
     directory (through its descriptor), fsync, then ``rename`` onto the name. ``mode`` None keeps an
-    existing file's permission bits, else 0o666 less the umask. The temp file is removed on error."""
+    existing file's permission bits, else 0o666 less the umask. The temp file is removed on error, and
+    the directory is fsynced after the rename."""
     with _parent(root, rel, create=make_parents) as (dfd, name, text):
-        keep = mode
-        try:
-            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
                 raise _swapped(text, text)
-            if keep is None and stat.S_ISREG(st.st_mode):
-                keep = stat.S_IMODE(st.st_mode)
-        except FileNotFoundError:
-            pass
-        tmp = f".{name[:120]}.{secrets.token_hex(4)}.keel-tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dfd)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if keep is not None:
-                    os.fchmod(fd, keep)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            # rename never follows a link at the destination: at worst it replaces the link itself
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dfd)
-            raise
+        # the temp file, fsyncs, mode and clean-up are keel's one atomic write (keel.core.files)
+        write_in_dir(dfd, name, data, mode)
 
 
 def unlink_beneath(root: Root, rel: RelPath, *, missing_ok: bool = False) -> None:

@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+if TYPE_CHECKING:
+    from keel.core.events import EventBus
+    from keel.engine.types import Engine
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -94,6 +98,38 @@ class Tool:
     execute: Executor
 
 
+@dataclass(frozen=True)
+class BudgetLeft:
+    """What the run has left of its limits; None: that limit is not set."""
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+    seconds: float | None = None
+
+
+class RunHandle(Protocol):
+    """The run a tool is called from, built by the runner (keel.loop.handle.RunView) and passed at
+    call time in ``ToolContext.run``: what tools that drive a model or the gate (keel.drive) may use
+    of it, so they never reach into the Agent or the runner."""
+
+    @property
+    def engine(self) -> Engine: ...            # the run's engine, with its guards (runaway, deadline)
+    @property
+    def bus(self) -> EventBus: ...             # the run's events
+    @property
+    def task(self) -> str: ...
+    @property
+    def step(self) -> int: ...
+    @property
+    def verifier(self) -> Any: ...             # keel.verify.verifier.Verifier or None (verify sits above tools)
+    @property
+    def prices(self) -> Any: ...               # keel.loop.limits.Prices
+    @property
+    def window_tokens(self) -> int: ...        # the model's context window
+    def tools(self) -> list[Tool]: ...         # the run's tools, as the model may call them
+    def budget_left(self) -> BudgetLeft: ...
+
+
 @dataclass
 class ToolContext:
     """Everything an executor may touch. Built by the loop; tools never reach for globals."""
@@ -115,6 +151,8 @@ class ToolContext:
     # read_file may read those saved outputs. None: nothing is saved, long output is only capped.
     session_dir: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The run this call belongs to, set by the runner when it starts; None outside a run.
+    run: RunHandle | None = None
 
 
 def approval_refusal(ctx: ToolContext, action: str, path: str) -> str | None:

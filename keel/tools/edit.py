@@ -26,7 +26,7 @@ from keel.tools.base import (
 from keel.tools.edit_match import EditRequest, MatchResult, edited_ranges, find_edits
 from keel.tools.edit_unread import unread_note
 from keel.tools.session import FileSession
-from keel.tools.textfile import TextFileError, read_text_file, write_atomic
+from keel.tools.textfile import TextFileError, read_text_file, write_workspace_file
 
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 SNIPPET_CONTEXT = 3
@@ -165,7 +165,7 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     try:
         if isinstance(ctx.session, FileSession):
             ctx.session.snapshot(real)
-        write_atomic(real, data, root)
+        write_workspace_file(real, data, root)
     except OSError as e:
         return ToolResult.error(f"cannot write {rel}: {e.strerror or e}. Nothing was changed.")
     if isinstance(ctx.session, FileSession):

@@ -12,49 +12,16 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import cached_property
 
 from keel.tools.edit_lines import LINE_TIERS, diagnose_not_found, lenient
+from keel.tools.edit_result import EditRequest, MatchResult, Replacement
+from keel.tools.edit_result import lines_word as _lines_word
 from keel.tools.edit_variants import blank_line_match, numbered_match, plain_spaces
 
 _ELISION = re.compile(r"^\s*(?:\.\.\.|(?:#|//)\s*\.\.\..*)\s*$")
 LINE_HINT_SLACK = 5
-MAX_LISTED = 50
-
-
-@dataclass(frozen=True)
-class EditRequest:
-    old_text: str
-    new_text: str
-    replace_all: bool = False
-
-
-@dataclass(frozen=True)
-class Replacement:
-    """Put ``text`` in place of ``content[start:end]``; lines are 1-based, in the original content."""
-
-    start: int
-    end: int
-    text: str
-    first_line: int
-    last_line: int
-
-
-@dataclass(frozen=True)
-class MatchResult:
-    replacements: tuple[Replacement, ...] = ()
-    tier: str = ""                      # exact | line_endings | reindent | whitespace | quotes | elision
-    notes: tuple[str, ...] = ()
-    error: str = ""
-    candidates: tuple[int, ...] = ()    # ambiguous: 1-based first line of every match
-    closest: tuple[int, int] | None = None   # not found: 1-based inclusive region most like old_text
-    already_applied_at: int | None = None    # not found, but new_text is present at this line
-    tiers: tuple[str, ...] = field(default=())   # multi-edit: the tier of each edit
-
-    @property
-    def ok(self) -> bool:
-        return not self.error
 
 
 def _lf(text: str) -> str:
@@ -63,12 +30,6 @@ def _lf(text: str) -> str:
 
 def _split(text: str) -> list[str]:
     return (text[:-1] if text.endswith("\n") else text).split("\n")
-
-
-def _lines_word(lines: Sequence[int]) -> str:
-    shown = ", ".join(str(n) for n in lines[:MAX_LISTED])
-    more = f" and {len(lines) - MAX_LISTED} more" if len(lines) > MAX_LISTED else ""
-    return f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
 
 
 class _Doc:
@@ -307,7 +268,7 @@ def find_edit(content: str, old_text: str, new_text: str, *, replace_all: bool =
             result = _line_match(doc, trimmed, _trim_blank(new_lines) if new_lines else [], replace_all)
         if result is None and not replace_all:
             result = (blank_line_match(old_lines, new_lines, lambda o, n: _line_match(doc, o, n, False))
-                      or _elision_match(doc, old_lines, new_lines) or numbered_match(content, old, new))
+                      or _elision_match(doc, old_lines, new_lines) or numbered_match(content, old, new, find_edit))
         if spaced and result is not None and result.ok:
             result = replace(result, tier="unicode_spaces" if result.tier == "exact" else result.tier,
                              notes=(*result.notes, "old_text's no-break/odd Unicode spaces were read as plain spaces."))

@@ -18,16 +18,15 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from keel.tools.edit_match import MatchResult
+from keel.tools.edit_result import MatchResult, lines_word
 
 _NUMBERED = re.compile(r"^ *(\d+)\t")
 # Unicode space separators (category Zs) other than the plain space.
 ODD_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 
 Attempt = Callable[[list[str], list[str]], "MatchResult | None"]
+Find = Callable[[str, str, str], MatchResult]   # keel.tools.edit_match.find_edit, passed in
 
 
 def plain_spaces(old: list[str], new: list[str], content: str) -> tuple[list[str], list[str]] | None:
@@ -63,8 +62,6 @@ def blank_line_variants(old: list[str], new: list[str]) -> Iterator[tuple[list[s
 
 def blank_line_match(old: list[str], new: list[str], attempt: Attempt) -> MatchResult | None:
     """The one place old_text fits with a blank line more or fewer, or a refusal naming every place."""
-    from keel.tools.edit_match import MatchResult, _lines_word
-
     found: dict[tuple[tuple[int, int], ...], MatchResult] = {}
     for o, n in blank_line_variants(old, new):
         result = attempt(o, n)
@@ -77,7 +74,7 @@ def blank_line_match(old: list[str], new: list[str], attempt: Attempt) -> MatchR
         return None
     if len(found) > 1:
         lines = sorted({r.replacements[0].first_line for r in found.values()})
-        return MatchResult(error=(f"old_text matches {_lines_word(lines)} once one blank line is added or removed. "
+        return MatchResult(error=(f"old_text matches {lines_word(lines)} once one blank line is added or removed. "
                                   "Nothing was changed. Copy the lines, blank ones included, exactly from the file."),
                            candidates=tuple(lines), tier="blank_lines")
     only = next(iter(found.values()))
@@ -99,11 +96,9 @@ def _unnumbered(text: str) -> tuple[str, int] | None:
     return "".join(line[m.end():] + "\n" for line, m in zip(split_lines(text), matches, strict=True)), int(matches[0][1])
 
 
-def numbered_match(content: str, old: str, new: str) -> MatchResult | None:
+def numbered_match(content: str, old: str, new: str, find_edit: Find) -> MatchResult | None:
     """old_text copied with read_file's line numbers: strip them, and accept the match only at the very
     line the numbers name, so a stray prefix can never move the edit."""
-    from keel.tools.edit_match import find_edit
-
     stripped = _unnumbered(old)
     if stripped is None:
         return None

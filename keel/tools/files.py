@@ -18,8 +18,9 @@ from pathlib import Path
 
 from pydantic import Field
 
+from keel.context.ignore import IgnoreRules
 from keel.context.output import saved_output
-from keel.policy.beneath import anchor, read_beneath, read_beneath_stat, write_beneath_atomic
+from keel.policy.beneath import anchor, read_beneath, read_beneath_stat
 from keel.policy.paths import (
     PathJailError,
     display_path,
@@ -36,9 +37,8 @@ from keel.tools.base import (
     ToolSpec,
     approval_refusal,
 )
-from keel.tools.ignore import IgnoreRules
 from keel.tools.session import FileSession
-from keel.tools.textfile import decode_lenient, shown_text
+from keel.tools.textfile import decode_lenient, shown_text, write_workspace_file
 
 READ_DEFAULT_LIMIT = 2000
 READ_CAP_BYTES = 38_000     # stays under the registry's 40,000-character result cap, which cuts the middle
@@ -305,12 +305,6 @@ class WriteFileArgs(ToolArgs):
     content: str = Field(description="The complete new content of the file.")
 
 
-def _write_atomic(path: Path, data: bytes, mode: int | None, root: Path | None = None) -> None:
-    """Replace the real path ``path`` in one rename, never through a symlink (keel.policy.beneath);
-    ``mode`` None keeps an existing file's permission bits."""
-    write_beneath_atomic(*anchor(path, root), data, mode, make_parents=True)
-
-
 GUT_MIN_LINES = 5
 
 
@@ -375,7 +369,7 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     try:
         session.snapshot(real)
         # mode None: an existing file keeps its permission bits, a new one gets 0o666 less the umask
-        _write_atomic(real, data, None, root)
+        write_workspace_file(real, data, root, make_parents=True)
     except OSError as exc:
         return ToolResult.error(f"Could not write {shown}: {exc.strerror or exc}; nothing was changed")
     session.record_write(real, data)

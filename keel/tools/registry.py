@@ -65,12 +65,32 @@ def cap_result(text: str, cap: int = RESULT_CAP_CHARS) -> str:
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool]) -> None:
+    """The one set of tools a run offers: the built-ins, plugins and MCP servers' tools all come in
+    through ``register``; wrappers (the checkpoint store's, the shell watch) go through ``replace``."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
-            if tool.spec.name in self._tools:
-                raise ValueError(f"tool {tool.spec.name!r} registered twice")
-            self._tools[tool.spec.name] = tool
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        """Add ``tool`` after the others (the order the model sees); a second tool of a name is an error."""
+        if tool.spec.name in self._tools:
+            raise ValueError(f"tool {tool.spec.name!r} registered twice")
+        self._tools[tool.spec.name] = tool
+
+    def replace(self, name: str, tool: Tool) -> Tool:
+        """Put ``tool`` in the place of the registered tool ``name`` (same position, so the schemas the
+        model sees keep their order); returns the tool it replaced. KeyError for an unknown name."""
+        old = self._tools[name]
+        if tool.spec.name != name:
+            raise ValueError(f"tool {tool.spec.name!r} cannot replace {name!r}")
+        self._tools[name] = tool
+        return old
+
+    def tools(self) -> list[Tool]:
+        """The registered tools in order."""
+        return list(self._tools.values())
 
     @property
     def names(self) -> list[str]:

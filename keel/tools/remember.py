@@ -25,7 +25,8 @@ from keel.tools.base import (
     ToolSpec,
     approval_refusal,
 )
-from keel.tools.files import _write_atomic, file_session
+from keel.tools.files import file_session
+from keel.tools.textfile import write_workspace_file
 
 MEMORY_FILE = "AGENTS.md"
 HEADING = "## Learnings"
@@ -112,7 +113,7 @@ def run_remember(args: RememberArgs, ctx: ToolContext) -> ToolResult:
     session = file_session(ctx)
     try:
         session.snapshot(real)
-        _write_atomic(real, data, None)   # keeps an existing file's mode; a new one: 0o666 less the umask
+        write_workspace_file(real, data, make_parents=True)   # keeps an existing file's mode; a new one: 0o666 less the umask
     except OSError as exc:
         return ToolResult.error(f"Could not write {shown}: {exc.strerror or exc}; nothing was changed.")
     session.record_write(real, data)

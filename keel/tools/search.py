@@ -4,7 +4,7 @@ grep runs ripgrep when it can (the wheel's binary, found next to this interprete
 ``rg`` on PATH may be a pyenv shim that costs 50-250 ms a call) and the in-process search in
 keel.tools.textsearch otherwise (or when ctx.extra["grep_backend"] / $KEEL_GREP_BACKEND say
 "python"). Both produce the same hits for the same tree (tests hold them to it):
-the same ignore rules (keel.tools.ignore), files with a NUL byte skipped as binary, secret
+the same ignore rules (keel.context.ignore), files with a NUL byte skipped as binary, secret
 files skipped, and one line per match sorted by path then line number.
 """
 
@@ -23,6 +23,14 @@ import threading
 
 from pydantic import Field
 
+from keel.context.ignore import (
+    TYPE_ALIASES,
+    GlobMatcher,
+    IgnoreRules,
+    expand_braces,
+    is_binary_file,
+    rg_skip_globs,
+)
 from keel.policy.paths import (
     PathJailError,
     display_path,
@@ -32,14 +40,6 @@ from keel.policy.paths import (
     workspace_root,
 )
 from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.ignore import (
-    TYPE_ALIASES,
-    GlobMatcher,
-    IgnoreRules,
-    expand_braces,
-    is_binary_file,
-    rg_skip_globs,
-)
 from keel.tools.textsearch import FileHits, GrepError, GrepQuery, grep_python, sort_key
 
 FIND_FILES_CAP = 200

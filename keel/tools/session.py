@@ -10,16 +10,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from keel.core.files import sha256
 from keel.policy.beneath import anchor, read_beneath, unlink_beneath, write_beneath_atomic
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass
@@ -32,12 +28,12 @@ class FileSession:
     store: Any = None
 
     def record_read(self, path: Path, data: bytes) -> None:
-        self.seen[path] = _digest(data)
+        self.seen[path] = sha256(data)
         if self.store is not None:
             self.store.seen(path, data)
 
     def record_write(self, path: Path, data: bytes) -> None:
-        self.seen[path] = _digest(data)
+        self.seen[path] = sha256(data)
         if self.store is not None:
             self.store.after_change(path, data)
 
@@ -49,7 +45,7 @@ class FileSession:
         if path not in self.seen:
             return True
         try:
-            return _digest(read_beneath(*anchor(path))) != self.seen[path]
+            return sha256(read_beneath(*anchor(path))) != self.seen[path]
         except FileNotFoundError:
             return True
 

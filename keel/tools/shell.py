@@ -71,12 +71,8 @@ def _authorize(command: str, ctx: ToolContext) -> _Authorization:
         outcome = ctx.approval.authorize_shell(command)
         return _Authorization(bool(outcome.allowed), str(getattr(outcome, "message", "") or ""),
                               str(getattr(outcome, "decision", "")), bool(getattr(outcome, "network", False)))
-    try:
-        from keel.policy.shell.risk import classify_command
-    except ImportError:
-        return _Authorization(False, "run_shell is unavailable: no shell policy is configured, and commands "
-                                     "are never run unchecked. Use the file tools instead.", "deny")
     from keel.policy.sandbox import active_sandbox
+    from keel.policy.shell.risk import classify_command
 
     tier = active_sandbox(ctx.sandbox)
     verdict = classify_command(command, ctx.workspace, confined=tier.confining, pid_namespace=tier.kind == "bubblewrap")
@@ -154,10 +150,8 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
 
 
 def _check_kind(command: str) -> str | None:
-    try:
-        from keel.verify.checks import classify_check
-    except ImportError:
-        return None
+    from keel.outputs.checks import classify_check
+
     return classify_check(command)
 
 

@@ -10,7 +10,7 @@ the full one, which runs unchanged (schema kept apart from its executor).
 
 Which tools: the project's files are put in the first message (keel.context.preload), so
 list_dir/find_files/grep are not needed to find the code of a small task; read_file stays for
-files left out and to look again after an edit. Changes go through change_file (keel.tools.change:
+files left out and to look again after an edit. Changes go through change_file (keel.drive.change:
 the model says what to change, a focused request writes the file); edit_file stays for files too
 long to be rewritten in one reply.
 """
@@ -130,13 +130,13 @@ def _keeps_python_valid(full: Tool) -> Any:
     return execute
 
 
-def slim_tools(get_agent: Any) -> list[Tool]:
-    """The small profile's tools; ``get_agent`` returns the agent they serve (change_file asks its engine).
+def slim_tools(change_file: Tool) -> list[Tool]:
+    """The small profile's tools; ``change_file`` is keel.drive.change's (it drives the run's model, so it
+    is built above the loop and passed in).
 
     change_file, not write_file: a whole-file rewrite is the edit format a small model handles best
     (Aider's finding), and measured on a 1.5B model it wrote the right file when asked for it in a
     short request of its own, where in the conversation it sent stubs and ``[output of edit_file]``."""
-    from keel.tools.change import make_change_tool
     from keel.tools.edit import EDIT_FILE
     from keel.tools.files import READ_FILE
     from keel.tools.shell import RUN_SHELL
@@ -144,7 +144,7 @@ def slim_tools(get_agent: Any) -> list[Tool]:
 
     return [
         slim(READ_FILE, SlimRead, "Show a file's lines, each as '<line number><TAB><line>'."),
-        make_change_tool(get_agent),
+        change_file,
         slim(EDIT_FILE, SlimEdit, "Change a few lines of a file: replace old_text, copied exactly from the file "
                                   "(no line numbers), with new_text. The change is saved at once.",
              _keeps_python_valid(EDIT_FILE)),

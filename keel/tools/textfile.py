@@ -184,8 +184,9 @@ def read_text_file(path: Path, root: Path | None = None) -> tuple[TextFile, byte
     return TextFile.from_bytes(data), data
 
 
-def write_atomic(path: Path, data: bytes, root: Path | None = None) -> None:
-    """Replace the real path ``path`` with ``data`` in one step (temp file in the same directory,
-    fsync, rename), keeping its permission bits, so a crash never leaves a half-written file; never
-    through a symlink (keel.policy.beneath)."""
-    write_beneath_atomic(*anchor(path, root), data)
+def write_workspace_file(path: Path, data: bytes, root: Path | None = None, *, mode: int | None = None,
+                         make_parents: bool = False) -> None:
+    """Replace the real path ``path`` with ``data`` in one step (keel's one atomic write, keel.core.files:
+    temp file, fsync, rename, directory fsync), ``mode`` None keeping its permission bits, so a crash
+    never leaves a half-written file; never through a symlink (keel.policy.beneath)."""
+    write_beneath_atomic(*anchor(path, root), data, mode, make_parents=make_parents)

@@ -1,7 +1,7 @@
 """The in-process grep: what the grep tool runs when ripgrep is not there.
 
 It must give exactly what ``rg`` gives on the same tree (tests compare them): the same
-ignore rules (keel.tools.ignore), files with a NUL byte skipped as binary, one hit per
+ignore rules (keel.context.ignore), files with a NUL byte skipped as binary, one hit per
 matching line, bytes that are not UTF-8 never matched. The whole file is searched with one
 compiled regex (per-line matching is several times slower); lines are found from the match
 offsets.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from keel.tools.ignore import (
+from keel.context.ignore import (
     FILE_TYPES,
     UTF16_BOMS,
     GlobMatcher,

@@ -20,34 +20,19 @@ command (keel.trace.snapshot), or from bytes keel read or wrote itself.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from keel.core.files import sha256, write_atomic
 from keel.policy.beneath import EscapeError, anchor, read_beneath_stat
 from keel.trace.pack import Pack
 
 UNKNOWN = "?"
 BLOB_CAP = 8 * 2**20          # larger files are hashed but their bytes are not kept
-
-
-def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` in one rename: a reader (or a crash) sees old or new, never half."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def stat_key(st: os.stat_result) -> tuple[int, int, int]:

@@ -26,12 +26,11 @@ def watch_tools(registry: ToolRegistry, store: CheckpointStore, emit: Callable[.
     """Tools that may change files tell the store their name (the manifest's "by"); run_shell is
     also watched for the files it changes, with a snapshot before it runs (``caps``: its limits)."""
     watch = ShellWatch(store, emit, caps)
-    tools: dict[str, Tool] = registry._tools  # the registry has no public way to swap an executor
-    for name, tool in list(tools.items()):
+    for tool in registry.tools():
         if tool.spec.annotations.read_only:
             continue
-        named = _named(tool, store)
-        tools[name] = watch.wrap(named) if name in SHELL_TOOLS else named
+        name, named = tool.spec.name, _named(tool, store)
+        registry.replace(name, watch.wrap(named) if name in SHELL_TOOLS else named)
 
 
 def _named(tool: Tool, store: CheckpointStore) -> Tool:
@@ -41,12 +40,26 @@ def _named(tool: Tool, store: CheckpointStore) -> Tool:
     return Tool(tool.spec, execute)
 
 
+def baseline_to_json(baseline: Any) -> dict[str, Any] | None:
+    if baseline is None:
+        return None
+    return {"digest": baseline.digest, "failed": {k: list(v) for k, v in baseline.failed.items()},
+            "passed": sorted(baseline.passed)}
+
+
+def baseline_from_json(data: dict[str, Any] | None) -> Any:
+    if data is None:
+        return None
+    from keel.verify.gate import Baseline
+
+    return Baseline(data["digest"], {k: tuple(v) for k, v in data["failed"].items()}, frozenset(data["passed"]))
+
+
 def restore_verifier(verifier: Any, baseline: dict[str, Any] | None, store: CheckpointStore) -> None:
-    from keel.trace.sessions import _baseline_from_json
     from keel.verify.snapshot import TEXT_FILE_LIMIT, Snapshot, _digest
 
     if baseline is not None:
-        verifier.baseline = _baseline_from_json(baseline)
+        verifier.baseline = baseline_from_json(baseline)
     now: Snapshot = verifier.start
     files, texts = dict(now.files), dict(now.texts)
     firsts: dict[str, str | None] = {}

@@ -15,18 +15,21 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keel.loop.state import CheckEvidence, TaskState, Todo
-from keel.trace.checkpoints import CheckpointStore, write_atomic
-from keel.trace.events import Event, data_dir
+from keel.core.events import Event, data_dir
+from keel.core.files import write_atomic
+from keel.core.state import CheckEvidence, TaskState, Todo
+from keel.trace.checkpoints import CheckpointStore
+from keel.trace.resume import baseline_to_json
 
 if TYPE_CHECKING:
-    from keel.agent import Agent
+    from keel.config import Config
     from keel.loop.decider import Decision
-    from keel.loop.result import RunResult
     from keel.loop.runner import Runner
+    from keel.tools.registry import ToolRegistry
 
 STATE_VERSION = 1
 INTERRUPTED_BY_CRASH = ("keel stopped (killed or crashed) while this call ran or before it started, so it may "
@@ -60,21 +63,6 @@ def task_state_from_json(data: dict[str, Any]) -> TaskState:
     kept["pushback_counts"] = Counter(kept.get("pushback_counts", {}))
     kept["repair_rounds"] = Counter(kept.get("repair_rounds", {}))
     return TaskState(**kept)
-
-
-def _baseline_to_json(baseline: Any) -> dict[str, Any] | None:
-    if baseline is None:
-        return None
-    return {"digest": baseline.digest, "failed": {k: list(v) for k, v in baseline.failed.items()},
-            "passed": sorted(baseline.passed)}
-
-
-def _baseline_from_json(data: dict[str, Any] | None) -> Any:
-    if data is None:
-        return None
-    from keel.verify.gate import Baseline
-
-    return Baseline(data["digest"], {k: tuple(v) for k, v in data["failed"].items()}, frozenset(data["passed"]))
 
 
 def repair_history(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -240,8 +228,10 @@ def resumable(ref: str | None, workspace: Path) -> tuple[SavedSession | None, st
 class SessionRecorder:
     """Saves the run after every step and feeds the checkpoint store the step number."""
 
-    def __init__(self, agent: Agent, directory: Path, store: CheckpointStore) -> None:
-        self.agent, self.dir, self.store = agent, directory, store
+    def __init__(self, directory: Path, store: CheckpointStore, *, session_id: str, workspace: Path, model: str,
+                 log_path: Path, emit: Callable[..., Any]) -> None:
+        self.dir, self.store = directory, store
+        self.session_id, self.workspace, self.model, self.log_path, self.emit = session_id, workspace, model, log_path, emit
         self.resume_from: SavedSession | None = None
         self.interrupted: list[str] = []
         self.runner: Runner | None = None
@@ -279,7 +269,7 @@ class SessionRecorder:
                     if change.step == runner.steps and change.kind in ("before", "change"):
                         runner.state.record_file_change(change.path)
             self.store.step, self.step_base = runner.steps, 0
-            self.agent.bus.emit("resume", from_step=runner.steps, interrupted_calls=self.interrupted,
+            self.emit("resume", from_step=runner.steps, interrupted_calls=self.interrupted,
                                 previous_status=saved.status)
         self.save()
 
@@ -306,7 +296,7 @@ class SessionRecorder:
         except OSError as exc:
             if not self.save_failed:
                 self.save_failed = True
-                self.agent.bus.emit("session_save_failed", error=f"{exc.strerror or exc}: the session cannot be "
+                self.emit("session_save_failed", error=f"{exc.strerror or exc}: the session cannot be "
                                     "resumed past this point", path=str(self.dir))
 
     def _save(self) -> None:
@@ -314,14 +304,14 @@ class SessionRecorder:
         if runner is None:
             return
         state = {
-            "version": STATE_VERSION, "session_id": self.agent.session_id, "pid": os.getpid(),
-            "workspace": str(self.agent.workspace), "task": runner.state.task, "model": self.agent.engine.model,
-            "log": str(self.agent.log_path), "status": self.status, "stop_reason": self.stop_reason,
+            "version": STATE_VERSION, "session_id": self.session_id, "pid": os.getpid(),
+            "workspace": str(self.workspace), "task": runner.state.task, "model": self.model,
+            "log": str(self.log_path), "status": self.status, "stop_reason": self.stop_reason,
             "started": self.started,
             "updated": time.time(), "elapsed_s": self.elapsed_before + (time.time() - self.run_t0),
-            "steps": runner.steps, "usage": dataclasses.asdict(runner.usage), "pushback": self.pushback,
+            "steps": runner.steps, "usage": runner.usage.to_json(), "pushback": self.pushback,
             "task_state": task_state_to_json(runner.state),
-            "baseline": _baseline_to_json(getattr(runner.verifier, "baseline", None)),
+            "baseline": baseline_to_json(getattr(runner.verifier, "baseline", None)),
             "messages": self.messages,
         }
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -332,53 +322,58 @@ class SessionRecorder:
             self.meta_written = True
         write_atomic(self.dir / "state.json", json.dumps(state, ensure_ascii=False, default=str).encode("utf-8"))
 
+    def recording(self, approver: Any) -> Any:
+        """``approver`` with every decision it makes recorded as an event at the current step."""
+        from keel.trace.approvals import RecordingApprover
+
+        return RecordingApprover(approver, self.emit, lambda: self.store.step)
+
 
 def _usage_from(data: dict[str, Any]) -> Any:
     from keel.engine.types import Usage
 
-    return Usage(int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0)),
-                 int(data.get("cached_tokens", 0)), bool(data.get("estimated", False)))
+    return Usage.from_json(data)
 
 
-def attach_session(agent: Agent) -> SessionRecorder | None:
-    """Give ``agent`` a checkpoint store and a recorder under its session directory (none without a log)."""
-    if agent.log_path is None:
+def attach_session(log_path: Path | None, *, session_id: str, workspace: Path, model: str, registry: ToolRegistry,
+                   files: Any, emit: Callable[..., Any], config: Config) -> SessionRecorder | None:
+    """A checkpoint store and a recorder under the session directory of ``log_path`` (None: no log, none).
+    The tools that change files tell the store (``registry``), the file session ``files`` (read
+    snapshots, backups) writes into it; the caller subscribes ``recorder.on_event`` to its events."""
+    if log_path is None:
         return None
     from keel.trace.resume import watch_tools
     from keel.trace.snapshot import snapshot_caps
 
-    directory = session_dir_for(agent.log_path)
-    store = CheckpointStore(directory / "checkpoints", agent.workspace)
-    if agent.ctx.session is not None:
-        agent.ctx.session.store = store
-    watch_tools(agent.registry, store, agent.bus.emit, snapshot_caps(agent.config))
-    if agent.ctx.approval is not None:
-        from keel.trace.approvals import RecordingApprover
-        agent.ctx.approval = RecordingApprover(agent.ctx.approval, agent.bus.emit, lambda: store.step)
-    recorder = SessionRecorder(agent, directory, store)
-    agent.bus.subscribe(recorder.on_event)
-    return recorder
+    directory = session_dir_for(log_path)
+    store = CheckpointStore(directory / "checkpoints", workspace)
+    if files is not None:
+        files.store = store
+    watch_tools(registry, store, emit, snapshot_caps(config))
+    return SessionRecorder(directory, store, session_id=session_id, workspace=workspace, model=model,
+                           log_path=log_path, emit=emit)
 
 
-def resume_run(agent: Agent, saved: SavedSession) -> RunResult:
-    """Carry ``saved`` on from its last saved step with ``agent`` (built on the same session id and log)."""
-    from keel.agent import limits_from
-
-    recorder = agent.recorder
-    assert recorder is not None, "resuming needs a session log"
-    recorder.resume_from = saved
+def resume_history(saved: SavedSession, message: str | None = None, *,
+                   join: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
+    """The saved history, repaired (keel.trace.sessions.repair_history), with the message that carries
+    it on: ``message`` (an answer, an approved plan, the person's words; ``join``: joined to a last
+    user message, as two in a row break some chat templates), else the saved pushback, else a note
+    that keel was resumed when a call was interrupted or the model spoke last. Also the interrupted ids."""
     messages, interrupted = repair_history(saved.data["messages"])
-    recorder.interrupted = interrupted
-    pushback = saved.data.get("pushback")
-    if pushback:
-        messages.append({"role": "user", "content": pushback})
-    elif interrupted or (messages and messages[-1].get("role") == "assistant"):
-        messages.append({"role": "user", "content": RESUME_NOTE})
-    limits = limits_from(agent.config)
-    if limits.max_seconds is not None:  # the wall clock already spent counts against the limit
-        spent = float(saved.data.get("elapsed_s", 0.0))
-        limits = dataclasses.replace(limits, max_seconds=max(limits.max_seconds - spent, 0.001))
-    return agent.continue_run(messages, limits=limits, task=saved.task)
+    if message is None:
+        pushback = saved.data.get("pushback")
+        if pushback:
+            messages.append({"role": "user", "content": pushback})
+        elif interrupted or (messages and messages[-1].get("role") == "assistant"):
+            messages.append({"role": "user", "content": RESUME_NOTE})
+        return messages, interrupted
+    last = messages[-1] if messages else None
+    if join and last is not None and last.get("role") == "user" and isinstance(last.get("content"), str):
+        last["content"] += "\n\n" + message
+    else:
+        messages.append({"role": "user", "content": message})
+    return messages, interrupted
 
 
 def resume_target(ref: str | None, latest: bool, cwd: str, task_given: object) -> tuple[SavedSession | None, str | None]:

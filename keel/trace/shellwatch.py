@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from keel.context.ignore import IgnoreRules
 from keel.tools.base import Tool, ToolContext, ToolResult
-from keel.tools.ignore import IgnoreRules
 from keel.trace.checkpoints import UNKNOWN, Change, CheckpointStore, stat_key
 from keel.trace.snapshot import Caps, Snapshotter, Taken, off_note, too_large_note
 from keel.verify.snapshot import EXTRA_SKIPPED_DIRS

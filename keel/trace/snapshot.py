@@ -24,8 +24,9 @@ import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from keel.core.files import sha256
 from keel.policy.beneath import open_beneath
-from keel.trace.checkpoints import BLOB_CAP, CheckpointStore, sha256, stat_key
+from keel.trace.checkpoints import BLOB_CAP, CheckpointStore, stat_key
 
 if TYPE_CHECKING:
     from keel.config import Config

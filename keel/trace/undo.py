@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from keel.core.files import sha256
 from keel.policy.beneath import EscapeError, read_beneath, unlink_beneath, write_beneath_atomic
-from keel.trace.checkpoints import UNKNOWN, Change, CheckpointStore, read_manifest, sha256
+from keel.trace.checkpoints import UNKNOWN, Change, CheckpointStore, read_manifest
 
-ABSENT = "absent"
 LINK_IN_THE_WAY = ("a symbolic link stands where it (or a directory on its way) was; undo never reads or writes "
                    "through one")
 

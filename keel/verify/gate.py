@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from keel.outputs.summarize import failing_ids_new
 from keel.verify.plan import CATEGORY_ORDER, PlannedCheck
-from keel.verify.summarize import failing_ids_new
 from keel.verify.task import task_concerns
 
 

@@ -52,7 +52,7 @@ class SkippedCheck:
 
 
 @dataclass(frozen=True)
-class CheckPlan:
+class CheckSet:
     checks: tuple[PlannedCheck, ...] = ()
     skipped: tuple[SkippedCheck, ...] = ()
     hints: tuple[str, ...] = field(default=())   # e.g. commands seen in CI workflow files, not run

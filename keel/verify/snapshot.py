@@ -1,7 +1,7 @@
 """Workspace snapshots: what every file held at one moment, and what changed between two moments.
 
 A snapshot hashes every file the project's .gitignore keeps (plus the always-skipped caches and
-environments of keel.tools.ignore, and keel's own ``.keel/``), and keeps the text of small text
+environments of keel.context.ignore, and keel's own ``.keel/``), and keeps the text of small text
 files so the gate can diff a change against the start and put back a test the agent overwrote.
 Its ``digest`` names the whole state: evidence from a check counts only for the digest it ran on.
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from keel.tools.ignore import IgnoreRules
+from keel.context.ignore import IgnoreRules
 
-# Directories that never hold the project's own work, on top of keel.tools.ignore's list.
+# Directories that never hold the project's own work, on top of keel.context.ignore's list.
 EXTRA_SKIPPED_DIRS = frozenset({".keel", ".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache",
                                 ".pytest_cache", ".ruff_cache"})
 TEXT_FILE_LIMIT = 1 << 20        # texts are kept for files below 1 MiB; larger ones are only hashed

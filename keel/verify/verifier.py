@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from keel.core.events import data_dir
+from keel.outputs.summarize import summarize_failure, summarize_missing_output
 from keel.tools.base import CheckRun, ToolContext
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
-from keel.trace.events import data_dir
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
-from keel.verify.plan import CheckPlan, PlannedCheck
+from keel.verify.plan import CheckSet, PlannedCheck
 from keel.verify.related import narrows_by_path, related_python_tests
 from keel.verify.selfcheck import (
     change_summary,
@@ -36,7 +37,6 @@ from keel.verify.selfcheck import (
     unrelated_changes,
 )
 from keel.verify.snapshot import Snapshot, diff_snapshots, take_snapshot
-from keel.verify.summarize import summarize_failure, summarize_missing_output
 from keel.verify.task import task_requests_change
 
 # Dependency folders a scratch copy links to instead of copying (big, and not what the agent edits).
@@ -71,13 +71,13 @@ def _checks_context(ctx: ToolContext) -> ToolContext:
 
 
 class Verifier:
-    def __init__(self, plan: CheckPlan | Callable[[], CheckPlan], ctx: ToolContext, *, task: str = "",
+    def __init__(self, plan: CheckSet | Callable[[], CheckSet], ctx: ToolContext, *, task: str = "",
                  artifacts_dir: Path | None = None, check_timeout_s: float = 300.0,
-                 on_plan: Callable[[CheckPlan], object] | None = None) -> None:
+                 on_plan: Callable[[CheckSet], object] | None = None) -> None:
         self.ctx, self.task = ctx, task
         # Detection may probe interpreters (subprocesses): done on first need, not before the
         # first model call, so a configuration error still answers at once.
-        self._plan = plan if isinstance(plan, CheckPlan) else None
+        self._plan = plan if isinstance(plan, CheckSet) else None
         self._make_plan = plan if callable(plan) else None
         self._on_plan = on_plan
         self.artifacts_dir = artifacts_dir
@@ -90,7 +90,7 @@ class Verifier:
         self._saved = 0
 
     @property
-    def plan(self) -> CheckPlan:
+    def plan(self) -> CheckSet:
         if self._plan is None:
             assert self._make_plan is not None
             self._plan = self._make_plan()

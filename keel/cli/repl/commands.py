@@ -5,13 +5,39 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from keel.cli.repl.session import ReplSession
+    from rich.console import Console
+
+    from keel.agent import Agent
+    from keel.cli.repl.render import ReplRenderer, Tally
+    from keel.config import Config
+    from keel.loop.result import RunResult
+
+
+class ReplSession(Protocol):
+    """What a slash command may use of the REPL session (keel.cli.repl.session.ReplSession is one).
+
+    Declared here so the session can import the commands without the commands importing it back."""
+
+    workspace: Path
+    config: Config
+    console: Console
+    agent: Agent
+    renderer: ReplRenderer
+    tally: Tally
+    messages: list[dict[str, Any]]
+    last: RunResult | None
+    note: str | None
+    plan_next: bool
+
+    def replace_agent(self, session_id: str | None = None, log_path: Path | None = None) -> None: ...
+
+    def plan_task(self, text: str) -> RunResult | None: ...
 
 
 @dataclass(frozen=True)
@@ -40,7 +66,7 @@ def _log_path(s: ReplSession) -> Path | None:
 
 def _log(s: ReplSession, arg: str) -> None:
     from keel.cli.log import event_line
-    from keel.trace.schema import read_log
+    from keel.core.schema import read_log
 
     if (path := _log_path(s)) is None:
         return
@@ -54,7 +80,7 @@ def _log(s: ReplSession, arg: str) -> None:
 
 def _stats(s: ReplSession, _arg: str) -> None:
     from keel.cli.stats import render
-    from keel.trace.schema import read_log
+    from keel.core.schema import read_log
     from keel.trace.stats import session_stats
 
     if (path := _log_path(s)) is None:
@@ -152,7 +178,7 @@ def _clear(s: ReplSession, _arg: str) -> None:
 
 def _resume(s: ReplSession, arg: str) -> None:
     """Load a saved session's history (default: the latest other one in this workspace) and carry on."""
-    from keel.trace.sessions import load_session, repair_history, resumable, resume_run, saved_sessions
+    from keel.trace.sessions import load_session, repair_history, resumable, saved_sessions
 
     ref = arg.strip() or None
     try:
@@ -179,7 +205,7 @@ def _resume(s: ReplSession, arg: str) -> None:
         s.messages, _ = repair_history(saved.data["messages"])
         return
     try:
-        result = resume_run(s.agent, saved)   # carry the unfinished task on from its last saved step
+        result = s.agent.resume(saved)   # carry the unfinished task on from its last saved step
     except KeyboardInterrupt:
         s.renderer.pause()
         return

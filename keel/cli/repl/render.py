@@ -17,8 +17,8 @@ from rich.text import Text
 
 from keel.cli.render import _target, _verification_line, shorten
 from keel.cli.textcalls import recovered_from_text
+from keel.core.events import Event
 from keel.loop.limits import Prices
-from keel.trace.events import Event
 
 MAX_DIFF_LINES = 60
 

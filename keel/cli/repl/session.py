@@ -19,10 +19,10 @@ from keel.cli.repl.input import TaskInput
 from keel.cli.repl.render import ReplRenderer, Tally
 from keel.cli.repl.stepping import StepPauser
 from keel.config import Config
+from keel.core.events import data_dir
+from keel.core.state import TaskState
 from keel.loop.limits import Prices
 from keel.loop.result import RunResult
-from keel.loop.state import TaskState
-from keel.trace.events import data_dir
 
 EXIT_HINT = "(Ctrl-C again or Ctrl-D to exit)"
 
@@ -83,8 +83,8 @@ class ReplSession:
     def plan_task(self, text: str) -> RunResult | None:
         """/plan: a plan-mode agent (read-only tools, its own session log) plans ``text``; once the person
         approves the plan, this conversation's agent carries it out with its steps as todos."""
+        from keel.core.state import Todo
         from keel.ext.plan import approved_plan_message, plan_todos
-        from keel.loop.state import Todo
 
         planner = Agent(workspace=self.workspace, config=self.config, attended=True, prompt=self.approve,
                         sinks=[self.renderer], plan_mode=True)

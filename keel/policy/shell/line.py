@@ -22,8 +22,8 @@ from keel.policy.shell.parse import SimpleCommand, Word
 from keel.policy.shell.unwrap import SHELLS, Unwrapped
 
 if TYPE_CHECKING:
+    from keel.policy.shell.decision import PartReport
     from keel.policy.shell.paths import PathJudge
-    from keel.policy.shell.risk import PartReport
 
 FETCHERS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "socat", "aria2c", "fetch", "http", "https",
                       "xh", "lynx", "links", "w3m", "ftp", "tftp", "ssh", "scp", "telnet", "rsync", "sftp"})

@@ -367,3 +367,34 @@ def unwrap(argv: list[Word]) -> Unwrapped:
         return out
     out.argv = current or []
     return out
+
+
+# Wrappers that leave the command's exit status its own: what a check runs under them is still the check.
+TRANSPARENT = frozenset({"env", "timeout", "nice", "time", "command"})
+PROJECT_RUNNERS = frozenset({"uv", "poetry", "pipenv", "hatch", "pdm"})   # `uv run CMD`: CMD in the project's env
+
+
+def _is_assignment(word: str) -> bool:
+    return "=" in word and not word.startswith("=") and word.split("=", 1)[0].isidentifier()
+
+
+def strip_wrappers(words: list[str], wrappers: frozenset[str] = TRANSPARENT) -> list[str]:
+    """The words of the command a plain (already split) command line runs, past leading ``NAME=value``
+    assignments and the ``wrappers`` named, with their options skipped as ``unwrap`` skips them
+    (``timeout -s KILL 60 pytest`` and ``uv run --frozen pytest`` give ``pytest``). A wrapper whose
+    options are not understood loses its name only (``pipenv run`` its two words)."""
+    while words and (_is_assignment(words[0]) or words[0] in wrappers):
+        if _is_assignment(words[0]):
+            words = words[1:]
+            continue
+        argv = [Word(w, w) for w in words]
+        name, scratch = words[0], Unwrapped(argv=argv)
+        two_word = len(words) > 1 and (name, words[1]) in _TWO_WORD
+        inner = _runner(argv, scratch) if two_word else _peel(name, argv, scratch) if name in _OPTS else None
+        if inner is not None:
+            words = [w.value for w in inner]
+        elif name in PROJECT_RUNNERS and len(words) > 1 and words[1] == "run":
+            words = words[2:]
+        else:
+            words = words[2:] if name == "timeout" else words[1:]
+    return words

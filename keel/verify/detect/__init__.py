@@ -30,7 +30,7 @@ from keel.verify.detect.javascript import detect_javascript
 from keel.verify.detect.makefile import detect_makefile
 from keel.verify.detect.python import ModuleProbe, detect_python
 from keel.verify.detect.rust import detect_rust
-from keel.verify.plan import CATEGORY_ORDER, CheckPlan, PlannedCheck, SkippedCheck
+from keel.verify.plan import CATEGORY_ORDER, CheckSet, PlannedCheck, SkippedCheck
 
 __all__ = ["build_plan", "detect_checks", "pinned_plan", "workspace_which"]
 
@@ -43,7 +43,7 @@ def _normalized(command: str) -> str:
 
 
 def detect_checks(workspace: Path, *, which: Which | None = None,
-                  has_module: ModuleProbe | None = None) -> CheckPlan:
+                  has_module: ModuleProbe | None = None) -> CheckSet:
     """The checks the project's own files call for, each with its reason (see the module doc).
 
     ``which`` decides what is installed (default: the workspace's .venv/bin, venv/bin and
@@ -62,7 +62,7 @@ def detect_checks(workspace: Path, *, which: Which | None = None,
     return _settle(found)
 
 
-def _settle(found: Findings) -> CheckPlan:
+def _settle(found: Findings) -> CheckSet:
     best: dict[str, int] = {}
     for check in found.checks:
         rank = _SOURCE_RANK.get(check.source, 2)
@@ -91,7 +91,7 @@ def _settle(found: Findings) -> CheckPlan:
         seen.add(key)
         skipped.append(skip)
     skipped.sort(key=lambda s: CATEGORY_ORDER.index(s.category))
-    return CheckPlan(checks=tuple(kept), skipped=tuple(skipped), hints=tuple(hints + found.hints))
+    return CheckSet(checks=tuple(kept), skipped=tuple(skipped), hints=tuple(hints + found.hints))
 
 
 PinnedEntry = Mapping[str, Any] | tuple[str, str] | PlannedCheck
@@ -146,7 +146,7 @@ def _runnable_python(check: PlannedCheck, which: Which) -> PlannedCheck:
 def build_plan(workspace: Path, task: str = "", accept: Iterable[str] = (),
                pinned: Iterable[PinnedEntry] | None = None,
                enabled: Mapping[str, bool] | None = None, which: Which | None = None,
-               has_module: ModuleProbe | None = None) -> CheckPlan:
+               has_module: ModuleProbe | None = None) -> CheckSet:
     """The full plan: a pinned plan (when given — even empty — it replaces inference) or the
     detected one, plus acceptance checks from the task and ``--accept``.
 
@@ -160,7 +160,7 @@ def build_plan(workspace: Path, task: str = "", accept: Iterable[str] = (),
     workspace = Path(workspace)
     which = which or workspace_which(workspace)
     if pinned is not None:
-        base = CheckPlan(checks=tuple(pinned_plan(pinned)))
+        base = CheckSet(checks=tuple(pinned_plan(pinned)))
     else:
         base = detect_checks(workspace, which=which, has_module=has_module)
     acceptance: list[PlannedCheck] = []
@@ -178,4 +178,4 @@ def build_plan(workspace: Path, task: str = "", accept: Iterable[str] = (),
                                         f"the {check.category} category is turned off in config"))
             continue
         checks.append(check)
-    return CheckPlan(checks=tuple(checks + acceptance), skipped=tuple(skipped), hints=base.hints)
+    return CheckSet(checks=tuple(checks + acceptance), skipped=tuple(skipped), hints=base.hints)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from keel.verify.checks import classify_check
+from keel.outputs.checks import classify_check
+from keel.policy.shell.unwrap import strip_wrappers
 from keel.verify.detect.makefile import TARGET_CATEGORIES
 from keel.verify.plan import Category
 
@@ -37,7 +38,6 @@ _MUTATES = re.compile(
     r"|\bgit\s+(?:commit|push|add|checkout|reset)\b|\brm\s",
     re.IGNORECASE)
 _READ_ONLY_FLAGS = re.compile(r"--check\b|--diff\b|--list-different\b|(?:^|\s)-l\b")
-_WRAPPERS = {"env", "timeout", "nice", "time", "command"}
 
 
 # Words that introduce commands without saying which kind ("## Development commands"): a command
@@ -85,8 +85,7 @@ def words_of(command: str) -> list[str]:
 def program_of(command: str) -> str | None:
     """The program a simple command starts (env assignments and plain wrappers skipped)."""
     words = words_of(command)
-    while words and (words[0] in _WRAPPERS or ("=" in words[0] and words[0].split("=", 1)[0].isidentifier())):
-        words = words[2:] if words[0] == "timeout" else words[1:]
+    words = strip_wrappers(words)
     return words[0] if words else None
 
 

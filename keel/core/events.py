@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from keel.trace.schema import SCHEMA_VERSION, read_log
+from keel.core.schema import SCHEMA_VERSION, read_log
 
 Event = dict[str, Any]
 EventSink = Callable[[Event], None]
@@ -80,5 +80,5 @@ def _torn(path: Path) -> bool:
 
 
 def read_events(path: Path) -> list[Event]:
-    """The log's events; a line torn by a crash is skipped (keel.trace.schema.read_log says which)."""
+    """The log's events; a line torn by a crash is skipped (keel.core.schema.read_log says which)."""
     return read_log(path).events

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from keel.verify.failure_parsers.common import (
+from keel.outputs.failure_parsers.common import (
     Finding,
     drop_parents,
     is_project_path,

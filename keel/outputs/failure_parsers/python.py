@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from keel.verify.failure_parsers.common import Finding, is_project_path, stable, tests_headline
+from keel.outputs.failure_parsers.common import Finding, is_project_path, stable, tests_headline
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 _CARETS = re.compile(r"^\s*[~^]+\s*$")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from keel.verify.failure_parsers.common import Finding, stable, unique
+from keel.outputs.failure_parsers.common import Finding, stable, unique
 
 _PATH = r"(?P<path>[^\s:()'\"][^:()'\"]*?\.[A-Za-z0-9]{1,6})"
 _COLON_FORM = re.compile(_PATH + r":(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")

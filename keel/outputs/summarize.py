@@ -20,11 +20,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from keel.verify.failure_parsers.common import Finding, clean_lines, clip, stable, unique
-from keel.verify.failure_parsers.diagnostics import parse_diagnostics
-from keel.verify.failure_parsers.javascript import parse_jest_vitest, parse_mocha, parse_node_spec, parse_tap
-from keel.verify.failure_parsers.native import parse_cargo_test, parse_go_test, parse_make
-from keel.verify.failure_parsers.python import parse_doctest, parse_pytest, parse_traceback, parse_unittest
+from keel.outputs.failure_parsers.common import Finding, clean_lines, clip, stable, unique
+from keel.outputs.failure_parsers.diagnostics import parse_diagnostics
+from keel.outputs.failure_parsers.javascript import parse_jest_vitest, parse_mocha, parse_node_spec, parse_tap
+from keel.outputs.failure_parsers.native import parse_cargo_test, parse_go_test, parse_make
+from keel.outputs.failure_parsers.python import parse_doctest, parse_pytest, parse_traceback, parse_unittest
 
 Parser = Callable[[list[str]], Finding | None]
 

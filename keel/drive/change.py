@@ -37,7 +37,6 @@ from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.slim import NOTE_MAX_CHARS, breaks_python
 
 if TYPE_CHECKING:
-    from keel.agent import Agent
     from keel.verify.gate import CheckOutcome
 
 EDITOR_PROMPT = "You are a careful programmer who fixes code."   # measured: see change_request
@@ -259,8 +258,8 @@ def _reply_cap(engine: Any) -> int | None:
 
 
 # -- the shell ---------------------------------------------------------------------------------------
-def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
-    """change_file, bound to the agent whose engine, task, checks and log it uses.
+def make_change_tool() -> Tool:
+    """change_file: it uses the engine, task, checks and log of the run it is called from (``ctx.run``).
 
     When the project has checks and the rewrite leaves them failing (or none came back), a second
     request asks for the file from the task and the failing checks alone, without the model's note,
@@ -275,9 +274,10 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
     latest: dict[str, Any] = {}
 
     def execute(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
-        agent = get_agent()
-        runner = getattr(agent, "runner", None)
-        engine = runner.engine if runner is not None else agent.engine   # the run's guards (runaway, deadline)
+        run = ctx.run
+        if run is None:
+            return ToolResult.error("change_file runs inside a run only (it asks the run's model).")
+        engine = run.engine   # with the run's guards (runaway, deadline)
         try:
             real = resolve_in_workspace(ctx.workspace, args.path, for_write=True)
             data = read_beneath(*anchor(real)) if real.is_file() else None   # no symlink followed
@@ -291,8 +291,7 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
         if not fits(current, _reply_cap(engine)):
             return ToolResult.error(f"{shown} is too long to be rewritten whole in one reply. Use edit_file: "
                                     "old_text copied exactly from the file, new_text its replacement.")
-        task = runner.state.task if runner is not None else ""
-        verifier = runner.verifier if runner is not None else None
+        task, verifier = run.task, run.verifier
         checks = verifier if verifier is not None and not verifier.plan.empty else None   # None: nothing to run
         if checks is not None and current is not None and (is_test_file(shown) or shown in checks.protected) \
                 and not task_allows_test_changes(task):
@@ -303,7 +302,7 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
         if known is None and gate_last is not None:
             known = gate_last.results
         failures = failing_output(known, _saved_tail) if known is not None else ""
-        window = agent.context_manager().window.tokens
+        window = run.window_tokens
         files, _ = collect(ctx.workspace, getattr(ctx.approval, "reads_without_asking", None))
         others = [f for f in files if f.path != shown and f.text is not None]
         related = choose(f"{task}\n{args.change}", others, int(window * RELATED_SHARE * CHARS_PER_TOKEN)).shown
@@ -313,7 +312,7 @@ def make_change_tool(get_agent: Callable[[], Agent]) -> Tool:
             started = time.monotonic()
             turn = engine.complete(change_request(task, note, shown, current, related, failures), [])
             spent.add(turn.usage)
-            agent.bus.emit("change_request", step=getattr(runner, "steps", 0), path=shown, with_note=note is not None,
+            run.bus.emit("change_request", step=run.step, path=shown, with_note=note is not None,
                            latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
                            usage={"prompt_tokens": turn.usage.prompt_tokens,
                                   "completion_tokens": turn.usage.completion_tokens,

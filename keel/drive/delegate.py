@@ -17,14 +17,26 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-
-if TYPE_CHECKING:
-    from keel.agent import Agent
+from keel.core.events import EventBus
+from keel.engine.prompts import task_message
+from keel.loop.limits import Limits
+from keel.loop.runner import Runner
+from keel.tools.base import (
+    BudgetLeft,
+    RunHandle,
+    Tool,
+    ToolAnnotations,
+    ToolArgs,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+)
+from keel.tools.readonly import read_only_tools
+from keel.tools.registry import ToolRegistry
 
 EXPLORER_PROMPT = """You are an explorer sub-agent of keel, a coding agent. Another agent gave you one question \
 about the project in the current directory (the workspace). Find the answer with read-only tools: list_dir, \
@@ -46,11 +58,15 @@ class DelegateArgs(ToolArgs):
 _ids = itertools.count(1)
 
 
-def make_delegate_tool(get_agent: Callable[[], Agent]) -> Tool:
-    """The tool, bound to the agent whose engine, tools, context, limits and log it shares."""
+def make_delegate_tool(max_steps: int, protection: Callable[[], str]) -> Tool:
+    """The tool; a call shares the engine, tools, limits and log of the run it is called from
+    (``ctx.run``). ``max_steps``: the sub-agent's own step limit; ``protection``: what confines
+    commands, told to the sub-agent as to its parent."""
 
-    def run(args: DelegateArgs, _ctx: ToolContext) -> ToolResult:
-        return run_subagent(get_agent(), args.task, args.profile)
+    def run(args: DelegateArgs, ctx: ToolContext) -> ToolResult:
+        if ctx.run is None:
+            return ToolResult.error("delegate runs inside a run only (the sub-agent shares its budget).")
+        return run_subagent(ctx.run, ctx, args.task, args.profile, max_steps, protection())
 
     spec = ToolSpec("delegate",
                     "Start a sub-agent with a fresh context to investigate one question (profile explorer: "
@@ -60,19 +76,12 @@ def make_delegate_tool(get_agent: Callable[[], Agent]) -> Tool:
     return Tool(spec, run)
 
 
-def run_subagent(agent: Agent, task: str, profile: str) -> ToolResult:
-    from keel.engine.prompts import task_message
-    from keel.ext.plan import read_only_tools
-    from keel.loop.runner import Runner
-    from keel.tools.registry import ToolRegistry
-    from keel.trace.events import EventBus
-
+def run_subagent(parent: RunHandle, parent_ctx: ToolContext, task: str, profile: str, max_steps: int,
+                 protection: str) -> ToolResult:
     sub_id = f"{profile}-{next(_ids)}"
-    parent = getattr(agent, "runner", None)
-    tools = [t for name in agent.registry.names if (t := agent.registry.get(name)) is not None]
-    registry = ToolRegistry(read_only_tools(tools))
-    ctx = dataclasses.replace(agent.ctx, attended=False, ask_user=None)
-    limits = _child_limits(agent.config.extensions.subagent_max_steps, parent)
+    registry = ToolRegistry(read_only_tools(parent.tools()))
+    ctx = dataclasses.replace(parent_ctx, attended=False, ask_user=None, run=None)
+    limits = _child_limits(max_steps, parent.budget_left())
     if limits is None:
         return ToolResult.error("The run's token or cost budget is spent; no sub-agent was started.")
 
@@ -80,16 +89,15 @@ def run_subagent(agent: Agent, task: str, profile: str) -> ToolResult:
         if event["type"] == "assistant_delta":
             return  # the sub-agent's streamed text is not the answer the user watches
         kind = "subagent_stop" if event["type"] == "stop" else event["type"]
-        for sink in list(agent.bus.sinks):
+        for sink in list(parent.bus.sinks):
             sink({**event, "type": kind, "subagent": sub_id})
 
-    bus = EventBus(agent.bus.session_id, [forward])
+    bus = EventBus(parent.bus.session_id, [forward])
     bus.emit("subagent_start", profile=profile, task=task[:2000], tools=registry.names, max_steps=limits.max_steps)
-    prices = parent.prices if parent is not None else None
-    engine = parent.engine if parent is not None else agent.engine  # the parent's guards (runaway, deadline)
-    runner = Runner(engine, registry, ctx, bus, limits=limits, prices=prices, attended=False, task=task)
+    # the parent's engine, with its guards (runaway, deadline)
+    runner = Runner(parent.engine, registry, ctx, bus, limits=limits, prices=parent.prices, attended=False, task=task)
     messages = [{"role": "system", "content": PROFILES[profile]},
-                {"role": "user", "content": task_message(task, str(agent.workspace), agent.protection)}]
+                {"role": "user", "content": task_message(task, str(ctx.workspace), protection)}]
     result = runner.run(messages)
     summary = result.summary.strip() or "(the sub-agent gave no summary)"
     head = f"Sub-agent {sub_id} ({profile}) stopped after {result.steps} step(s): {result.stop_reason}."
@@ -102,28 +110,9 @@ def run_subagent(agent: Agent, task: str, profile: str) -> ToolResult:
                       meta={"usage": result.usage, "subagent": sub_id})
 
 
-def _child_limits(max_steps: int, parent: Any) -> Limits | None:
-    """The sub-agent's limits: its own steps; tokens, cost and time are what the parent has left."""
-    from keel.loop.limits import Limits
-
-    if parent is None:
-        return Limits(max_steps=max_steps)
-    plim, used = parent.limits, parent.usage
-    tokens = cost = None
-    if plim.max_tokens is not None:
-        tokens = plim.max_tokens - used.total
-        if tokens <= 0:
-            return None
-    if plim.max_cost_usd is not None:
-        cost = plim.max_cost_usd - parent._cost()
-        if cost <= 0:
-            return None
-    seconds = None
-    if parent.ctx.deadline is not None:
-        import time
-        seconds = max(parent.ctx.deadline - time.monotonic(), 0.001)
-    return Limits(max_steps=max_steps, max_tokens=tokens, max_cost_usd=cost, max_seconds=seconds)
-
-
-if TYPE_CHECKING:
-    from keel.loop.limits import Limits
+def _child_limits(max_steps: int, left: BudgetLeft) -> Limits | None:
+    """The sub-agent's limits: its own steps; tokens, cost and time are what the parent has left
+    (None when the parent's token or cost budget is already spent)."""
+    if (left.tokens is not None and left.tokens <= 0) or (left.cost_usd is not None and left.cost_usd <= 0):
+        return None
+    return Limits(max_steps=max_steps, max_tokens=left.tokens, max_cost_usd=left.cost_usd, max_seconds=left.seconds)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 import shlex
 
+from keel.policy.shell.unwrap import PROJECT_RUNNERS, TRANSPARENT, strip_wrappers
+
 # First words (after unwrapping env assignments and simple wrappers) and the check kind they imply.
 _TEST = {"pytest", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit", "ctest", "bats"}
 _LINT = {"ruff", "flake8", "pylint", "eslint", "shellcheck", "golangci-lint", "black", "isort", "prettier"}
 _TYPE = {"mypy", "pyright", "tsc", "pytype"}
 _BUILD = {"make", "cmake", "ninja", "gcc", "g++", "cc", "clang", "javac", "mvn", "gradle", "meson"}
 _RUN = {"python", "python3", "node", "ruby", "perl", "bash", "sh", "deno", "bun", "php", "java"}
-_WRAPPERS = {"env", "timeout", "nice", "time", "command", "uv", "poetry", "pipenv", "hatch", "pdm"}
 
 _PY_MODULES = {
     "pytest": "test", "unittest": "test", "doctest": "test", "nose2": "test",
@@ -31,20 +32,8 @@ _SUBCOMMANDS = {
     ("dotnet", "test"): "test", ("dotnet", "build"): "build", ("swift", "test"): "test",
 }
 
-
-_RUNNERS = {"uv", "poetry", "pipenv", "hatch", "pdm"}
-
-
-def _is_assignment(word: str) -> bool:
-    return "=" in word and not word.startswith("=") and word.split("=", 1)[0].isidentifier()
-
-
-def _strip_wrappers(words: list[str]) -> list[str]:
-    while words and (_is_assignment(words[0]) or words[0] in _WRAPPERS):
-        # `timeout 60 pytest` and `uv run pytest` drop two words; `env`, `FOO=1`, `nice` drop one.
-        two = words[0] == "timeout" or (words[0] in _RUNNERS and len(words) > 1 and words[1] == "run")
-        words = words[2:] if two else words[1:]
-    return words
+# the one unwrapping of command wrappers (keel.policy.shell.unwrap), with the project runners too
+_WRAPPERS = TRANSPARENT | PROJECT_RUNNERS
 
 
 def _classify_words(words: list[str]) -> str | None:
@@ -104,7 +93,7 @@ def classify_check(command: str) -> str | None:
     `cd x && pytest` is a test run. A pipeline's status is its last command's, so only that counts.
     """
     order = ["test", "type", "lint", "build", "run"]
-    found = [k for k in (_classify_words(_strip_wrappers(words)) for words in _segments(command)) if k]
+    found = [k for k in (_classify_words(strip_wrappers(words, _WRAPPERS)) for words in _segments(command)) if k]
     if not found:
         return None
     return min(found, key=order.index)

@@ -1,1 +1,0 @@
-"""Parsers that turn one check's output into a short account of what failed (see keel.verify.summarize)."""
