@@ -14,6 +14,17 @@ and stopped afterwards. Metrics come from keel.eval.metrics, so both agents are 
 success, false done, steps, idle turns, invalid/recovered calls, prompt tokens and the cached
 share, wall time. On a shared 2-core machine a case takes tens of minutes: this is a bench, not
 a test.
+
+Each keel row also carries a phase breakdown from its events log (``phases``): the first model call
+(model load excluded: the engine is built before it), later model calls, change_file's editor
+requests, the rest of the tools, with prompt tokens evaluated and tokens/s where known.
+
+``--first-reply N`` measures the warm start instead (issue 24): for each case, N rounds of four
+fresh ``keel run --local`` processes in one project, interleaved in one batch: the prefix cache
+off, on and empty (it saves), on and filled with the same task (the whole first prompt is
+restored), on with another task (only the static prefix is). Each is timed from launch to
+``session_start`` (imports, config, model load), to the first streamed reply token, and to the
+end of the first model call; --max-steps 1, verification off. The machine's load is printed.
 """
 
 from __future__ import annotations
@@ -36,22 +47,29 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from keel.eval.cases import grade, load_case, materialize  # noqa: E402
-from keel.eval.execute import AgentRun, JobSpec, last_json_object, run_process  # noqa: E402
+from keel.eval.job import AgentRun, JobSpec, last_json_object, run_process  # noqa: E402
 from keel.eval.metrics import outcome, run_metrics  # noqa: E402
 
 AGENTS = ("keel-constrained", "keel-free", "keel-full", "mini-swe-agent")
 SERVER_ALIAS = "local-gguf"
 
 
-def run_keel_local(case: Any, workspace: Path, tmp: Path, args: argparse.Namespace, constrain: bool,
-                   profile: str = "auto") -> AgentRun:
-    log = tmp / "session.jsonl"
-    config_home = tmp / "xdg"
-    (config_home / "keel").mkdir(parents=True)
+def keel_config(home: Path, args: argparse.Namespace, constrain: bool = True, profile: str = "auto",
+                cache_mb: int | None = None) -> Path:
+    config_home = home / "xdg"
+    (config_home / "keel").mkdir(parents=True, exist_ok=True)
     (config_home / "keel" / "config.toml").write_text(
         f'[engine]\nconstrain_tool_calls = "{"on" if constrain else "off"}"\nprofile = "{profile}"\n'
         f"local_context = {args.context}\n"
-        f"temperature = 0.0\n" + (f"local_threads = {args.threads}\n" if args.threads else ""))
+        f"temperature = 0.0\n" + (f"local_threads = {args.threads}\n" if args.threads else "")
+        + (f"local_prefix_cache_mb = {cache_mb}\n" if cache_mb is not None else ""))
+    return config_home
+
+
+def run_keel_local(case: Any, workspace: Path, tmp: Path, args: argparse.Namespace, constrain: bool,
+                   profile: str = "auto") -> AgentRun:
+    log = tmp / "session.jsonl"
+    config_home = keel_config(tmp, args, constrain, profile)
     cmd = [sys.executable, "-m", "keel.cli.main", "run", "--task-file", str(case.path / "task.md"),
            "--cwd", str(workspace), "--local", str(args.model), "--output-format", "json", "--log", str(log),
            "--max-steps", str(args.max_steps), "--max-seconds", f"{args.timeout:g}"]
@@ -124,14 +142,93 @@ def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str |
         graded = grade(case, workspace)
         metrics = run_metrics(run.result, run.events)
         cuts = sum(1 for e in run.events if e.get("type") == "model_call" and e.get("finish_reason") == "length")
+        phase_cols = {"phases": phases(run.events)} if agent != "mini-swe-agent" else {}
         return {"case": case_id, "agent": agent, "status": run.status, "stop_reason": run.stop_reason,
                 "outcome": outcome(run.status, graded.passed, run.error), "passed": graded.passed,
                 "error": run.error, "cut_replies": cuts, "wall_s": round(time.monotonic() - started, 1),
                 **{k: metrics[k] for k in ("steps", "tool_calls", "idle_turns", "invalid_calls", "recovered_calls",
-                                           "malformed_turns", "prompt_tokens", "cached_tokens", "cached_share")}}
+                                           "malformed_turns", "prompt_tokens", "cached_tokens", "cached_share")},
+                **phase_cols}
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def phases(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where a keel run's time went, from its events log: seconds, prompt tokens evaluated (not
+    cached) and generated tokens per phase, and the generation speed of the model calls."""
+    calls = [e for e in events if e.get("type") == "model_call"]
+    edits = [e for e in events if e.get("type") == "change_request"]
+    tools = [e for e in events if e.get("type") == "tool_call"]
+
+    def part(items: list[dict[str, Any]]) -> dict[str, Any]:
+        u = [e.get("usage") or {} for e in items]
+        return {"n": len(items), "s": round(sum(e.get("latency_s") or 0 for e in items), 1),
+                "evaluated": sum((x.get("prompt_tokens") or 0) - (x.get("cached_tokens") or 0) for x in u),
+                "generated": sum(x.get("completion_tokens") or 0 for x in u)}
+
+    edit_s = sum(e.get("latency_s") or 0 for e in edits)
+    return {"first_call": part(calls[:1]), "later_calls": part(calls[1:]), "editor_requests": part(edits),
+            "tools_s": round(sum(e.get("elapsed_ms") or 0 for e in tools) / 1000 - edit_s, 1)}
+
+
+def first_reply(case_id: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The warm-start rounds of --first-reply (see the module docstring)."""
+    case = load_case(ROOT / "evals" / case_id)
+    tmp = Path(tempfile.mkdtemp(prefix=f"keel-first-{case_id}-"))
+    rows = []
+    try:
+        workspace = materialize(case, tmp / "workspace")
+        for round_ in range(args.first_reply):
+            shutil.rmtree(tmp / "home-on", ignore_errors=True)   # each round starts with an empty cache
+            for label, home, cache_mb in (("off", "home-off", 0), ("on-empty", "home-on", 512),
+                                          ("on-same-task", "home-on", 512), ("on-other-task", "home-on", 512)):
+                task = OTHER_TASK if label == "on-other-task" else None
+                row = timed_first_call(case, workspace, tmp / home, args, cache_mb, task)
+                row.update(case=case_id, round=round_, cache=label, load=os.getloadavg()[0])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
+OTHER_TASK = "Explain in two sentences what the code in this project does."
+
+
+def timed_first_call(case: Any, workspace: Path, home: Path, args: argparse.Namespace, cache_mb: int,
+                     task: str | None = None) -> dict[str, Any]:
+    config_home = keel_config(home, args, cache_mb=cache_mb)
+    cmd = [sys.executable, "-m", "keel.cli.main", "run", *([task] if task else ["--task-file", str(case.path / "task.md")]),
+           "--cwd", str(workspace), "--local", str(args.model), "--output-format", "stream-json",
+           "--max-steps", "1", "--verify", "off", "--max-seconds", f"{args.timeout:g}"]
+    env = {**os.environ, "KEEL_HOME": str(home / "keel-home"), "XDG_CONFIG_HOME": str(config_home),
+           "PYTHONPATH": str(ROOT)}
+    marks: dict[str, float] = {}
+    first: dict[str, Any] = {}
+    started = time.monotonic()
+    err = home / "stderr.txt"
+    with err.open("w") as err_fh:
+        proc = subprocess.Popen(cmd, cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=err_fh,
+                                stdin=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        with contextlib.suppress(ValueError):
+            event = json.loads(line)
+            kind = event.get("type")
+            if kind == "session_start":
+                marks["start"] = time.monotonic() - started
+                first["setup"] = event.get("engine_setup")
+            elif kind == "assistant_delta" and event.get("kind") == "content" and "token" not in marks:
+                marks["token"] = time.monotonic() - started
+            elif kind == "model_call" and "call" not in marks:
+                marks["call"] = time.monotonic() - started
+                first["usage"] = event.get("usage")
+    if proc.wait() != 0 and "call" not in marks:
+        first["error"] = err.read_text(errors="replace")[-600:]
+    return {"to_session_start_s": round(marks.get("start", -1), 2), "to_first_token_s": round(marks.get("token", -1), 2),
+            "to_first_call_end_s": round(marks.get("call", -1), 2), **first}
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -157,7 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out", type=Path, help="append each row as a JSON line here")
     p.add_argument("--keep", action="store_true", help="keep the workspaces")
+    p.add_argument("--first-reply", type=int, default=0, metavar="N",
+                   help="measure N rounds of warm starts (prefix cache off / empty / filled) instead")
     args = p.parse_args(argv)
+    if args.first_reply:
+        print(f"load before: {os.getloadavg()}", flush=True)
+        for case_id in [c for c in args.cases.split(",") if c]:
+            first_reply(case_id, args)
+        print(f"load after: {os.getloadavg()}", flush=True)
+        return 0
     agents = [a for a in args.agents.split(",") if a]
     unknown = set(agents) - set(AGENTS)
     if unknown:

@@ -60,7 +60,7 @@ class EngineSettings(_Section):
     # is asked again without it, for the rest of the session); auto = off there (keel/engine/constrain.py).
     constrain_tool_calls: Literal["auto", "on", "off"] = "auto"
     # The tools and prompt the model sees. small: five tools with only required arguments, a short
-    # prompt, the project's files in the first message (keel.tools.slim, keel.context.preload);
+    # prompt, the project's files in the first message (keel.tools.small, keel.context.preload);
     # auto: small for the in-process engine, full for servers.
     profile: Literal["auto", "full", "small"] = "auto"
 

@@ -357,3 +357,17 @@ def test_hostile_text_is_handled_in_linear_time(text):
     recover_text_tool_calls(text, TOOLS, schemas=WRITE_SCHEMA)
     looks_like_tool_call(text, TOOLS)
     assert time.perf_counter() - started < 5.0
+
+
+def test_a_call_after_grammar_prose_is_a_call_only_under_the_grammar() -> None:
+    """The in-process engine's grammar allows exactly one line of prose, then the call object; the
+    1.5B model writes that shape every turn. Under the grammar it is a call (it cannot be anything
+    else); in free text the same object after prose may be a quoted example and is not run.
+    Measured: treating it as free text left every reply of a six-case 1.5B batch idle."""
+    reply = 'I will read the file.\n{"name": "read_file", "arguments": {"path": "calc.py"}}'
+    content, calls, fmt = recover_text_tool_calls(reply, {"read_file"}, after_prose=True)
+    assert [(c.name, c.arguments) for c in calls] == [("read_file", '{"path": "calc.py"}')]
+    assert content == "I will read the file." and fmt == "json"
+    assert recover_text_tool_calls(reply, {"read_file"})[1] == []
+    quoted = 'Call <b>this</b> like {"name": "read_file", "arguments": {"path": "x"}}'
+    assert recover_text_tool_calls(quoted, {"read_file"}, after_prose=True)[1] == []

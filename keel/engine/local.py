@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from keel.engine.constrain import offers_finish
-from keel.engine.local_cpu import model_params, read_cpuinfo, use_extra_buffers
+from keel.engine.local_cpu import ThreadFit, model_params, read_cpuinfo, use_extra_buffers
+from keel.engine.local_prefix import DiskPrefix, static_prefix_len
+from keel.engine.prefix_cache import PrefixCache
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.runaway import ReplyCut
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
@@ -37,6 +39,7 @@ MIN_REPLY_TOKENS = 64
 REPLY_SECONDS = 180.0
 SPEED_CAP_FLOOR = 192
 PROMPT_CHUNK = 128   # tokens of prompt evaluated between two deadline checks (~8 s for a 1.5B model here)
+log = logging.getLogger(__name__)
 INSTALL_HINT = ("the in-process engine needs llama-cpp-python: pip install 'keel[local]' "
                 "(it builds llama.cpp once, about 15 minutes on 2 cores)")
 
@@ -47,14 +50,6 @@ def _llama_cpp() -> Any:
     except ImportError:
         raise EngineError("config", INSTALL_HINT) from None
     return llama_cpp
-
-
-def default_threads() -> int:
-    """Half the CPUs this process may run on, as llama.cpp itself defaults (physical cores on a
-    laptop with SMT). More is worse on a busy machine: llama.cpp's threads spin-wait for each
-    other, and on 2 shared cores 2 threads decoded 6x slower than 1 (measured, 0.5B model)."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, usable // 2)
 
 
 def speed_cap(configured: int, tokens_per_s: float | None) -> int:
@@ -90,7 +85,7 @@ def slot_choice(current: Sequence[int], saved: Sequence[int], prompt: Sequence[i
     shares more of the prompt than the current state does; "save" the current state when the prompt
     would throw most of a long one away; else "keep".
 
-    Why: change_file (keel.tools.change) asks the same model a short request of its own between
+    Why: change_file (keel.drive.change) asks the same model a short request of its own between
     two steps of the conversation. With one KV cache, that request evicted the conversation, and
     the next step read its 2–3k prompt tokens again: 50–90 s a step on this CPU instead of 10–20."""
     here = shared_prefix(current, prompt)
@@ -135,7 +130,8 @@ class LocalEngine:
     def __init__(self, model_path: str | Path, *, n_ctx: int = DEFAULT_CONTEXT,
                  max_tokens: int = LOCAL_REPLY_CAP, temperature: float = 0.0, seed: int | None = 1234,
                  constrain: bool = True, n_threads: int | None = None, label_tool_results: bool = True,
-                 extra_buffers: str = "auto", verbose: bool = False) -> None:
+                 extra_buffers: str = "auto", prefix_cache: PrefixCache | None = None,
+                 verbose: bool = False) -> None:
         llama_cpp = _llama_cpp()
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -146,8 +142,11 @@ class LocalEngine:
         self.seed = seed
         self.constrain = constrain
         self.label_tool_results = label_tool_results
-        threads = n_threads or default_threads()
-        self.extra_buffers = use_extra_buffers(extra_buffers, read_cpuinfo())
+        cpuinfo = read_cpuinfo()
+        # n_threads None: "auto", fitted to the cores other processes leave free, now and between steps
+        self._fit: ThreadFit | None = None if n_threads else ThreadFit(cpuinfo)
+        threads = self.threads = n_threads or (self._fit.at_start() if self._fit else 1)
+        self.extra_buffers = use_extra_buffers(extra_buffers, cpuinfo)
         try:
             with model_params(llama_cpp, self.extra_buffers):
                 self._llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads,
@@ -173,6 +172,17 @@ class LocalEngine:
         self.prompt_eval_s = 0.0                  # time to the first token of the last reply
         self.last_usage_raw: dict[str, Any] | None = None
         self._saved: Any = None                   # one other KV state (slot_choice)
+        self._disk = (DiskPrefix(prefix_cache, self.path, n_ctx, llama_cpp)
+                      if prefix_cache is not None and prefix_cache.enabled else None)
+        self._marks: list[list[int]] = []         # prefixes read on their own, then saved (_warm_start)
+        self.calls = 0
+        self.evaluated_tokens = 0                 # prompt tokens evaluated by the last call
+
+    def describe_setup(self) -> dict[str, Any]:
+        """How this engine runs, for session_start: threads (and why), the prefix cache."""
+        fit = {"threads_mode": "auto", "physical_cores": self._fit.physical} if self._fit else {"threads_mode": "set"}
+        disk = {"prefix_cache_mb": self._disk.cache.cap_bytes >> 20 if self._disk else 0}
+        return {"threads": self.threads, **fit, **disk, "extra_buffers": self.extra_buffers}
 
     @property
     def context_window(self) -> int:
@@ -216,6 +226,10 @@ class LocalEngine:
         if room < MIN_REPLY_TOKENS:
             raise EngineError("context", f"the conversation is {len(prompt)} tokens; the local context window "
                                          f"is {self.context_window} (set [engine] local_context higher)")
+        self._fit_threads()
+        if self.calls == 0:
+            self._warm_start(messages, tools, prompt)
+        self.calls += 1
         self._use_slot(prompt[:-1])
         # llama-cpp-python re-evaluates at least the prompt's last token, so it never counts as cached.
         cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
@@ -268,7 +282,7 @@ class LocalEngine:
                                "prompt_tokens_details": {"cached_tokens": cached}}
         if content and turn.finish_reason != "length":  # a cut reply may end inside a call: never run it
             self._next_text_call = first_free_text_call_id(messages, self._next_text_call)
-            self._recover_text_calls(turn, tools)
+            self._recover_text_calls(turn, tools, after_prose=grammar is not None)
         ended = time.monotonic()
         turn.latency_s = ended - started
         if first_token_at is not None:
@@ -288,21 +302,67 @@ class LocalEngine:
         elif choice == "save":
             self._saved = self._llm.save_state()
 
+    def _fit_threads(self) -> None:
+        """Between steps, "auto" threads follow the load other processes put on the machine."""
+        if self._fit is None or self.calls == 0:
+            return
+        threads = self._fit.between_steps(self.threads)
+        if threads != self.threads:
+            self._llama_cpp.llama_set_n_threads(self._llm._ctx.ctx, threads, threads)
+            self.threads = threads
+
+    def _warm_start(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], prompt: list[int]) -> None:
+        """First call of this process: restore from disk the KV state of the whole first prompt (the
+        same task again) or else of its static prefix (another task); what is not restored is read in
+        the same pieces, each saved (keel.engine.local_prefix). A restored prefix counts as cached,
+        like the state a previous step left, and _use_slot goes on from it. The pieces are the same
+        with the cache off: llama.cpp's sums differ in their last bits with the batch's shape, and a
+        greedy reply must not depend on the cache (measured: the 0.5B model's reply changed after a
+        few words when the batch split moved)."""
+        if self._llm.n_tokens:
+            return
+        try:
+            n = static_prefix_len(self.render, lambda text: self._llm.tokenize(
+                text.encode("utf-8"), add_bos=False, special=True), messages, tools, prompt)
+            self._marks = [prompt[:n], prompt[:-1]]
+            for i in (1, 0):
+                if self._disk is not None and self._disk.restore(self._llm, self._marks[i]):
+                    self._marks = self._marks[i + 1:]
+                    break
+        except (OSError, RuntimeError, EngineError) as e:   # the cache only saves time; a run never fails on it
+            log.debug("prefix cache: not used: %s", e)
+
     def _read_prompt(self, prompt: list[int], cached: int, on_delta: DeltaCallback | None) -> None:
         """Evaluate the prompt's uncached part (all but its last token, which generate() evaluates)
         in chunks, with a "prompt" delta after each so a watcher can cut here too: a cold 3k-token
         prompt took 3 min on this CPU, and no cut could reach it inside one llama.cpp call.
-        generate() then finds everything but the last token cached and goes on from there."""
+        generate() then finds everything but the last token cached and goes on from there.
+        A first call's pieces (_warm_start) are evaluated one by one and saved."""
         end = len(prompt) - 1
+        self.evaluated_tokens = max(0, end - cached) + 1
+        marks, self._marks = self._marks, []
+        for mark in marks:
+            if cached < len(mark) <= end and prompt[:len(mark)] == mark:
+                self._eval(prompt, cached, len(mark), on_delta)
+                cached = len(mark)
+                try:
+                    if self._disk is not None:
+                        self._disk.store(self._llm, mark)
+                except OSError as e:
+                    log.debug("prefix cache: not saved: %s", e)
         if on_delta is None or cached >= end:
             return
-        self._llm.n_tokens = cached      # eval() drops the KV cells past it
-        for start in range(cached, end, PROMPT_CHUNK):
-            on_delta(StreamDelta("prompt", ""))
-            self._llm.eval(prompt[start:min(end, start + PROMPT_CHUNK)])
+        self._eval(prompt, cached, end, on_delta)
         on_delta(StreamDelta("prompt", ""))
 
-    def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
+    def _eval(self, prompt: list[int], start: int, end: int, on_delta: DeltaCallback | None) -> None:
+        self._llm.n_tokens = start      # eval() drops the KV cells past it
+        for at in range(start, end, PROMPT_CHUNK):
+            if on_delta is not None:
+                on_delta(StreamDelta("prompt", ""))
+            self._llm.eval(prompt[at:min(end, at + PROMPT_CHUNK)])
+
+    def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]], *, after_prose: bool) -> None:
         names, schemas = set(), {}
         for tool in tools:
             fn = tool.get("function") or {}
@@ -310,7 +370,7 @@ class LocalEngine:
                 names.add(fn["name"])
                 schemas[fn["name"]] = fn.get("parameters") or {}
         content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas,
-                                                      id_start=self._next_text_call)
+                                                      id_start=self._next_text_call, after_prose=after_prose)
         if calls:
             self._next_text_call += len(calls)
             turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
@@ -332,6 +392,10 @@ def build_local_engine(settings: Any) -> LocalEngine:
     path = resolve_model(settings.local_model)
     # An explicit max_tokens wins; otherwise the local cap, not the HTTP default of 4096.
     cap = settings.max_tokens if "max_tokens" in settings.model_fields_set and settings.max_tokens else LOCAL_REPLY_CAP
+    from keel.core.events import data_dir
+
+    threads = settings.local_threads if isinstance(settings.local_threads, int) else None   # None: "auto"
+    cache = PrefixCache(data_dir() / "prefix-cache", settings.local_prefix_cache_mb)
     return LocalEngine(path, n_ctx=settings.local_context, max_tokens=cap, temperature=settings.temperature,
                        seed=settings.seed, constrain=constrain_local(settings.constrain_tool_calls),
-                       n_threads=settings.local_threads, extra_buffers=settings.local_extra_buffers)
+                       n_threads=threads, extra_buffers=settings.local_extra_buffers, prefix_cache=cache)

@@ -16,6 +16,8 @@ shell below sets it on the default parameters ``Llama`` starts from, for that on
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,3 +67,84 @@ def model_params(llama_cpp: Any, extra_buffers: bool) -> Iterator[None]:
         yield
     finally:
         low.llama_model_default_params = original
+
+
+# ---- threads that fit the machine ------------------------------------------------------------
+# llama.cpp's threads spin-wait for each other at every step, so a thread that has no core to
+# itself stalls all the others: on 2 shared cores, 2 threads decoded 6x slower than 1 while
+# another process was busy, and 2 were faster than 1 on an idle machine (measured, 0.5B model).
+# "auto" therefore counts the cores other processes are using and takes the rest.
+
+
+def physical_cores(cpuinfo: str, usable: set[int]) -> int:
+    """Distinct (package, core) pairs among the CPUs this process may run on; SMT siblings share a
+    core and add little to llama.cpp. Without core ids (VMs, ARM, not Linux): the usable count."""
+    cores, cpu, package = set(), None, "0"
+    for line in cpuinfo.splitlines():
+        name, _, value = (part.strip() for part in line.partition(":"))
+        if name == "processor":
+            cpu = int(value) if value.isdigit() else None
+        elif name == "physical id":
+            package = value
+        elif name == "core id" and cpu in usable:
+            cores.add((package, value))
+    return max(1, len(cores) if cores else len(usable))
+
+
+def fitting_threads(physical: int, others_busy: float) -> int:
+    """Threads for ``physical`` cores while other processes keep ``others_busy`` cores busy: the
+    cores left, rounded to the nearest whole core, at least one."""
+    free = physical - max(0.0, others_busy)
+    return max(1, min(physical, int(free + 0.5)))
+
+
+def read_loadavg(path: Path = Path("/proc/loadavg")) -> float | None:
+    """The 1-minute load average (runnable processes), or None where there is none."""
+    try:
+        return float(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cpu_busy_s(path: Path = Path("/proc/stat")) -> float | None:
+    """Seconds all CPUs spent busy since boot (everything but idle and iowait)."""
+    try:
+        fields = [int(x) for x in path.read_text().splitlines()[0].split()[1:9]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    t = os.times()   # this process and its waited-for children (the tools keel ran)
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class ThreadFit:
+    """The "auto" thread count. At the start: the 1-minute load average (keel itself is not yet
+    busy). Between steps: the CPU time the machine spent busy since the last look, less keel's own
+    (its decoding and the tools it ran), per second of wall time. The load average would count
+    keel's own decoding of the last minute as load and shrink the count after every busy step."""
+
+    def __init__(self, cpuinfo: str) -> None:
+        usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+        self.physical = physical_cores(cpuinfo, set(usable))
+        self._mark: tuple[float, float, float] | None = None
+
+    def at_start(self) -> int:
+        load = read_loadavg()
+        self._look()
+        return fitting_threads(self.physical, load if load is not None else 0.0)
+
+    def between_steps(self, current: int) -> int:
+        before, after = self._mark, self._look()
+        if before is None or after is None or after[0] - before[0] < 1.0:
+            return current   # too short an interval to tell
+        wall = after[0] - before[0]
+        others = ((after[1] - before[1]) - (after[2] - before[2])) / wall
+        return fitting_threads(self.physical, others)
+
+    def _look(self) -> tuple[float, float, float] | None:
+        busy = _cpu_busy_s()
+        self._mark = None if busy is None else (time.monotonic(), busy, _own_cpu_s())
+        return self._mark

@@ -30,6 +30,7 @@ from typing import Any
 
 from keel.engine.recovery_json import (
     Block,
+    calls_in,
     decode_at,
     hermes_objects,
     recover_functions_prefix,
@@ -75,7 +76,7 @@ def first_free_text_call_id(messages: list[dict[str, Any]], start: int) -> int:
 
 def recover_text_tool_calls(content: str, tool_names: set[str], *,
                             schemas: Mapping[str, JsonSchema] | None = None,
-                            id_start: int = 1) -> tuple[str, list[ToolCall], str]:
+                            id_start: int = 1, after_prose: bool = False) -> tuple[str, list[ToolCall], str]:
     """Return (content without the recovered call text, calls, format).
 
     ``format`` is "hermes", "qwen3_coder", "json", "functions" or "" when nothing was recovered,
@@ -83,11 +84,19 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     parameters; with it, Qwen3-Coder parameter values are typed the way the tool expects (a
     ``content`` of ``42`` stays the string "42") and only the tool's own parameter names can end a
     value. Ids are ``call_txt_<n>`` from ``id_start``.
+
+    ``after_prose``: the reply was decoded under keel's tool-call grammar (keel.engine.grammar),
+    whose only shape is one line of prose without '<' or '{' and then the call; a bare call object
+    after that prose is a call by construction (never so in free text, where it may be quoted).
     """
     if not content:
         return content, [], ""
     blocks = (_recover_tagged(content, tool_names, schemas or {}) or recover_json(content, tool_names)
               or recover_functions_prefix(content, tool_names))
+    if not blocks and after_prose:
+        brace = content.find("{")
+        if brace > 0 and "<" not in content[:brace] and (found := calls_in(content[brace:], tool_names)):
+            blocks = [Block(brace, len(content), found, "json")]
     if not blocks:
         return content, [], ""
     blocks.sort(key=lambda b: b.start)
