@@ -165,7 +165,7 @@ class Agent:
         from keel.drive.change import make_change_tool
         from keel.engine.prompts import system_prompt as default_prompt
         from keel.tools.catalog import default_tools
-        from keel.tools.slim import slim_tools
+        from keel.tools.small import small_tools
 
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
@@ -182,7 +182,7 @@ class Agent:
         self.engine = engine or build_engine(self.config)
         self.attended = attended
         self.plan_mode = plan_mode
-        from keel.ext.setup import Extensions
+        from keel.ext.extensions import Extensions
         self.profile = tool_profile(self.config)
         # trust, hooks, skills, MCP, plugins (docs/extensions.md); the bus and log exist by the time they are read
         self.ext = Extensions(self.workspace, self.config, profile=self.profile, prompt=prompt,
@@ -190,12 +190,22 @@ class Agent:
                               transcript=lambda: str(self.log_path) if self.log_path else None,
                               emit=lambda kind, **data: self.bus.emit(kind, **data),
                               protection=lambda: self.protection)
-        builtin = slim_tools(make_change_tool()) if self.profile == "small" else default_tools()
-        base = tools if tools is not None else builtin + self.ext.extra_tools()
+        # One registry path: the built-ins (or the caller's tools), then delegate, skills, MCP and plugins
+        # all come in through ToolRegistry.register; hooks, plan mode and diffs wrap them in place.
+        self.registry = ToolRegistry()
+        builtin = small_tools(make_change_tool()) if self.profile == "small" else default_tools()
+        for tool in tools if tools is not None else builtin:
+            self.registry.register(tool)
+        if tools is None:
+            self.ext.register_tools(self.registry)
+        self.ext.wrap(self.registry, plan_mode=plan_mode)
         from keel.tools.diffs import add_diffs
-        self.registry = ToolRegistry(add_diffs(self.ext.wrap(base, plan_mode=plan_mode)))  # edits carry a diff
+        for tool in add_diffs(self.registry.tools()):   # edits carry a diff
+            self.registry.replace(tool.spec.name, tool)
         # called after each step that goes on; False stops the run (the REPL's and `keel run`'s --step)
         self.after_step: Callable[[int], bool] | None = None
+        # the last run's runner, None before the first run (the REPL's /compact, ACP's answers read its state)
+        self.runner: Runner | None = None
         shell = self.config.shell   # a session log brings the checkpoint store the snapshots go to
         snapshot = log_path is not False and shell.snapshot_max_mb > 0 and shell.snapshot_max_files > 0
         self.ctx = build_context(self.workspace, self.config, attended=attended, prompt=prompt,
@@ -309,7 +319,7 @@ class Agent:
                         verifier=None if self.plan_mode else self._take_verifier(task or ""),
                         on_stop=self.ext.hooks.on_stop if self.ext.hooks.has("Stop") else None)
         runner.context = self.context_manager(engine)  # the window: compaction and prefix accounting
-        self.runner = runner  # the last run's runner (the REPL's /compact, ACP's answers read its state)
+        self.runner = runner
         runner.after_step = self.after_step
         if self.recorder is not None:
             runner.on_step = self.recorder.on_step
@@ -359,7 +369,7 @@ class Agent:
 
     def compact(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """Fold ``messages`` (owned by the caller) now, as the REPL's /compact does; the compaction event."""
-        runner = getattr(self, "runner", None)
+        runner = self.runner
         return self.context_manager().compact(messages, self.registry.schemas(), runner.state if runner else None,
                                               step=runner.steps if runner else 0)
 

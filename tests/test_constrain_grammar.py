@@ -140,9 +140,9 @@ def slim_grammar() -> str:
     global SLIM
     if SLIM is None:
         from keel.drive.change import make_change_tool
-        from keel.tools.slim import slim_tools
+        from keel.tools.small import small_tools
 
-        SLIM = tool_call_grammar(ToolRegistry(slim_tools(make_change_tool())).schemas(), require_call=True)
+        SLIM = tool_call_grammar(ToolRegistry(small_tools(make_change_tool())).schemas(), require_call=True)
     return SLIM
 
 

@@ -185,6 +185,22 @@ def test_swapping_a_directory_for_a_symlink_never_leaks_or_writes_outside(tmp_pa
     checkpoints_hold_no_secret(tmp_path / "session")
 
 
+def test_grep_of_a_file_swapped_for_a_symlink_never_leaks(tmp_path: Path, home: Path) -> None:
+    """grep on one named file reads it through keel (rg would open the swapped path by name)."""
+    from keel.tools.search import GREP
+    ws, ctx = workspace(tmp_path)
+    (ws / "victim.py").write_text("value = 1\n")
+    (ws / "link").symlink_to(home / "id_rsa")
+    tally = Tally()
+    with Swapper(ws, "victim.py", "link", home / "id_rsa") as swapper:
+        deadline = time.monotonic() + SECONDS / 3
+        while tally.iterations < ITERATIONS and time.monotonic() < deadline:
+            tally.iterations += 1
+            tally.see(run(GREP, ctx, pattern="KEEL|value", path="victim.py"))
+    print(f"grep on a swapped file: {tally.iterations} iterations, {swapper.swaps} swaps, {len(tally.leaks)} leaks")
+    assert tally.leaks == [] and tally.iterations > 50
+
+
 def _session_that_changed(tmp_path: Path) -> tuple[Path, Path, int]:
     """A workspace whose sub/notes.txt a session changed ("old" -> "new"), and a descriptor of the
     real sub directory (it keeps naming it wherever a swap moves it)."""

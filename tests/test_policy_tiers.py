@@ -91,7 +91,18 @@ def test_the_projects_checks_run_under_both_tiers(ws: Path, command: str) -> Non
 
 @pytest.mark.parametrize("command", WORKSPACE_WRITES)
 def test_workspace_writes_run_unasked_only_under_a_confining_tier(ws: Path, command: str) -> None:
-    assert both(command, ws) == ("ask", "allow")
+    # snapshot: as in a run, the workspace is snapshotted before the command (keel.trace.snapshot)
+    assert (classify_command(command, ws, confined=False, snapshot=True).decision,
+            classify_command(command, ws, confined=True, snapshot=True).decision) == ("ask", "allow")
+
+
+def test_a_recursive_delete_no_snapshot_holds_asks(ws: Path) -> None:
+    """Issue 21: deleting the workspace's own directories asks unless a snapshot holds them (the
+    workspace is over the snapshot cap, or snapshots are off)."""
+    for command in ("rm -rf build", "rm -r build/out.o"):
+        verdict = classify_command(command, ws, confined=True, snapshot=False)
+        assert verdict.decision == "ask" and "no snapshot holds" in verdict.reason
+    assert classify_command("rm build/out.o", ws, confined=True, snapshot=False).decision == "allow"
 
 
 @pytest.mark.parametrize("command", STILL_ASK)

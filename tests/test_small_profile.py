@@ -230,10 +230,10 @@ def test_schema_keywords_echoed_into_arguments_are_dropped_nothing_else(extra: d
     from keel.drive.change import make_change_tool
     from keel.engine.types import ToolCall
     from keel.tools.registry import ToolRegistry
-    from keel.tools.slim import slim_tools
+    from keel.tools.small import small_tools
 
     args = {"path": "a.py", "old_text": "x > 1", "new_text": "x >= 1", **extra}
-    for registry in (ToolRegistry(slim_tools(make_change_tool())), ToolRegistry(default_tools())):
+    for registry in (ToolRegistry(small_tools(make_change_tool())), ToolRegistry(default_tools())):
         parsed = registry.parse(ToolCall("c1", "edit_file", json.dumps(args)))
         if accepted:
             assert not isinstance(parsed, str), parsed

@@ -66,7 +66,7 @@ class AcpSession:
         if not self.messages:
             return self.agent.run(text)
         waiting = self.last is not None and self.last.stop_reason == "needs_user"
-        runner = getattr(self.agent, "runner", None)
+        runner = self.agent.runner
         state = runner.state if waiting and runner is not None else TaskState(task=text)  # an answer: same task
         if self.last is None or self.last.stop_reason == "interrupted":
             self.messages, _ = repair_history(self.messages)   # an interrupt may leave a call unanswered

@@ -58,8 +58,10 @@ def judge(command: str, workspace: Path) -> dict[str, Any]:
     perms = config.permissions
     # The tier changes the verdict (workspace writes, running code), exactly as for run_shell.
     info = active_sandbox(policy_for(config.shell.sandbox))
+    # As in a run: the workspace is snapshotted before each command unless a cap turned that off.
+    snapshot = config.shell.snapshot_max_mb > 0 and config.shell.snapshot_max_files > 0
     evaluation = RuleSet.from_config(perms.allow, perms.ask, perms.deny).evaluate_shell(
-        command, workspace, confined=info.confining, pid_namespace=info.kind == "bubblewrap")
+        command, workspace, confined=info.confining, pid_namespace=info.kind == "bubblewrap", snapshot=snapshot)
     verdict = evaluation.verdict
     return {"decision": verdict.decision, "reason": honest_reason(verdict.reason, info.tier, info.confining),
             "part": verdict.part, "network": evaluation.network, "sandbox": info.tier,

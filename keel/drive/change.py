@@ -34,7 +34,7 @@ from keel.engine.types import Usage
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.slim import NOTE_MAX_CHARS, breaks_python
+from keel.tools.small import NOTE_MAX_CHARS, breaks_python
 
 if TYPE_CHECKING:
     from keel.verify.gate import CheckOutcome
@@ -313,11 +313,8 @@ def make_change_tool() -> Tool:
             turn = engine.complete(change_request(task, note, shown, current, related, failures), [])
             spent.add(turn.usage)
             run.bus.emit("change_request", step=run.step, path=shown, with_note=note is not None,
-                           latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
-                           usage={"prompt_tokens": turn.usage.prompt_tokens,
-                                  "completion_tokens": turn.usage.completion_tokens,
-                                  "cached_tokens": turn.usage.cached_tokens},
-                           reply=turn.content[:4000])
+                         latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
+                         usage=turn.usage.to_json(), reply=turn.content[:4000])
             new, restored = extract_file(turn.content), list[str]()
             if new is not None and current is not None and real.suffix == ".py":
                 new, restored = restore_dropped(current, new, note or "")

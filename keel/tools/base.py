@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 if TYPE_CHECKING:
     from keel.core.events import EventBus
     from keel.engine.types import Engine
+    from keel.policy.sandbox import SandboxPolicy
+    from keel.tools.seams import FileFacts, ShellGate
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -137,10 +139,11 @@ class ToolContext:
     workspace: Path
     attended: bool = False
     # Per-session facts shared by file tools (read snapshots for stale-write checks, backups).
-    session: Any = None
-    # The shell policy / approval gate and the sandbox (keel.policy); None means defaults.
-    approval: Any = None
-    sandbox: Any = None
+    session: FileFacts | None = None
+    # The shell policy / approval gate (keel.tools.seams: a ShellGate, usually a full Gate) and the
+    # sandbox (keel.policy); None means defaults.
+    approval: ShellGate | None = None
+    sandbox: SandboxPolicy | None = None
     shell_timeout_s: float = 120.0
     # When the run must end (time.monotonic() seconds), set by the runner from its wall-clock limit;
     # a command's timeout never reaches past it. None: no limit.

@@ -37,6 +37,7 @@ from keel.tools.base import (
     ToolSpec,
     approval_refusal,
 )
+from keel.tools.seams import FileFacts
 from keel.tools.session import FileSession
 from keel.tools.textfile import decode_lenient, shown_text, write_workspace_file
 
@@ -77,7 +78,7 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word[:-1] + 'ies' if word.endswith('y') else word + 's'}"
 
 
-def file_session(ctx: ToolContext) -> FileSession:
+def file_session(ctx: ToolContext) -> FileFacts:
     """The session's file facts; made on first use (read-only tools run in parallel threads)."""
     with _session_lock:
         if ctx.session is None:

@@ -229,7 +229,9 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     file_type = TYPE_ALIASES.get((args.file_type or "").lower(), args.file_type) or None
     query = GrepQuery(args.pattern, args.fixed_strings, args.case_insensitive, args.glob, file_type, args.context)
     rules = IgnoreRules(ctx.workspace)
-    backend = grep_backend(ctx)
+    # One named file is read by keel itself, through keel.policy.beneath: rg opens a path by name
+    # and would follow it if it were swapped for a symlink between the check above and the read.
+    backend = "python" if target.is_file() else grep_backend(ctx)
     try:
         if backend == "rg":
             hits = grep_rg(root, rel, query, require_git=rules.require_git)

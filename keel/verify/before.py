@@ -1,6 +1,6 @@
 """How the project's checks stand before the agent changes anything, as a first-message section.
 
-For a small model (the small profile, keel.tools.slim) the gate's checks run once before the first
+For a small model (the small profile, keel.tools.small) the gate's checks run once before the first
 turn and their failures go into the first message. Every bundled bug-fix case starts with a failing
 test that names the bug (``assert shipping_cost(5000) == 0``); a 1.5B model that is only told
 "shipping is charged at exactly $50" changed the threshold constant instead, and later spent turns

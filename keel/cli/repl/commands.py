@@ -97,7 +97,7 @@ def _cost(s: ReplSession, _arg: str) -> None:
 
 
 def _todos(s: ReplSession, _arg: str) -> None:
-    runner = getattr(s.agent, "runner", None)
+    runner = s.agent.runner
     todos = runner.state.todos if runner is not None else []
     if not todos:
         s.console.print("no todos")

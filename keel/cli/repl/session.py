@@ -134,7 +134,7 @@ class ReplSession:
         if not self.messages:
             return self._finish(lambda: self.agent.run(text))
         waiting = self.last is not None and self.last.stop_reason == "needs_user"
-        runner = getattr(self.agent, "runner", None)
+        runner = self.agent.runner
         state = runner.state if waiting and runner is not None else TaskState(task=text)  # an answer: same task
         if self.last is not None and self.last.stop_reason == "interrupted":
             from keel.trace.sessions import repair_history  # an interrupt may leave a call unanswered

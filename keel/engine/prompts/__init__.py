@@ -7,7 +7,7 @@ from importlib import resources
 
 
 def system_prompt(profile: str = "full") -> str:
-    """``small``: the short prompt of the slim tool set (keel.tools.slim), written for 0.5–3B models."""
+    """``small``: the short prompt of the slim tool set (keel.tools.small), written for 0.5–3B models."""
     name = "system_small.md" if profile == "small" else "system.md"
     return resources.files("keel.engine.prompts").joinpath(name).read_text(encoding="utf-8")
 

@@ -204,6 +204,10 @@ def _rm(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         out.append(ask(f"{inv.name} of paths only known when it runs", destructive=True))
     for word in operands:
         out += judge_delete(env, word, inv.cwds, recursive)
+    if recursive and not env.snapshot and operands:
+        # Nothing holds what it deletes (no snapshot: the workspace is over its cap, or snapshots are off).
+        out.append(ask(f"{inv.name} -r deletes directories that no snapshot holds (keel undo could not bring "
+                       "them back)", destructive=True))
     return out
 
 

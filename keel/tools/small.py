@@ -130,7 +130,7 @@ def _keeps_python_valid(full: Tool) -> Any:
     return execute
 
 
-def slim_tools(change_file: Tool) -> list[Tool]:
+def small_tools(change_file: Tool) -> list[Tool]:
     """The small profile's tools; ``change_file`` is keel.drive.change's (it drives the run's model, so it
     is built above the loop and passed in).
 

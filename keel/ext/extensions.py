@@ -1,6 +1,7 @@
 """Assembles the extensions for one Agent: trust, hooks, skills, MCP servers, plugins, sub-agents,
-plan mode. The Agent calls three things: ``tools(base)`` for its registry, ``prompt_addendum()`` for
-the stable prefix, and the hook points (``session_start``, ``prompt_submit``, ``hooks.on_stop``).
+plan mode. The Agent calls three things: ``register_tools(registry)`` and ``wrap(registry)`` for its
+registry, ``prompt_addendum()`` for the stable prefix, and the hook points (``session_start``,
+``prompt_submit``, ``hooks.on_stop``).
 
 Order of tool wrapping matters: hooks wrap each tool first, then plan mode replaces what may not
 run — so a PreToolUse hook sees every call the model makes, and plan mode refuses writes even
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from keel.ext.hooks import HookRunner, specs_from_config
 from keel.ext.plan import plan_mode_tools
-from keel.tools.base import Tool
+from keel.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from keel.config import Config
@@ -43,46 +44,54 @@ class Extensions:
 
     # -- tools ---------------------------------------------------------------------------------
 
-    def extra_tools(self) -> list[Tool]:
-        """Tools beyond the built-in set: delegate, skill, MCP servers' tools, plugins."""
+    def register_tools(self, registry: ToolRegistry) -> None:
+        """Register the tools beyond the built-in set: delegate, skill, MCP servers' tools, plugins."""
         from keel.drive.delegate import make_delegate_tool
 
         ext = self.config.extensions
-        # a small model's sub-agent would be as small: the slim profile leaves delegate out
-        tools = [] if self.profile == "small" else [make_delegate_tool(ext.subagent_max_steps, self.protection)]
+        # a small model's sub-agent would be as small: the small profile leaves delegate out
+        if self.profile != "small":
+            registry.register(make_delegate_tool(ext.subagent_max_steps, self.protection))
         if ext.skills:
             from keel.ext.skills import discover_skills, make_skill_tool
 
             self.skills, warnings = discover_skills(self.workspace)
             self.warnings += warnings
             if self.skills:
-                tools.append(make_skill_tool(self.skills))
+                registry.register(make_skill_tool(self.skills))
         if ext.mcp:
-            from keel.engine.types import EngineError
-            from keel.ext.mcp import McpConfigError, start_servers
-
-            perms = self.config.permissions
-            try:
-                self.mcp, mcp_tools, warnings = start_servers(
-                    self.workspace, trusted=self.trusted, call_timeout_s=ext.mcp_call_timeout_s,
-                    startup_timeout_s=ext.mcp_startup_timeout_s,
-                    rules={"allow": perms.allow, "ask": perms.ask, "deny": perms.deny},
-                    emit=self.emit)
-            except McpConfigError as e:
-                raise EngineError("config", f"MCP configuration error: {e}") from e
-            tools += mcp_tools
-            self.warnings += warnings
+            self._register_mcp(registry)
         if ext.plugins:
             from keel.tools.plugins import plugin_tools
 
             found, warnings = plugin_tools()
-            tools += found
+            for tool in found:
+                registry.register(tool)
             self.warnings += warnings
-        return tools
 
-    def wrap(self, tools: list[Tool], *, plan_mode: bool) -> list[Tool]:
-        wrapped = [self.hooks.wrap(t) for t in tools]
-        return plan_mode_tools(wrapped) if plan_mode else wrapped
+    def _register_mcp(self, registry: ToolRegistry) -> None:
+        from keel.engine.types import EngineError
+        from keel.ext.mcp import McpConfigError, start_servers
+
+        ext, perms = self.config.extensions, self.config.permissions
+        try:
+            self.mcp, mcp_tools, warnings = start_servers(
+                self.workspace, trusted=self.trusted, call_timeout_s=ext.mcp_call_timeout_s,
+                startup_timeout_s=ext.mcp_startup_timeout_s,
+                rules={"allow": perms.allow, "ask": perms.ask, "deny": perms.deny},
+                emit=self.emit)
+        except McpConfigError as e:
+            raise EngineError("config", f"MCP configuration error: {e}") from e
+        for tool in mcp_tools:
+            registry.register(tool)
+        self.warnings += warnings
+
+    def wrap(self, registry: ToolRegistry, *, plan_mode: bool) -> None:
+        """Put every registered tool behind the hooks, then (in plan mode) refuse what could change
+        the workspace; each keeps its place in the registry."""
+        for tool in registry.tools():
+            wrapped = self.hooks.wrap(tool)
+            registry.replace(tool.spec.name, plan_mode_tools([wrapped])[0] if plan_mode else wrapped)
 
     def prompt_addendum(self) -> str:
         """Skill names and descriptions for the system prompt (sorted: a stable prefix)."""
