@@ -4,7 +4,8 @@ backtracking regexes super-linear (keel issue 22: a 200,000-character one-word t
 self-check for minutes). Shared by tests/test_linear_text.py and bench/linear_text.py.
 
 find_edit's not-found diagnosis compares characters with difflib, quadratic in one long line (a 20 kB
-minified line took 171 s); it compares at most keel.tools.edit_lines.SIMILARITY_CAP characters.
+minified line took 171 s); it compares at most keel.tools.edit_lines.SIMILARITY_CAP characters in at
+most SIMILARITY_WINDOWS windows.
 """
 
 from __future__ import annotations

@@ -30,10 +30,24 @@ def quiet_broken_pipe(main: Callable[[list[str]], int]) -> Callable[[list[str]],
 
 
 def session_logs() -> list[Path]:
+    """Every session's log, newest first: by the second in its id, then by its first event's time
+    (two sessions started in the same second have ids that differ only by a random suffix)."""
     from keel.trace.sessions import sessions_root
 
     root = sessions_root()
-    return sorted(root.glob("*.jsonl"), reverse=True) if root.is_dir() else []
+    return sorted(root.glob("*.jsonl"), key=lambda p: (p.stem[:15], _first_ts(p)), reverse=True) \
+        if root.is_dir() else []
+
+
+def _first_ts(log: Path) -> float:
+    import json
+
+    try:
+        with log.open("rb") as fh:
+            ts = json.loads(fh.readline(65536) or b"{}").get("ts", 0.0)
+        return float(ts) if isinstance(ts, int | float) else 0.0
+    except (OSError, ValueError, AttributeError):
+        return 0.0
 
 
 def resolve_log(ref: str | None, cwd: Path | None = None) -> Path:

@@ -207,7 +207,10 @@ def diagnose_not_found(lines: list[str], old: list[str], *, already_applied_at: 
     return Diagnosis("\n".join(msg), closest, already_applied_at)
 
 
-SIMILARITY_CAP = 1500   # characters difflib compares for a "did you mean" hint; it is quadratic in them
+# difflib is quadratic in characters (worse on repetitive text: 1,500 characters of "```a" lines
+# took 9 s), so a "did you mean" hint compares at most this many, in at most this many windows.
+SIMILARITY_CAP = 300
+SIMILARITY_WINDOWS = 6
 
 
 def closest_region(lines: list[str], old: list[str]) -> tuple[int, int, float] | None:
@@ -230,18 +233,20 @@ def closest_region(lines: list[str], old: list[str]) -> tuple[int, int, float] |
                 for c in index[heads[near]][:MAX_VOTERS]:
                     votes[c - j] += 1
     k, wanted = len(old), "\n".join(okeys)[:SIMILARITY_CAP]
-    scored = []
+    # Lines in the same position first (a changed line still leaves the rest aligned), then
+    # character similarity, which also ranks single-line old_text; difflib only for the best few.
+    aligned = []
     for s in {s + d for s, _ in votes.most_common(8) for d in (-1, 0, 1)}:
         a, b = max(0, s), min(len(lines), s + k)   # a window as long as old_text
         if a < b:
-            # Lines in the same position first (a changed line still leaves the rest aligned),
-            # then character similarity, which also ranks single-line old_text.
-            in_place = sum(keys[a + j] == okeys[j + a - s] for j in range(b - a))
-            window = "\n".join(keys[a:b])
-            ratio = SequenceMatcher(None, wanted, window[:SIMILARITY_CAP], autojunk=False).ratio()
-            if ratio == 1.0 and window != "\n".join(okeys):   # equal heads only: never claim "100% similar"
-                ratio = 0.99
-            scored.append((in_place, ratio, -a, b))
+            aligned.append((sum(keys[a + j] == okeys[j + a - s] for j in range(b - a)), -a, b))
+    scored = []
+    for in_place, neg_a, b in sorted(aligned, reverse=True)[:SIMILARITY_WINDOWS]:
+        window = "\n".join(keys[-neg_a:b])
+        ratio = SequenceMatcher(None, wanted, window[:SIMILARITY_CAP], autojunk=False).ratio()
+        if ratio == 1.0 and window != "\n".join(okeys):   # equal heads only: never claim "100% similar"
+            ratio = 0.99
+        scored.append((in_place, ratio, neg_a, b))
     if not scored:
         return None
     _, ratio, neg_a, b = max(scored)
