@@ -16,6 +16,8 @@ import signal
 import sys
 import threading
 
+from keel.cli.usage import add_engine_flags
+
 EXIT_USAGE = 2
 
 
@@ -25,9 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="keel acp", description="Serve the Agent Client Protocol on stdin/stdout "
                                 "for an editor (Zed, JetBrains, Neovim, Emacs); each session is a workspace. "
                                 "Needs keel[acp]. See docs/acp.md.")
-    p.add_argument("--base-url", help="the engine's OpenAI-compatible URL (default: KEEL_BASE_URL)")
-    p.add_argument("--model", help="model name as the server lists it (default: KEEL_MODEL)")
-    p.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
+    add_engine_flags(p)
     p.add_argument("--max-steps", type=positive_int, metavar="N", help="model calls per prompt (default 50)")
     p.add_argument("--max-seconds", type=positive_float, metavar="S", help="wall clock per prompt")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="token budget per prompt")

@@ -25,6 +25,7 @@ from keel.cli.mcp_runs import (
     progress_line,
     session_status,
 )
+from keel.cli.usage import add_engine_flags
 
 POLL_S = 0.1   # how often a waiting call checks its run and sends progress
 
@@ -33,9 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     p = UsageParser(prog="keel mcp-serve", description="Serve keel over MCP (stdio): tools run_task, "
                     "session_status, list_sessions. Runs are unattended: no person is asked anything.",
                     epilog="exit codes: 0 the client closed the connection, 2 usage error")
-    p.add_argument("--base-url", help="the engine's OpenAI-compatible URL (default: KEEL_BASE_URL)")
-    p.add_argument("--model", help="model name as the server lists it (default: KEEL_MODEL)")
-    p.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
+    add_engine_flags(p)
     p.add_argument("--approval", choices=["unattended", "auto-edit", "full-auto"],
                    help="unattended (default): edits proceed, ask-class commands are refused; auto-edit: the "
                         "same here, as no one is present to ask; full-auto: ask-class commands run, only under "

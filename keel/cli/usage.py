@@ -13,3 +13,10 @@ class UsageError(Exception):
 class RaisingParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
+
+
+def add_engine_flags(parser: argparse.ArgumentParser) -> None:
+    """The engine flags every command that talks to a model takes, worded once."""
+    parser.add_argument("--base-url", help="the engine's OpenAI-compatible URL (default: KEEL_BASE_URL)")
+    parser.add_argument("--model", help="model name as the server lists it (default: KEEL_MODEL)")
+    parser.add_argument("--api-key-env", help="name of the environment variable that holds the API key")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from keel.cli.usage import add_engine_flags
+
 EXIT_USAGE = 2
 
 
@@ -21,9 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cwd", default=".", help="the workspace (default: current directory)")
     p.add_argument("--allow-any-cwd", action="store_true",
                    help="accept a system directory, $HOME or one of its ancestors as the workspace")
-    p.add_argument("--base-url", help="the engine's OpenAI-compatible URL (default: KEEL_BASE_URL)")
-    p.add_argument("--model", help="model name as the server lists it (default: KEEL_MODEL)")
-    p.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
+    add_engine_flags(p)
     p.add_argument("--context-window", type=positive_int, metavar="N", help="the model's context window in tokens")
     p.add_argument("--max-steps", type=positive_int, metavar="N", help="model calls per task (default 50)")
     p.add_argument("--max-seconds", type=positive_float, metavar="S", help="wall clock per task")
