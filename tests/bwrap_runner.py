@@ -4,6 +4,7 @@ keel's own. Shared by the bubblewrap escape tests."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pwd
@@ -42,14 +43,22 @@ class Ran:
 
 
 def ensure_unprivileged_user() -> str | None:
-    """The unprivileged user's name, made if missing; None (with no user made) unless root."""
+    """The unprivileged user's name, made if missing; None unless root and unless that user can run
+    this Python with keel (a pyenv under /root is closed to others: .ci/run opens the path)."""
     if os.geteuid() != 0:
         return None
     try:
         pwd.getpwnam(UNPRIVILEGED)
     except KeyError:
         subprocess.run(["useradd", "--create-home", UNPRIVILEGED], check=True, capture_output=True)
-    return UNPRIVILEGED
+    return UNPRIVILEGED if _can_run_keel(UNPRIVILEGED) else None
+
+
+@functools.cache
+def _can_run_keel(user: str) -> bool:
+    probe = subprocess.run([*as_user(user), sys.executable, "-c", "import keel"], env=user_env(user),
+                           cwd="/", capture_output=True, timeout=60, check=False)
+    return probe.returncode == 0
 
 
 def as_user(user: str | None) -> list[str]:

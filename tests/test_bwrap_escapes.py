@@ -10,6 +10,7 @@ import os
 import pwd
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,7 +30,13 @@ def user(request: pytest.FixtureRequest) -> str | None:
         return None
     if not ROOT:
         pytest.skip("making another user's processes needs root")
-    return ensure_unprivileged_user()
+    user = ensure_unprivileged_user()
+    if user is None:
+        reason = f"the unprivileged user cannot run {sys.executable} with keel (.ci/run opens the path)"
+        if os.environ.get("KEEL_REQUIRE_SANDBOX") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return user
 
 
 @pytest.fixture
@@ -242,8 +249,9 @@ def test_the_process_budget_bounds_a_command(user: str | None, ws: Path) -> None
                "    n += 1\"")
     result = run(user, ws, spawner, timeout=60)
     assert "refused after" in result.output, result.output
-    # The default budget is 512 processes more than the user ran at the start (bwrap and bash count).
-    assert 400 <= int(result.output.split("refused after")[1].split()[0]) <= 512
+    # The default budget is 512 processes more than the user ran at the start (bwrap and bash count;
+    # processes of the user's that end meanwhile, e.g. an earlier test's, leave room for a few more).
+    assert 400 <= int(result.output.split("refused after")[1].split()[0]) <= 600
     # The command's end takes its PID namespace, and every sleeping child, with it.
     assert run(user, ws, "echo alive").output.strip() == "alive"
 

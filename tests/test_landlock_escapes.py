@@ -33,11 +33,9 @@ ROOT = os.geteuid() == 0
 
 
 def _kuser() -> bool:
-    try:
-        pwd.getpwnam("kuser")
-    except KeyError:
-        return False
-    return ROOT
+    from bwrap_runner import ensure_unprivileged_user  # made if missing, when root
+
+    return ensure_unprivileged_user() is not None
 
 
 USERS = ["self", pytest.param("kuser", marks=pytest.mark.skipif(not _kuser(), reason="needs root and a kuser"))]
