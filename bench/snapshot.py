@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from session_overhead import _ms  # the same median-of-5 timer, measured alike
+
 from keel.trace.checkpoints import CheckpointStore
 from keel.trace.shellwatch import scan
 from keel.trace.snapshot import Snapshotter
@@ -34,15 +36,6 @@ def _build(root: Path, files: int, total_mb: int) -> None:
         size = max(1024, int(rng.expovariate(1 / average)))
         data = rng.randbytes(size) if i % 10 == 0 else (b"x = %d\n" % i) * (size // 8)
         (d / f"f{i}.py").write_bytes(data)
-
-
-def _median_ms(fn, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -60,15 +53,15 @@ def main() -> int:
             modes: dict[str, int] = {}
             snap.take(scan(work, modes), modes)
 
-        scan_ms = _median_ms(lambda: scan(work))
+        scan_ms = _ms(lambda: scan(work))
         t = time.perf_counter()
         one()
         first_ms = (time.perf_counter() - t) * 1000
         # the scan and a later snapshot measured in turns, so a busy machine slows both alike
         scans, laters = [], []
         for _ in range(9):
-            scans.append(_median_ms(lambda: scan(work), 1))
-            laters.append(_median_ms(one, 1))
+            scans.append(_ms(lambda: scan(work), 1))
+            laters.append(_ms(one, 1))
         scan_ms, later_ms = statistics.median(scans), statistics.median(laters)
         print(f"stat scan alone:                 {scan_ms:8.1f} ms   (1.0x)")
         print(f"first snapshot (scan + all):     {first_ms:8.1f} ms   ({first_ms / scan_ms:.1f}x)")
@@ -81,7 +74,7 @@ def main() -> int:
                     fh.write(b"# edited\n")
             one()
 
-        edits_ms = _median_ms(after_edits, 9)
+        edits_ms = _ms(after_edits, 9)
         print(f"later, 20 files changed:         {edits_ms:8.1f} ms   ({edits_ms / scan_ms:.2f}x)")
         blobs = session / "checkpoints" / "blobs"
         stored = sum(os.path.getsize(b) for b in blobs.iterdir())

@@ -25,6 +25,18 @@ def git(cwd: Path, *args: str) -> None:
                    capture_output=True)
 
 
+def make_repo(root: Path, files: dict[str, str]) -> Path:
+    """A git repository at ``root`` holding ``files`` (paths may have folders), one commit."""
+    root.mkdir()
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
 @pytest.fixture
 def calc_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import call, git
+from conftest import call, make_repo
 
 from keel.testing.server import ScriptedEngineServer
 
@@ -30,17 +30,6 @@ TASK = ("The app crashes with a KeyError when it loads settings.json. Find and f
 PROSE = ("You need to ensure that the port key in settings.json is set to 8081. Here is the updated file:\n"
          '{"host": "localhost", "port": 8081}')
 FIX = call("edit_file", path="settings.json", old_text='"prot": 8081', new_text='"port": 8081')
-
-
-def make_repo(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir()
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import assert_tool_messages_answer_calls, call, git
+from conftest import assert_tool_messages_answer_calls, call, make_repo
 
 from keel.cli.render import TextRenderer
 from keel.testing.server import ScriptedEngineServer
@@ -15,16 +15,6 @@ APPEND = call("run_shell", command="echo hello >> notes.txt")
 CALC_BUG = "def add(a, b):\n    return a - b\n"
 CHECK = "from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\nprint('OK')\n"
 FIX = call("edit_file", path="calc.py", old_text="return a - b", new_text="return a + b")
-
-
-def make_repo(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir()
-    for name, text in files.items():
-        (root / name).write_text(text)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
 
 
 @pytest.fixture
