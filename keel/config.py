@@ -79,6 +79,11 @@ class PriceSettings(_Section):
     cached_input_per_m: float = Field(default=0.0, ge=0)
     output_per_m: float = Field(default=0.0, ge=0)
 
+    @property
+    def known(self) -> bool:
+        """Whether any price is set: without one, cost is unknown, not zero."""
+        return any(v > 0 for v in self.model_dump().values())
+
 
 class ShellSettings(_Section):
     timeout_s: float = Field(default=120.0, gt=0)
@@ -120,6 +125,10 @@ class VerifySettings(_Section):
 
     def enabled(self) -> dict[str, bool]:
         return {"static": self.static, "types": self.types, "build": self.build, "test": self.test}
+
+    def add_accept(self, commands: list[str]) -> None:
+        """Acceptance commands given for one run are added to the configured ones, never replace them."""
+        self.accept = list(dict.fromkeys([*self.accept, *commands]))
 
 
 class HookEntry(_Section):

@@ -154,10 +154,10 @@ def _execute(options: ServerOptions, job: Job, limits: dict[str, Any], accept: l
         warnings.append('approval "interactive" is configured, but no person is present here: running '
                         "unattended (edits proceed, ask-class commands are refused)")
     if accept:
-        config.verify.accept = list(dict.fromkeys([*config.verify.accept, *accept]))
+        config.verify.add_accept(accept)
     if problem := approval_problem(config):
         raise Refused(problem)
-    prices_known = any(v > 0 for v in config.prices.model_dump().values())
+    prices_known = config.prices.known
     if (tier := unconfined_warning(config)) is not None:
         warnings.append(tier)
     try:

@@ -106,9 +106,9 @@ def _load_config(args: argparse.Namespace, workspace: Path) -> tuple[Config, boo
         config, warnings = load_config(workspace, flags=flags)
     except ConfigError as e:
         raise _Problem(f"configuration error: {e}") from None
-    if args.accept:  # --accept adds to the configured acceptance commands rather than replacing them
-        config.verify.accept = list(dict.fromkeys([*config.verify.accept, *args.accept]))
-    prices_known = any(v > 0 for v in config.prices.model_dump().values())
+    if args.accept:
+        config.verify.add_accept(args.accept)
+    prices_known = config.prices.known
     if config.limits.budget_usd is not None and not prices_known:
         warnings.append("the cost budget cannot be enforced: no prices are configured ([prices] "
                         "input_per_m / output_per_m in ~/.config/keel/config.toml), so cost is unknown")
