@@ -200,6 +200,27 @@ def test_tmp_is_private(ws: Path) -> None:
 
 
 @pytest.mark.bubblewrap
+def test_a_toolchain_on_path_under_tmp_stays_visible_and_read_only(ws: Path) -> None:
+    """A venv made with mktemp lives in /tmp, which the sandbox replaces: the tools on PATH there are
+    bound back read-only (a check that found pytest in it ran another python3 without it), while the
+    rest of the host's /tmp stays out of sight."""
+    venv = Path(tempfile.mkdtemp(prefix="keel-venv-", dir="/tmp"))
+    (venv / "bin").mkdir()
+    tool = venv / "bin" / "keel-probe-tool"
+    tool.write_text("#!/bin/sh\necho probe-ran\n")
+    tool.chmod(0o755)
+    neighbour = Path(tempfile.mkdtemp(prefix="keel-neighbour-", dir="/tmp"))
+    try:
+        env = base_env(PATH=f"{venv / 'bin'}:{os.environ['PATH']}")
+        result = sandboxed(f"keel-probe-tool; touch {venv}/x; echo w=$?; test -e {neighbour}; echo seen=$?", ws, env=env)
+        assert "probe-ran" in result.output and "w=1" in result.output and "seen=1" in result.output
+        assert not (venv / "x").exists()
+    finally:
+        shutil.rmtree(venv)
+        shutil.rmtree(neighbour)
+
+
+@pytest.mark.bubblewrap
 def test_own_pid_namespace(ws: Path) -> None:
     result = sandboxed("ls /proc | grep -c '^[0-9]'; cat /proc/1/comm", ws)
     count, init = result.output.split()

@@ -125,6 +125,21 @@ def read_only_paths(workspace: str) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+def toolchains_in_tmp(workspace: str, path_env: str) -> list[str]:
+    """Directories under /tmp that hold the commands' tools: a venv made with ``mktemp -d`` is on
+    PATH (or is this Python's prefix) and the private /tmp would hide it, so a check that found
+    pytest there ran another python3 without it. They are bound back read-only; /tmp itself never."""
+    found: set[str] = set()
+    for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix]:
+        real = os.path.realpath(entry) if os.path.isabs(entry) else ""
+        if os.path.basename(real) == "bin":          # a venv's bin/: the venv, so its lib/ comes too
+            real = os.path.dirname(real)
+        if _within(real, "/tmp") and real != "/tmp" and os.path.isdir(real) \
+                and not _within(real, workspace) and not _within(workspace, real):
+            found.add(real)
+    return sorted(p for p in found if not any(p != q and _within(p, q) for q in found))
+
+
 def process_count(uid: int) -> int:
     """How many processes ``uid`` (the real uid RLIMIT_NPROC counts) has now, system-wide."""
     count = 0

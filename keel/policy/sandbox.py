@@ -49,6 +49,7 @@ from keel.policy.bwrap import (
     limit_processes,
     read_only_paths,
     root_secret_paths,
+    toolchains_in_tmp,
 )
 from keel.policy.cmdenv import command_environment as command_environment  # re-exported: callers import
 from keel.policy.cmdenv import is_secret_variable as is_secret_variable  # these from the sandbox
@@ -358,6 +359,8 @@ def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, co
     argv += _root_capabilities(ws)
     if not network:
         argv.append("--unshare-net")    # a namespace of its own: only a loopback, which bwrap brings up
+    for path in toolchains_in_tmp(ws, command_env.get("PATH", "")):
+        argv += ["--ro-bind", path, path]
     extra = [*_keel_dirs(command_env), *root_secret_paths(ws)]
     targets = _hidden_targets(policy, ws, _homes(command_env), extra)
     # A hidden directory that contains the workspace is covered first, then the workspace is
