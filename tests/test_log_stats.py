@@ -90,7 +90,10 @@ def test_log_lists_sessions_newest_first_and_shows_one_as_lines(calc_repo, keel_
     table = run_keel("log")
     assert "keel sessions" in table.stdout and "fix add" in table.stdout
 
-    lines = run_keel("log", second.result["session_id"][:17]).stdout.splitlines()  # a unique prefix will do
+    # A unique prefix will do: one character past what both ids share (both may start in the same second).
+    sid, other = second.result["session_id"], first.result["session_id"]
+    shared = next((i for i, (a, b) in enumerate(zip(sid, other, strict=False)) if a != b), len(sid))
+    lines = run_keel("log", sid[:max(17, shared + 1)]).stdout.splitlines()
     assert "start    model=scripted" in lines[0] and "task: fix add" in lines[0]
     assert any("tool     read_file calc.py ok" in line for line in lines)
     assert any("model    " in line and " in (" in line for line in lines)
