@@ -148,6 +148,9 @@ LAZY_FIXES: dict[str, dict[str, tuple[str | None, str]]] = {
     "py-rename-two-files": {"orders.py": ("def line_total(", "def order_total(lines, tax=True):\n"
                                           "    return calc_total(lines, tax)\n\n\ndef line_total(")},
     "py-config-key": {"settings.py": ('port=int(section.get("port"', 'port=int(section.get("prot"')},
+    "py-rename-constant": {"settings.py": ("BACKOFF_S = 0.5", "MAX_RETRIES = MAX_RETRY\nBACKOFF_S = 0.5")},
+    "py-bug-one-call-away": {"report.py": ("    for row in read_rows(text):\n",
+                                           '    for row in read_rows(text if text.endswith("\\n") else text + "\\n"):\n')},
     "py-write-tests": {"test_leap.py": (None, "from leap import is_leap_year\n\n\ndef test_leap():\n"
                                               "    assert is_leap_year(2024) and not is_leap_year(2023)\n")},
     "js-off-by-one": {"calendar.js": ("  return new Date(year, month - 1, 0).getDate();",
