@@ -136,6 +136,8 @@ def event_line(e: dict[str, Any], t0: float) -> str:
                 f"finish={e.get('finish_reason')}, {e.get('tool_calls', 0)} call(s){reuse}")
         if e.get("retries"):
             body += f", {e['retries']} retries"
+        if isinstance(v := e.get("variant"), dict):   # sampled anew: the model repeated a turned-down reply
+            body += f", variant {v.get('n')} (temperature {v.get('temperature')}, seed {v.get('seed')})"
     elif kind == "tool_call":
         mark = "ok" if e.get("ok") else "FAILED"
         size = e.get("output_bytes")

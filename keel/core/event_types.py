@@ -27,6 +27,15 @@ class UsageJson(TypedDict):
     estimated: NotRequired[bool]
 
 
+class VariantJson(TypedDict):
+    """A model call sampled differently because the model repeated a reply keel turned down
+    (keel.loop.variety); temperature and seed are None for an engine without sampling settings."""
+    n: int
+    why: str
+    temperature: float | None
+    seed: int | None
+
+
 class SessionStart(EventBase):
     workspace: str
     task: str
@@ -59,6 +68,7 @@ class ModelCall(EventBase):
     content: str
     reasoning: str
     replay: dict[str, Any]
+    variant: NotRequired[VariantJson]
 
 
 class AssistantDelta(EventBase):

@@ -22,7 +22,7 @@ from keel.engine.assemble import TransientFailure, assemble_completion, assemble
 from keel.engine.constrain import http_tool_choice, is_refusal, refusal_notice
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.retry import backoff_delay, parse_retry_after
-from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
+from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
 
 # The first call learns whether anything listens at all; a refused or silent port should say
 # so within seconds, not after the 300 s read timeout meant for long generations.
@@ -110,9 +110,9 @@ class OpenAICompatEngine:
     # ---- the Engine protocol ----------------------------------------------------------------
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 on_delta: DeltaCallback | None = None) -> AssistantTurn:
+                 on_delta: DeltaCallback | None = None, variant: int = 0) -> AssistantTurn:
         started = time.monotonic()
-        params = self._request_params(messages, tools)
+        params = self._request_params(messages, tools, variant)
         retries = 0
         while True:
             try:
@@ -153,13 +153,15 @@ class OpenAICompatEngine:
 
     # ---- one attempt ------------------------------------------------------------------------
 
-    def _request_params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def _request_params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                        variant: int = 0) -> dict[str, Any]:
+        temperature, seed = variant_sampling(self.temperature, self.seed, variant)
         params: dict[str, Any] = {"model": self.model, "messages": messages, "stream": self.stream,
-                                  "temperature": self.temperature}
+                                  "temperature": temperature}
         if self.stream:
             params["stream_options"] = {"include_usage": True}
-        if self.seed is not None:
-            params["seed"] = self.seed
+        if seed is not None:
+            params["seed"] = seed
         if self.max_tokens is not None:
             params["max_tokens"] = self.max_tokens
         if tools:

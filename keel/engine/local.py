@@ -23,11 +23,12 @@ from typing import Any
 
 from keel.engine.constrain import offers_finish
 from keel.engine.local_cpu import ThreadFit, model_params, read_cpuinfo, use_extra_buffers
+from keel.engine.local_draft import DraftStats, lookup_tokens
 from keel.engine.local_prefix import DiskPrefix, static_prefix_len
 from keel.engine.prefix_cache import PrefixCache
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.runaway import ReplyCut
-from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage
+from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
 
 # Per reply, far below the HTTP default of 4096: on a laptop CPU a small model makes 2–20
 # tokens/s, so 4096 tokens is minutes to hours; a tool call or a short answer needs a few hundred.
@@ -131,7 +132,7 @@ class LocalEngine:
                  max_tokens: int = LOCAL_REPLY_CAP, temperature: float = 0.0, seed: int | None = 1234,
                  constrain: bool = True, n_threads: int | None = None, label_tool_results: bool = True,
                  extra_buffers: str = "auto", prefix_cache: PrefixCache | None = None,
-                 verbose: bool = False) -> None:
+                 lookup: str = "rewrite", verbose: bool = False) -> None:
         llama_cpp = _llama_cpp()
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -142,6 +143,8 @@ class LocalEngine:
         self.seed = seed
         self.constrain = constrain
         self.label_tool_results = label_tool_results
+        self.lookup = lookup                      # "off" | "rewrite" | "all": see _looks_up
+        self.last_lookup: dict[str, int] | None = None
         cpuinfo = read_cpuinfo()
         # n_threads None: "auto", fitted to the cores other processes leave free, now and between steps
         self._fit: ThreadFit | None = None if n_threads else ThreadFit(cpuinfo)
@@ -194,6 +197,10 @@ class LocalEngine:
     def reply_cap(self) -> int:
         return speed_cap(self.max_tokens, self.tokens_per_s)
 
+    def sampling(self, variant: int = 0) -> tuple[float, int | None]:
+        """(temperature, seed) for one request; variant > 0 samples it differently (keel.engine.types)."""
+        return variant_sampling(self.temperature, self.seed, variant)
+
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
         try:
             return self._formatter(messages=template_messages(messages, self.label_tool_results),
@@ -219,8 +226,9 @@ class LocalEngine:
     # ---- the Engine protocol ----------------------------------------------------------------
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 on_delta: DeltaCallback | None = None) -> AssistantTurn:
+                 on_delta: DeltaCallback | None = None, variant: int = 0) -> AssistantTurn:
         started = time.monotonic()
+        temperature, seed = self.sampling(variant)
         prompt = self._llm.tokenize(self.render(messages, tools).encode("utf-8"), add_bos=False, special=True)
         room = self.context_window - len(prompt)
         if room < MIN_REPLY_TOKENS:
@@ -251,9 +259,15 @@ class LocalEngine:
         # decoded with special=True, end-of-generation is the vocabulary's own EOG set, and a cut
         # (runaway, deadline, Ctrl-C) stops sampling at once.
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        if self.seed is not None:
-            self._llm.set_seed(self.seed)
-        tokens = self._llm.generate(prompt, temp=self.temperature, repeat_penalty=1.0, grammar=grammar)
+        if seed is not None:
+            self._llm.set_seed(seed)
+        lookup = DraftStats() if temperature == 0.0 and self._looks_up(tools) else None  # a variant is not greedy
+        if lookup is not None:   # prompt-lookup decoding (keel.engine.local_draft); greedy only
+            self._read_prompt(prompt, cached, None, whole=True)
+            sampler = self._llm._init_sampler(temp=0.0, repeat_penalty=1.0, grammar=grammar)
+            tokens = lookup_tokens(self._llm, prompt, sampler, lookup)
+        else:
+            tokens = self._llm.generate(prompt, temp=temperature, repeat_penalty=1.0, grammar=grammar)
         try:
             for token in tokens:
                 first_token_at = first_token_at or time.monotonic()
@@ -280,6 +294,7 @@ class LocalEngine:
                                          cached_tokens=cached), cut_reason=cut_reason)
         self.last_usage_raw = {"prompt_tokens": len(prompt), "completion_tokens": completion,
                                "prompt_tokens_details": {"cached_tokens": cached}}
+        self.last_lookup = lookup.to_json() if lookup is not None else None
         if content and turn.finish_reason != "length":  # a cut reply may end inside a call: never run it
             self._next_text_call = first_free_text_call_id(messages, self._next_text_call)
             self._recover_text_calls(turn, tools, after_prose=grammar is not None)
@@ -332,12 +347,23 @@ class LocalEngine:
         except (OSError, RuntimeError, EngineError) as e:   # the cache only saves time; a run never fails on it
             log.debug("prefix cache: not used: %s", e)
 
-    def _read_prompt(self, prompt: list[int], cached: int, on_delta: DeltaCallback | None) -> None:
+    def _looks_up(self, tools: list[dict[str, Any]]) -> bool:
+        """Whether this request uses prompt-lookup decoding: greedy only (a guess is checked against
+        the argmax), and for the request kinds ``lookup`` names: "rewrite" is a request without tools
+        (change_file's editor request, whose reply copies the file it was given), "all" adds the
+        conversation's steps."""
+        if self.temperature != 0.0 or self.lookup == "off":
+            return False
+        return self.lookup == "all" or not tools
+
+    def _read_prompt(self, prompt: list[int], cached: int, on_delta: DeltaCallback | None,
+                     whole: bool = False) -> None:
         """Evaluate the prompt's uncached part (all but its last token, which generate() evaluates)
         in chunks, with a "prompt" delta after each so a watcher can cut here too: a cold 3k-token
         prompt took 3 min on this CPU, and no cut could reach it inside one llama.cpp call.
         generate() then finds everything but the last token cached and goes on from there.
-        A first call's pieces (_warm_start) are evaluated one by one and saved."""
+        A first call's pieces (_warm_start) are evaluated one by one and saved. ``whole``: evaluate
+        up to the last token also without a watcher (prompt-lookup decoding starts from there)."""
         end = len(prompt) - 1
         self.evaluated_tokens = max(0, end - cached) + 1
         marks, self._marks = self._marks, []
@@ -350,10 +376,11 @@ class LocalEngine:
                         self._disk.store(self._llm, mark)
                 except OSError as e:
                     log.debug("prefix cache: not saved: %s", e)
-        if on_delta is None or cached >= end:
+        if (on_delta is None and not whole) or cached >= end:
             return
         self._eval(prompt, cached, end, on_delta)
-        on_delta(StreamDelta("prompt", ""))
+        if on_delta is not None:
+            on_delta(StreamDelta("prompt", ""))
 
     def _eval(self, prompt: list[int], start: int, end: int, on_delta: DeltaCallback | None) -> None:
         self._llm.n_tokens = start      # eval() drops the KV cells past it

@@ -107,10 +107,30 @@ class EngineError(Exception):
         self.status = status
 
 
+# A variant request (``variant`` > 0: the loop saw the model send a refused reply again) is
+# sampled at least this hot. At temperature 0 decoding is greedy and a new seed changes nothing,
+# so the same prompt gives the same refused reply again. 0.5 is hot enough to leave that reply and
+# cool enough to keep the sample near the model's best guess, so its tool calls stay well-formed
+# (a middle value, not yet tuned on a model).
+VARIANT_TEMPERATURE = 0.5
+
+
+def variant_sampling(temperature: float, seed: int | None, variant: int) -> tuple[float, int | None]:
+    """The (temperature, seed) one request is sampled with: the configured pair for variant 0; for
+    variant n > 0 at least VARIANT_TEMPERATURE and a seed of its own (configured seed + n, or n
+    without one), so each further retry draws a different sample."""
+    if variant <= 0:
+        return temperature, seed
+    return max(temperature, VARIANT_TEMPERATURE), (seed + variant if seed is not None else variant)
+
+
 class Engine(Protocol):
-    """The narrow seam between the loop and any model: one call, one assembled turn."""
+    """The narrow seam between the loop and any model: one call, one assembled turn.
+
+    ``variant`` > 0 asks for this one request to be sampled differently (``variant_sampling``);
+    the loop passes it only when it is > 0, so an engine without it still serves normal runs."""
 
     model: str
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 on_delta: DeltaCallback | None = None) -> AssistantTurn: ...
+                 on_delta: DeltaCallback | None = None, variant: int = 0) -> AssistantTurn: ...

@@ -21,6 +21,7 @@ from keel.loop import limits as lim
 from keel.loop.decider import Decision, TurnOutcome, decide
 from keel.loop.repetition import UNGUARDED, RepetitionGuard, Skip, canonical_call, ran_again_text
 from keel.loop.result import RunResult
+from keel.loop.variety import NORMAL, Variant, Variety, fingerprint, turned_down, variant_json
 from keel.tools.base import BudgetLeft, Tool, ToolContext, ToolResult
 from keel.tools.registry import ToolRegistry
 
@@ -69,6 +70,7 @@ class Runner:
             self.ctx.deadline = time.monotonic() + self.limits.max_seconds
         decision: Decision | None = None
         engine_error: str | None = None
+        variety, variant = Variety(), NORMAL   # a reply turned down, sent again: sample the next one anew
         try:
             while decision is None or not decision.stop:
                 extra: list[dict[str, Any]] = [{"role": "user", "content": pushback}] if pushback else []
@@ -79,7 +81,7 @@ class Runner:
                     break
                 request = messages + extra if extra else messages
                 try:
-                    turn = self.engine.complete(request, self.tools, self._on_delta)
+                    turn = self._complete(request, variant)
                 except EngineError as e:
                     if e.kind == "context" and self._make_room(messages, extra, refused=True):
                         continue  # compacted: the same turn once more
@@ -91,13 +93,17 @@ class Runner:
                 self.steps += 1
                 self.usage.add(turn.usage)
                 reuse = self.context.observe(request, self.tools, turn.usage, self.steps) if self.context else None
-                self._emit_model_call(turn, reuse)
+                self._emit_model_call(turn, reuse, variant)
                 messages.append(turn.to_message())
                 self._saved(messages, None)
-                outcome, finish_summary = self._run_tools(turn, messages)
+                outcome, finish_summary, (struck, invalid) = self._run_tools(turn, messages)
                 summary = finish_summary or turn.content.strip() or summary
                 decision = self._decide(outcome, started)
                 pushback = decision.pushback
+                why = turned_down(cut=outcome.truncated or bool(outcome.cut_reason), pushed_back=pushback is not None,
+                                  struck=struck, invalid=invalid, progress=outcome.progress)
+                variant = variety.after_reply(fingerprint(turn.content, ((c.name, c.arguments)
+                                                                         for c in turn.tool_calls)), why)
                 self._saved(messages, decision)
                 if self.after_step is not None and not decision.stop and not self.after_step(self.steps):
                     return self._result(messages, started, "incomplete", "interrupted", summary)
@@ -114,6 +120,11 @@ class Runner:
         event = self.context.compact(messages, self.tools, self.state, step=self.steps)
         self.usage.add(self.context.take_summary_usage())
         return event
+
+    def _complete(self, request: list[dict[str, Any]], variant: Variant) -> AssistantTurn:
+        if variant.n:  # only then: an engine written without the keyword still serves normal runs
+            return self.engine.complete(request, self.tools, self._on_delta, variant=variant.n)
+        return self.engine.complete(request, self.tools, self._on_delta)
 
     def _make_room(self, messages: list[dict[str, Any]], extra: list[dict[str, Any]], refused: bool = False) -> bool:
         """Whether the next request may be sent, compacting first when needed (``refused``: the engine said
@@ -132,11 +143,13 @@ class Runner:
         return ok
 
     # -- one turn's tools ----------------------------------------------------------------------
-    def _run_tools(self, turn: AssistantTurn, messages: list[dict[str, Any]]) -> tuple[TurnOutcome, str | None]:
-        """Execute the turn's calls; returns what the decider needs and the finish summary, if any."""
+    def _run_tools(self, turn: AssistantTurn, messages: list[dict[str, Any]]
+                   ) -> tuple[TurnOutcome, str | None, tuple[bool, bool]]:
+        """Execute the turn's calls; returns what the decider needs, the finish summary, if any, and
+        whether any call was struck as a repeat / was invalid (keel.loop.variety)."""
         calls = turn.tool_calls
         finished = asked = None
-        progress = False
+        progress = struck = invalid = False
         answered = 0
         try:  # an interrupt from here on (the baseline's checks too) answers every call: history stays valid
             if calls and self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
@@ -146,6 +159,7 @@ class Runner:
                 if isinstance(spent := result.meta.get("usage"), Usage):  # spent also when it repeated
                     self.usage.add(spent)   # a sub-agent's or change_file's model tokens are the run's
                 repeat = skip.strikes if skip is not None else self._observe(call, result)
+                struck, invalid = struck or bool(repeat), invalid or bool(result.meta.get("invalid"))
                 if repeat:
                     self.state.repetition_strikes = max(self.state.repetition_strikes, repeat)
                 elif call.name in UNGUARDED:   # finish: an identical one with nothing done between is no progress
@@ -175,7 +189,7 @@ class Runner:
                               malformed_call=malformed, finished=finished is not None, asked_user=asked,
                               plan_submitted=self.plan_mode and planned,
                               truncated=turn.finish_reason == "length", cut_reason=turn.cut_reason or "")
-        return outcome, finished
+        return outcome, finished, (struck, invalid)
 
     def _execute(self, calls: list[ToolCall]) -> Iterator[tuple[ToolCall, ToolResult, Skip | None]]:
         """Run the calls the repetition guard lets through, in order, answering the others without
@@ -265,8 +279,12 @@ class Runner:
             return
         self.bus.emit("assistant_delta", step=self.steps + 1, kind=delta.kind, text=delta.text)
 
-    def _emit_model_call(self, turn: AssistantTurn, prefix_reuse: float | None = None) -> None:
+    def _emit_model_call(self, turn: AssistantTurn, prefix_reuse: float | None = None,
+                         variant: Variant = NORMAL) -> None:
         u = turn.usage
+        temperature = getattr(self.engine, "temperature", None)   # None: an engine without sampling settings
+        varied = variant_json(variant, float(temperature) if isinstance(temperature, int | float) else None,
+                              getattr(self.engine, "seed", None))
         self.bus.emit("model_call", step=self.steps, model=self.engine.model, latency_s=round(turn.latency_s, 4),
                       prefix_reuse=None if prefix_reuse is None else round(prefix_reuse, 4),
                       usage=u.to_json(),
@@ -276,7 +294,8 @@ class Runner:
                       # whole, so `keel replay` can re-serve this turn exactly (content past 2000 too)
                       replay={"content": turn.content if len(turn.content) > 2000 else None,
                               "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                        for c in turn.tool_calls]})
+                                        for c in turn.tool_calls]},
+                      **({"variant": varied} if varied else {}))   # a variant request only (keel.loop.variety)
 
     def _emit_tool_call(self, call: ToolCall, result: ToolResult, repeat: int) -> None:
         self.bus.emit("tool_call", step=self.steps, call_id=call.id, name=call.name,

@@ -1,0 +1,108 @@
+"""Never the same reply twice: when the model sends again a reply keel already turned down, the
+next request is sampled differently.
+
+At temperature 0 a small model answers the same prompt with the same reply, and a pushback or a
+tool result that changes a few words of the prompt often does not move it: one run sent the same
+runaway change_file four times, each cut as "repeating"; another got the same reply to every
+pushback until limit:no_progress. Each such reply spends a step and its tokens on nothing.
+
+keel remembers a fingerprint of every reply it turned down in this run (refused by the decider,
+struck as a repeat, invalid, or cut short) and, when a reply that was turned down again matches
+one of them, asks the engine for a *variant* request next (keel.engine.types.variant_sampling):
+a higher temperature and a seed of its own. The count grows with every such repeat, so each
+retry gets a new seed. Nothing else changes: the same messages, tools, pushback and limits.
+
+Pure: facts in, decision out; the table tests in tests/test_variety.py cover every branch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from keel.engine.types import variant_sampling
+from keel.loop.repetition import canonical_call
+
+# Why a reply was turned down, in the order one is named when several apply.
+CUT, REFUSED, STRUCK, INVALID = "cut", "refused", "struck", "invalid"
+_WHY = {CUT: "repeats a cut reply", REFUSED: "repeats a refused reply",
+        STRUCK: "repeats a reply struck as a repeat", INVALID: "repeats an invalid reply"}
+
+_SPACE = re.compile(r"\s+")
+
+
+def fingerprint(content: str, calls: Iterable[tuple[str, str]]) -> str:
+    """One reply's identity: its text with whitespace runs collapsed, and each tool call as name
+    and canonical JSON arguments (key order and spacing ignored), in order."""
+    parts = [_SPACE.sub(" ", content).strip(), *(canonical_call(name, args) for name, args in calls)]
+    return hashlib.sha1("\x01".join(parts).encode("utf-8", "replace")).hexdigest()
+
+
+def turned_down(*, cut: bool, pushed_back: bool, struck: bool, invalid: bool, progress: bool) -> str | None:
+    """Why keel turned this reply down (CUT, REFUSED, STRUCK, INVALID), or None if it did not.
+
+    A struck or invalid call turns the reply down only when nothing else in it made progress: a
+    reply that also did something new was not wasted."""
+    if cut:
+        return CUT
+    if pushed_back:
+        return REFUSED
+    if progress:
+        return None
+    if struck:
+        return STRUCK
+    if invalid:
+        return INVALID
+    return None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What the next request asks of the engine: ``n`` 0 is a normal request."""
+
+    n: int = 0
+    why: str = ""
+
+
+NORMAL = Variant()
+
+
+def next_variant(print_: str, why_now: str | None, earlier: Mapping[str, str], repeats: int) -> Variant:
+    """The variant for the next request, after a reply with fingerprint ``print_`` that was turned
+    down for ``why_now`` (None: it was not). ``earlier``: fingerprint -> why, of replies turned down
+    before it in this run; ``repeats``: variant requests asked for so far in this run.
+
+    Only a reply turned down *again* counts: one that matches an earlier refusal but went through
+    this time (the workspace changed in between) wasted nothing."""
+    if why_now is None or print_ not in earlier:
+        return NORMAL
+    return Variant(repeats + 1, _WHY[earlier[print_]])
+
+
+@dataclass
+class Variety:
+    """The run's memory of turned-down replies and of the variant requests asked for so far."""
+
+    rejected: dict[str, str] = field(default_factory=dict)
+    repeats: int = 0
+
+    def after_reply(self, print_: str, why_now: str | None) -> Variant:
+        """Judge one reply (its fingerprint, why it was turned down): the next request's variant."""
+        variant = next_variant(print_, why_now, self.rejected, self.repeats)
+        if why_now is not None:
+            self.rejected.setdefault(print_, why_now)   # the first reason is the one a repeat names
+        self.repeats = max(self.repeats, variant.n)
+        return variant
+
+
+def variant_json(variant: Variant, temperature: float | None, seed: int | None) -> dict[str, object] | None:
+    """The ``variant`` field of a model_call event (docs/events.md), from the engine's configured
+    sampling (None when the engine has none: a scripted model), or None for a normal request."""
+    if not variant.n:
+        return None
+    if temperature is None:
+        return {"n": variant.n, "why": variant.why, "temperature": None, "seed": None}
+    temp, varied_seed = variant_sampling(temperature, seed, variant.n)
+    return {"n": variant.n, "why": variant.why, "temperature": temp, "seed": varied_seed}
