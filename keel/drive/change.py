@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
+from keel.drive.rename import Spread
 from keel.engine.types import Usage
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
@@ -67,7 +68,7 @@ class Reply:
 
 # -- pure core ---------------------------------------------------------------------------------------
 def change_request(task: str, change: str | None, path: str, current: str | None, related: Sequence[FileText],
-                   failures: str) -> list[dict[str, Any]]:
+                   failures: str, hedged: bool = True) -> list[dict[str, Any]]:
     """The edit request's messages: the other files first, the file to change last, then the
     failing checks' output, the task and the change (a small model follows the last thing it read).
     ``change`` None: the task and the checks alone (the second attempt, see make_change_tool).
@@ -86,7 +87,8 @@ def change_request(task: str, change: str | None, path: str, current: str | None
     # Measured (1.5B, greedy): told to make a wrong change that the project's weak tests still pass
     # (mutable-default: "add_tag: article.tags = [tag]"), the editor obeyed and keel ended complete
     # on a wrong fix. With this sentence it no longer did, and each right note still worked.
-    hedge = " Fix the cause of the bug, where it is; the change above is only a suggestion." if change else ""
+    # (not for a rename carried to another file: there the note is the whole job, keel.drive.rename)
+    hedge = " Fix the cause of the bug, where it is; the change above is only a suggestion." if change and hedged else ""
     parts.append(f"Task: {task.strip()}\n{note}Reply with the complete corrected {path} in one code block.{hedge}")
     return [{"role": "system", "content": EDITOR_PROMPT}, {"role": "user", "content": "".join(parts)}]
 
@@ -132,8 +134,9 @@ def _closing_line(line: str, i: int, closers: dict[str, list[int]]) -> int | Non
     return None
 
 
-def judge(current: str | None, new: str | None, path: str, cut: bool) -> Reply:
-    """Whether ``new`` may replace ``current`` (None: a new file); the problem, in words for the model."""
+def judge(current: str | None, new: str | None, path: str, cut: bool, like: str | None = None) -> Reply:
+    """Whether ``new`` may replace ``current`` (None: a new file); the problem, in words for the model.
+    ``like``: what the lines kept are counted against instead (a rename's, made word for word)."""
     if new is None:
         why = "was cut off before the file ended" if cut else "held no code block"
         return Reply(None, f"The rewrite of {path} {why}, so nothing was written. Call change_file again "
@@ -149,7 +152,7 @@ def judge(current: str | None, new: str | None, path: str, cut: bool) -> Reply:
     if (placeholder := _placeholder(current, new)) is not None:
         return Reply(None, f"The rewrite of {path} left part of the file out ({placeholder!r}), so nothing was "
                            "written. Call change_file again; the whole file is written for you.")
-    share = kept_share(current, new)
+    share = kept_share(current if like is None else like, new)
     if share < MIN_KEPT_SHARE and len(_lines(current)) > SMALL_FILE_LINES:
         return Reply(None, f"The rewrite of {path} kept only {share:.0%} of its lines, so it would replace the "
                            "file rather than change it; nothing was written. Say which part must change.")
@@ -267,6 +270,7 @@ def make_change_tool() -> Tool:
     its note "remove FREE_SHIPPING_CENTS and add FLAT_RATE_CENTS at the end" for a `>` that should
     be `>=` was followed faithfully, where the task alone gave the right fix."""
     from keel.tools.files import WRITE_FILE, file_session
+    from keel.verify.redirect import protected_test_refusal
     from keel.verify.selfcheck import is_test_file, task_allows_test_changes
 
     # The failures of this tool's last check run, and the gate's result it saw then: when the gate has
@@ -293,14 +297,13 @@ def make_change_tool() -> Tool:
                                     "old_text copied exactly from the file, new_text its replacement.")
         task, verifier = run.task, run.verifier
         checks = verifier if verifier is not None and not verifier.plan.empty else None   # None: nothing to run
-        if checks is not None and current is not None and (is_test_file(shown) or shown in checks.protected) \
-                and not task_allows_test_changes(task):
-            return ToolResult.error(f"{shown} holds the project's tests: they are the evidence that the task is "
-                                    "done, and the task does not ask to change them. Change the code they test.")
         gate_last = verifier.last if verifier is not None else None
         known = latest.get("outcomes") if latest and latest.get("gate") is gate_last else None
         if known is None and gate_last is not None:
             known = gate_last.results
+        if checks is not None and current is not None and (is_test_file(shown) or shown in checks.protected) \
+                and not task_allows_test_changes(task):   # where to go instead: a bare refusal was sent again
+            return ToolResult.error(protected_test_refusal(ctx.workspace, shown, current, known))
         failures = failing_output(known, _saved_tail) if known is not None else ""
         window = run.window_tokens
         files, _ = collect(ctx.workspace, getattr(ctx.approval, "reads_without_asking", None))
@@ -308,38 +311,43 @@ def make_change_tool() -> Tool:
         related = choose(f"{task}\n{args.change}", others, int(window * RELATED_SHARE * CHARS_PER_TOKEN)).shown
         spent = Usage()
 
-        def ask(note: str | None) -> tuple[Reply, list[str]]:
+        def ask(note: str | None, path: str = shown, old: str | None = current, shows: Sequence[FileText] = related,
+                like: str | None = None) -> tuple[Reply, list[str]]:   # another file: a rename's
             started = time.monotonic()
-            turn = engine.complete(change_request(task, note, shown, current, related, failures), [])
+            main = path == shown
+            turn = engine.complete(change_request(task, note, path, old, shows, failures if main else "", main), [])
             spent.add(turn.usage)
-            run.bus.emit("change_request", step=run.step, path=shown, with_note=note is not None,
+            run.bus.emit("change_request", step=run.step, path=path, with_note=note is not None,
                          latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
                          usage=turn.usage.to_json(), reply=turn.content[:4000])
             new, restored = extract_file(turn.content), list[str]()
-            if new is not None and current is not None and real.suffix == ".py":
-                new, restored = restore_dropped(current, new, note or "")
-            return judge(current, new, shown, cut=turn.finish_reason == "length"), restored
+            if new is not None and old is not None and path.endswith(".py"):
+                new, restored = restore_dropped(old, new, note or "")
+            return judge(old, new, path, cut=turn.finish_reason == "length", like=like), restored
 
         def write(text: str) -> ToolResult:
             if real.is_file():
                 file_session(ctx).record_read(real, read_beneath(*anchor(real)))   # read just now, by this tool
             return WRITE_FILE.execute(WRITE_FILE.spec.args(path=args.path, content=text), ctx)
 
+        # a rename the rewrite makes goes to the other files using the old name before the checks run
+        spread = Spread(ctx, task, args.change, shown, current, checks, lambda path, old, note, source, like: ask(
+            note, path, old, [source], like)[0] if fits(old, _reply_cap(engine)) else Reply(None, "too long to rewrite"))
         first, restored = ask(args.change)
         tried: list[tuple[str, list[str], ToolResult, tuple[CheckOutcome, ...], bool]] = []   # ..., with the note
         if first.text is not None:
-            written = write(first.text)
+            spread.after(written := write(first.text), first.text)
             if not written.ok or checks is None:
-                return _finished(written, restored, None, spent, "")
+                return _finished(written, restored, None, spent, spread.report(written))
             outcomes = checks.run_plan()
             if failure_score(outcomes) == 0:
-                return _finished(written, restored, outcomes, spent, "", latest, verifier)
+                return _finished(written, restored, outcomes, spent, spread.report(written), latest, verifier)
             tried.append((first.text, restored, written, outcomes, True))
         elif checks is None:
             return ToolResult.error(first.problem, usage=spent)
         second, restored_second = ask(None)   # the task and the failing checks alone
         if second.text is not None and all(second.text != t[0] for t in tried):
-            written = write(second.text)
+            spread.after(written := write(second.text), second.text)
             if written.ok:
                 tried.append((second.text, restored_second, written, checks.run_plan(), False))
         if not tried:
@@ -347,6 +355,7 @@ def make_change_tool() -> Tool:
         text, restored, written, outcomes, noted = min(tried, key=lambda t: failure_score(t[3]))   # first on a tie
         if current is not None and known is not None and failure_score(outcomes) > failure_score(known):
             write(current)   # worse than before the call: the file goes back (measured: a note that broke page_count)
+            spread.undo()
             return ToolResult.error(f"Nothing was kept: with the rewrite the checks failed worse than before "
                                     f"({failure_score(outcomes)} failing, {failure_score(known)} before), so {shown} "
                                     "is as it was. Read the failing test again and say exactly what must change.",
@@ -357,6 +366,7 @@ def make_change_tool() -> Tool:
             "Your note was not followed (" + ("with it the checks still failed" if tried[0][4] else
                                              first.problem.rstrip(".")) +
             "): a rewrite from the task and the failing checks alone did better, and is what was written.")
+        note = "\n".join(line for line in (note, spread.report(written)) if line)
         return _finished(written, restored, outcomes, spent, note, latest, verifier)
 
     spec = ToolSpec("change_file",

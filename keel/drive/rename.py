@@ -1,0 +1,334 @@
+"""A rename that change_file made in one file, carried to the other files that use the old name.
+
+Why: measured on Qwen2.5-Coder-1.5B, "Rename the constant MAX_RETRY to MAX_RETRIES everywhere
+(settings.py and client.py)" changed settings.py and never client.py: the model called change_file on
+settings.py again and again (the run ended on repetition), and "rename a function used in two files"
+ended on failing checks. A small model does not go looking for the other users of a name; keel can.
+
+The pure core finds the renames a change or task asks for (``renames_in``), keeps those the rewrite
+really made (``applied``) and writes the report; ``Spread`` is the shell: after change_file wrote its
+file, it greps the workspace for the old names (word-bounded, keel's own grep: ignore rules, no binary
+or secret files), asks the editor for each other file of the same kind (up to MAX_OTHER_FILES) with
+the changed file shown beside it, writes what ``judge`` accepts through write_file (path jail,
+approval, checkpoints), and lists the files still using an old name so the model can finish the job.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any, Protocol
+
+from keel.context.ignore import IgnoreRules
+from keel.context.preload import FileText
+from keel.policy.beneath import anchor, read_beneath
+from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspace, workspace_root
+from keel.tools.base import ToolContext, ToolResult
+from keel.tools.files import WRITE_FILE, file_session
+from keel.tools.search import grep_backend, grep_python, grep_rg
+from keel.tools.textsearch import GrepError, GrepQuery
+from keel.verify.selfcheck import is_test_file, task_allows_test_changes
+
+MAX_OTHER_FILES = 5      # editor requests per change_file call: each costs a whole-file rewrite (10-20 s on CPU)
+MAX_FILES_LISTED = 8     # files still using an old name, in the tool result
+MAX_LINES_LISTED = 3     # of each such file
+LINE_CHARS_LISTED = 120
+
+
+@dataclass(frozen=True)
+class Rename:
+    old: str
+    new: str
+
+
+class Edited(Protocol):
+    """The editor's answer for one file (keel.drive.change.Reply): the new text, or why there is none."""
+
+    @property
+    def text(self) -> str | None: ...
+
+    @property
+    def problem(self) -> str: ...
+
+
+# (path, its current text, the note, the changed file shown beside it, the text with the renames made word
+# for word: what judge counts the lines kept against, as a rename may change most lines of a short file)
+# -> the editor's answer
+Edit = Callable[[str, str, str, FileText, str], Edited]
+
+
+# -- pure core: which renames ------------------------------------------------------------------------
+_NAME = r"`?(?P<{0}>[A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`?"
+_X, _Y = _NAME.format("x"), _NAME.format("y") + r"(?![\w(]|\.\w)"   # Y ends the name: not `logger.info`
+# Words a sentence puts before the name ("rename the constant MAX_RETRY", "to the new name X").
+_KIND = (r"(?:(?:the|a|an|old|existing|current|global|public|private|module-level|constant|function|method|"
+         r"class|variable|var|field|attribute|attr|property|parameter|param|argument|arg|symbol|identifier|"
+         r"helper|type|enum|setting|name|named|called)\s+)*")
+_NEW = r"(?:(?:the|a|new|name|named|called)\s+)*"
+_ARROW = r"\s*(?:->|→|=>)\s*"
+# (pattern, whether both names must look like code: wording that also reads as prose)
+_PHRASES: list[tuple[re.Pattern[str], bool]] = [
+    (re.compile(rf"\brenam(?:e|es|ed|ing)\s+{_KIND}{_X}\s+(?:to|into|as)\s+{_NEW}{_Y}", re.I), False),
+    (re.compile(rf"\brenam(?:e|es|ed|ing)\s+{_KIND}{_X}{_ARROW}{_Y}", re.I), False),
+    (re.compile(rf"{_X}\s+(?:(?:is|was|gets|get|be|should|must|to)\s+)*renamed\s+(?:to|into|as)\s+{_NEW}{_Y}",
+                re.I), False),
+    (re.compile(rf"\bname\s+of\s+{_KIND}{_X}\s+to\s+{_NEW}{_Y}", re.I), False),
+    (re.compile(rf"\breplac(?:e|es|ed|ing)\s+(?:(?:all|every|each)\s+)?(?:(?:uses|occurrences|references|"
+                rf"mentions)\s+of\s+)?{_KIND}{_X}\s+(?:with|by)\s+{_NEW}{_Y}", re.I), True),
+    (re.compile(rf"\b(?:chang|updat)(?:e|es|ed|ing)\s+{_KIND}{_X}\s+to\s+{_NEW}{_Y}", re.I), True),
+    (re.compile(rf"{_X}{_ARROW}{_Y}"), True),
+]
+# "rename A to B, C to D and E to F": the pairs after a rename's first one
+_MORE = re.compile(rf"\s*(?:,\s*(?:and\s+)?|\s+and\s+){_KIND}{_X}\s+(?:to|into|as)\s+{_NEW}{_Y}", re.I)
+# Never a rename's name: English words a sentence may put where a name goes ("rename it to be clearer").
+_STOP = frozenset({"it", "this", "that", "them", "these", "those", "all", "each", "every", "one", "be", "the", "a",
+                   "an", "to", "and", "or", "of", "in", "on", "for", "with", "by", "as", "its", "their",
+                   "something", "more", "less", "new", "old", "same", "other"})
+_BUILTINS = frozenset(dir(builtins))
+
+
+def looks_like_code(name: str, quoted: bool) -> bool:
+    """Backticked, or shaped like an identifier rather than a word: snake_case, camelCase, CAPS, digits."""
+    return quoted or "_" in name or any(c.isdigit() for c in name) or any(c.isupper() for c in name[1:])
+
+
+def renames_in(text: str) -> list[Rename]:
+    """The renames ``text`` asks for, in order, each once: "rename X to Y", "X -> Y", "X → Y", "replace
+    `X` with `Y`", "X is renamed to Y" … Identifiers only; not Python keywords or builtins (their other
+    uses are not this project's symbol). Wording that also reads as prose ("change the limit to 5",
+    "replace the loop with a comprehension") counts only for names that look like code."""
+    found: list[Rename] = []
+    for pattern, code_only in _PHRASES:
+        for m in [m for first in pattern.finditer(text) for m in _pairs(first, code_only)]:
+            x, y = m["x"], m["y"]
+            quoted = "`" in m.group(0)
+            if code_only and not (looks_like_code(x, quoted) and looks_like_code(y, quoted)):
+                continue
+            if x == y or {x.lower(), y.lower()} & _STOP or any(keyword.iskeyword(n) for n in (x, y)):
+                continue
+            if x in _BUILTINS or Rename(x, y) in found:
+                continue
+            found.append(Rename(x, y))
+    return found
+
+
+def _pairs(first: re.Match[str], code_only: bool) -> list[re.Match[str]]:
+    """``first`` and the pairs that follow a rename's ("…, C to D and E to F")."""
+    found = [first]
+    while not code_only and (m := _MORE.match(first.string, found[-1].end())) is not None:
+        found.append(m)
+    return found
+
+
+def uses(name: str, text: str) -> int:
+    """How often ``name`` occurs in ``text`` as a whole word."""
+    return len(re.findall(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text))
+
+
+def word_for_word(text: str, renames: list[Rename]) -> str:
+    """``text`` with each old name replaced as a whole word by its new one."""
+    for r in renames:
+        text = re.sub(rf"(?<![\w$]){re.escape(r.old)}(?![\w$])", r.new, text)   # identifiers: no escapes
+    return text
+
+
+def module_names(source: str) -> set[str] | None:
+    """Names a Python module defines or imports at its top level, and those of its top-level classes
+    (methods, class attributes): the names other files can use. None when it does not parse."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in [*body, *(n for c in body if isinstance(c, ast.ClassDef) for n in c.body)]:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+    return names
+
+
+def _attributes(source: str) -> set[str]:
+    """Attribute names the module uses (``settings.MAX_RETRY``, ``client.get``)."""
+    return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute)}
+
+
+def applied(candidates: list[Rename], before: str, after: str, path: str) -> list[Rename]:
+    """The renames the rewrite of ``path`` made: the old name used less than before and the new one
+    more. In Python the old name must be one other files can use (``module_names``): renaming a local
+    variable concerns no other file. With no candidate made, a Python rewrite that swapped exactly one
+    top-level name for another, the old one gone entirely, is a rename too ("rename a function")."""
+    python = path.endswith(".py")
+    shared = module_names(before) if python else None
+    reachable = (shared | _attributes(before)) if shared is not None else None   # `settings.MAX_RETRY` too
+    made = [r for r in candidates if uses(r.old, after) < uses(r.old, before) and uses(r.new, after) > uses(r.new, before)
+            and (reachable is None or r.old in reachable)]
+    if made or not python or shared is None:
+        return made
+    now = module_names(after) or set()
+    gone, added = shared - now, now - shared
+    if len(gone) == 1 and len(added) == 1:
+        rename = Rename(gone.pop(), added.pop())
+        if not uses(rename.old, after) and not uses(rename.new, before) and rename.old not in _BUILTINS:
+            return [rename]
+    return []
+
+
+def note_for(renames: list[Rename], source: str) -> str:
+    """The change the editor makes in another file."""
+    pairs = " and ".join(f"{r.old} to {r.new}" for r in renames)
+    return f"rename {pairs} here too, as in {source}; change nothing else."
+
+
+def _reason(problem: str) -> str:
+    """A refusal from judge, without its advice to the model about the main file."""
+    return problem.split(", so nothing was written")[0].split(". ")[0].rstrip(".")
+
+
+@dataclass
+class Outcome:
+    """What the spread did: the files changed, those left as they were (and why), those still using an old name."""
+
+    renames: list[Rename]
+    changed: list[str] = field(default_factory=list)
+    left: list[tuple[str, str]] = field(default_factory=list)
+    still: dict[str, list[tuple[str, list[tuple[int, str]]]]] = field(default_factory=dict)
+
+    def render(self) -> str:
+        done = ", ".join(f"{r.old} to {r.new}" for r in self.renames)
+        lines = []
+        if self.changed:
+            lines.append(f"Renamed {done} in the other files that used it too: {', '.join(self.changed)}.")
+        if self.left:
+            lines.append("Left as they were: " + "; ".join(f"{p} ({why})" for p, why in self.left) + ".")
+        for old, files in self.still.items():
+            if not files:
+                lines.append(f"No file uses {old} any more.")
+                continue
+            lines.append(f"Still using {old} (change these too, or say why they keep it):")
+            for path, hits in files[:MAX_FILES_LISTED]:
+                lines += [f"  {path}:{n}: {text.strip()[:LINE_CHARS_LISTED]}" for n, text in hits[:MAX_LINES_LISTED]]
+                if not hits:
+                    lines.append(f"  {path}")
+            if len(files) > MAX_FILES_LISTED:
+                lines.append(f"  … and {len(files) - MAX_FILES_LISTED} more files")
+        return "\n".join(lines)
+
+
+# -- the shell ---------------------------------------------------------------------------------------
+class Spread:
+    """Carries the rename a change_file rewrite made to the other files, once per call.
+
+    Tests follow the main file's rule: a test file (or one the checks depend on) is not rewritten
+    unless the task asks for test changes. A rename breaks a test that imports the old name, but the
+    gate runs the original tests anyway (keel.verify.verifier: tampered tests are put back), so a
+    renamed test would only earn a "tampered_tests" refusal; the test is listed instead, and the model
+    can keep the old name as an alias or say why the test must change."""
+
+    def __init__(self, ctx: ToolContext, task: str, change: str, path: str, before: str | None,
+                 checks: Any, edit: Edit):
+        self.ctx, self.task, self.path, self.before, self.checks, self.edit = ctx, task, path, before, checks, edit
+        self.candidates = renames_in(f"{change}\n{task}")
+        self.outcome: Outcome | None = None
+        self.originals: dict[str, str] = {}
+
+    def after(self, written: ToolResult, text: str) -> None:
+        """After the main file was written with ``text``: rewrite the other users of each renamed name."""
+        if self.outcome is not None or not written.ok or self.before is None:
+            return
+        renames = applied(self.candidates, self.before, text, self.path)
+        if not renames:
+            return
+        self.outcome = outcome = Outcome(renames)
+        users: dict[str, list[str]] = {}
+        for r in renames:
+            for path, _ in self._users(r.old):
+                users.setdefault(path, []).append(r.old)
+        # Files of another kind (docs, configuration) are only listed: a code rename need not carry to prose.
+        suffix, asked = PurePosixPath(self.path).suffix, 0
+        source = FileText(self.path, text)
+        for path in sorted(p for p in users if p != self.path and PurePosixPath(p).suffix == suffix):
+            why = self._not_ours(path)
+            if why is None and asked >= MAX_OTHER_FILES:
+                why = f"past the {MAX_OTHER_FILES} files rewritten in one call"
+            if why is None:
+                asked += 1
+                why = self._rewrite(path, [r for r in renames if r.old in users[path]], source)
+            if why is not None:
+                outcome.left.append((path, why))
+            else:
+                outcome.changed.append(path)
+
+    def _not_ours(self, path: str) -> str | None:
+        """Why ``path`` is not rewritten here, or None."""
+        protected = self.checks is not None and (is_test_file(path) or path in self.checks.protected)
+        if protected and not task_allows_test_changes(self.task):
+            return "a test, and the task does not ask to change tests"
+        return None
+
+    def _rewrite(self, path: str, renames: list[Rename], source: FileText) -> str | None:
+        """One editor request for ``path``, written when judge accepts it; None when written, else why not."""
+        try:
+            real = resolve_in_workspace(self.ctx.workspace, path, for_write=True)
+            may_read = getattr(self.ctx.approval, "reads_without_asking", None)
+            if may_read is not None and not may_read(real):
+                return "reading it needs approval"
+            data = read_beneath(*anchor(real))
+            old = data.decode("utf-8")
+        except (PathJailError, OSError, UnicodeDecodeError) as e:
+            return f"cannot read it: {e}"
+        reply = self.edit(path, old, note_for(renames, self.path), source, word_for_word(old, renames))
+        if reply.text is None:
+            return _reason(reply.problem.replace(f"The rewrite of {path}", "its rewrite"))
+        if not any(uses(r.old, reply.text) < uses(r.old, old) for r in renames):
+            return "its rewrite did not rename anything"
+        file_session(self.ctx).record_read(real, data)   # read just now, by this tool
+        written = WRITE_FILE.execute(WRITE_FILE.spec.args(path=path, content=reply.text), self.ctx)
+        if not written.ok:
+            return _reason(written.output)
+        self.originals[path] = old
+        return None
+
+    def _users(self, name: str) -> list[tuple[str, list[tuple[int, str]]]]:
+        """The workspace files that use ``name`` as a word, with their lines, as the grep tool finds them."""
+        root, rules = str(workspace_root(self.ctx.workspace)), IgnoreRules(self.ctx.workspace)
+        query = GrepQuery(rf"\b{re.escape(name)}\b")
+        try:
+            hits = (grep_rg(root, ".", query, require_git=rules.require_git) if grep_backend(self.ctx) == "rg"
+                    else grep_python(root, ".", query, rules))
+        except (GrepError, OSError):
+            return []
+        return [(h.path, [(n, t) for n, is_match, t in h.lines() if is_match]) for h in hits
+                if not is_secret_name(h.path)]
+
+    def undo(self) -> None:
+        """Put the other files back as they were (the main file's rewrite was not kept)."""
+        for path, text in self.originals.items():
+            try:
+                real = resolve_in_workspace(self.ctx.workspace, path, for_write=True)
+                file_session(self.ctx).record_read(real, read_beneath(*anchor(real)))
+            except (PathJailError, OSError):
+                continue
+            WRITE_FILE.execute(WRITE_FILE.spec.args(path=path, content=text), self.ctx)
+        if self.outcome is not None:
+            self.outcome.changed.clear()
+        self.originals.clear()
+
+    def report(self, written: ToolResult | None = None) -> str:
+        """For the tool result: what was renamed where, what was left, who still uses an old name.
+        ``written`` (the main file's result) gets the other changed files in its files_changed."""
+        if self.outcome is None:
+            return ""
+        for r in self.outcome.renames:
+            self.outcome.still[r.old] = self._users(r.old)
+        if written is not None:
+            written.files_changed += [p for p in self.outcome.changed if p not in written.files_changed]
+        return self.outcome.render()

@@ -1,0 +1,253 @@
+"""Where a change aimed at the project's tests should go instead: the code the test file tests, and
+the assertion that fails.
+
+Why: measured on Qwen2.5-Coder-1.5B, a bare refusal ("the file holds the project's tests … change the
+code they test") did not redirect the model: after reading the test file it sent the same change_file
+for the test four times in a row until the run stopped. A small model follows a concrete next step;
+this module finds one (the module the test imports, the line that fails) so the refusal can name it.
+
+Pure core: ``modules_under_test`` (a test file's text and the workspace's file list in, the modules it
+tests out) and ``failing_assertion`` (a check's output in, its first failing assertion out, a few
+lines); ``redirect`` words the refusal. ``protected_test_refusal`` is the shell a tool calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from keel.verify.failing import failing_assertion
+from keel.verify.selfcheck import is_test_file
+
+if TYPE_CHECKING:
+    from keel.verify.gate import CheckOutcome
+
+MAX_MODULES = 3            # named in the refusal
+MAX_LISTED_FILES = 50_000  # a workspace listing stops here (the refusal must stay cheap)
+SAVED_HEAD_BYTES = 256 * 1024
+_JS_EXTS = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".mts", ".cts")
+
+
+@dataclass(frozen=True)
+class UnderTest:
+    """A workspace file the test file tests, and the names it takes from it (may be empty)."""
+
+    path: str
+    names: tuple[str, ...] = ()
+
+
+# -- the modules a test file tests -------------------------------------------------------------------
+def modules_under_test(test_path: str, text: str, files: Collection[str]) -> list[UnderTest]:
+    """The workspace files ``test_path`` imports (Python imports, relative ones too; JS ``require`` and
+    ``import … from`` of relative paths), in import order; else the file its name maps to
+    (test_calc.py → calc.py, calc.test.js → calc.js). Only paths in ``files`` (workspace-relative,
+    posix) count; a path that leaves the workspace, a test file and the file itself never do."""
+    found: dict[str, list[str]] = {}
+    suffix = PurePosixPath(test_path).suffix
+    pairs = _python_imports(test_path, text, files) if suffix == ".py" else \
+        _js_imports(test_path, text, files) if suffix in _JS_EXTS else []
+    for path, names in pairs:
+        if path != test_path and not is_test_file(path):
+            merged = found.setdefault(path, [])
+            merged += [n for n in names if n not in merged]
+    if not found and (by_name := _by_name(test_path, files)):
+        found[by_name] = []
+    return [UnderTest(path, tuple(names)) for path, names in found.items()]
+
+
+def _inside(path: str) -> str | None:
+    """``path`` normalised, or None when it leaves the workspace (``..``) or is absolute."""
+    norm = posixpath.normpath(path)
+    return None if norm.startswith(("../", "/")) or norm in ("..", ".") else norm
+
+
+def _first_file(candidates: Sequence[str], files: Collection[str]) -> str | None:
+    for candidate in candidates:
+        if (norm := _inside(candidate)) is not None and norm in files:
+            return norm
+    return None
+
+
+def _python_module(base_dirs: Sequence[str], dotted: str, files: Collection[str]) -> str | None:
+    rel = dotted.replace(".", "/")
+    return _first_file([posixpath.join(d, rel + ext) for d in base_dirs for ext in (".py", "/__init__.py")], files)
+
+
+def _python_imports(test_path: str, text: str, files: Collection[str]) -> list[tuple[str, list[str]]]:
+    here = posixpath.dirname(test_path)
+    ancestors = [here]
+    while ancestors[-1]:
+        ancestors.append(posixpath.dirname(ancestors[-1]))
+    absolute_bases = [*ancestors, "src", "lib"]       # where `import calc` may be found, nearest first
+    out: list[tuple[str, list[str]]] = []
+    for module, level, names, alias in _python_import_statements(text):
+        if level:
+            base = here
+            for _ in range(level - 1):
+                base = posixpath.join(base, "..")
+            bases = [base]
+        else:
+            bases = absolute_bases
+        rest = []
+        for name in names:   # `from pkg import mod`: mod is a module of its own when its file exists
+            sub = ".".join(p for p in (module, name) if p)
+            if (path := _python_module(bases, sub, files)) is not None:
+                out.append((path, []))
+            else:
+                rest.append(name)
+        if module and (rest or not names) and (path := _python_module(bases, module, files)) is not None:
+            used = rest or sorted(set(re.findall(rf"\b{re.escape(alias or module)}\.(\w+)", text)))
+            out.append((path, [n for n in used if n != "*"]))
+    return out
+
+
+def _python_import_statements(text: str) -> list[tuple[str, int, list[str], str | None]]:
+    """(module, level, imported names, alias) per import, in order; a file that does not parse is
+    read line by line (a test the model broke still names its imports)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return _python_import_lines(text)
+    out: list[tuple[int, tuple[str, int, list[str], str | None]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            out.append((node.lineno, (node.module or "", node.level, [a.name for a in node.names], None)))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, (a.name, 0, [], a.asname)) for a in node.names]
+    return [statement for _, statement in sorted(out, key=lambda p: p[0])]
+
+
+_PY_FROM = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+import\s+\(?([\w\s,*]+)", re.M)
+_PY_IMPORT = re.compile(r"^\s*import\s+([\w.]+)(?:\s+as\s+(\w+))?", re.M)
+
+
+def _python_import_lines(text: str) -> list[tuple[str, int, list[str], str | None]]:
+    out: list[tuple[int, tuple[str, int, list[str], str | None]]] = []
+    for m in _PY_FROM.finditer(text):
+        names = [n.split()[0] for n in m[3].split(",") if n.strip()]
+        out.append((m.start(), (m[2], len(m[1]), names, None)))
+    out += [(m.start(), (m[1], 0, [], m[2])) for m in _PY_IMPORT.finditer(text)]
+    return [statement for _, statement in sorted(out, key=lambda p: p[0])]
+
+
+_JS_REQUIRE = re.compile(r"""(?:\{([^}]*)\}\s*=\s*)?require\(\s*['"](\.{1,2}/[^'"]+)['"]\s*\)""")
+_JS_IMPORT = re.compile(r"""\bimport\s+(?:([\w$\s{},*]+?)\s+from\s+)?['"](\.{1,2}/[^'"]+)['"]""")
+_JS_EXPORT_FROM = re.compile(r"""\bexport\s+[\w$\s{},*]+?\s+from\s+['"](\.{1,2}/[^'"]+)['"]""")
+
+
+def _js_imports(test_path: str, text: str, files: Collection[str]) -> list[tuple[str, list[str]]]:
+    here = posixpath.dirname(test_path)
+    found = [(m.start(), m[2], _js_names(m[1] or "")) for m in _JS_REQUIRE.finditer(text)]
+    found += [(m.start(), m[2], _js_names(b[1]) if (b := re.search(r"\{([^}]*)\}", m[1] or "")) else [])
+              for m in _JS_IMPORT.finditer(text)]
+    found += [(m.start(), m[1], []) for m in _JS_EXPORT_FROM.finditer(text)]
+    out = []
+    for _, spec, names in sorted(found):
+        target = posixpath.join(here, spec)
+        stem, ext = posixpath.splitext(target)
+        candidates = [target] if ext in _JS_EXTS else []
+        if ext in (".js", ".mjs", ".cjs", ".jsx"):   # TypeScript imports `./calc.js` for calc.ts
+            candidates += [stem + e for e in (".ts", ".tsx", ".mts", ".cts")]
+        candidates += [target + e for e in _JS_EXTS] + [posixpath.join(target, "index" + e) for e in _JS_EXTS]
+        if (path := _first_file(candidates, files)) is not None:
+            out.append((path, names))
+    return out
+
+
+def _js_names(body: str) -> list[str]:
+    """The names inside the braces of `{ add, sub as minus }` or `{ add, sub: minus } = require(…)`."""
+    names = []
+    for part in body.split(","):
+        name = re.split(r"\s+as\s+|\s*:\s*", part.strip())[0].strip()
+        if re.fullmatch(r"[A-Za-z_$][\w$]*", name) and name != "default":
+            names.append(name)
+    return names
+
+
+_TEST_NAME = re.compile(r"^(?:test_(?P<a>.+)\.py|(?P<b>.+)_test\.(?P<bx>py|go)|(?P<c>.+)_spec\.rb"
+                        r"|(?P<d>.+)\.(?:test|spec)\.(?P<dx>\w+))$")
+
+
+def _by_name(test_path: str, files: Collection[str]) -> str | None:
+    """The file ``test_path``'s name maps to, nearest first: its own folder, then the shortest path."""
+    m = _TEST_NAME.match(PurePosixPath(test_path).name)
+    if m is None:
+        return None
+    target = (f"{m['a']}.py" if m["a"] else f"{m['b']}.{m['bx']}" if m["b"] else f"{m['c']}.rb" if m["c"]
+              else f"{m['d']}.{m['dx']}")
+    here = posixpath.dirname(test_path)
+    matches = [f for f in files if posixpath.basename(f) == target and not is_test_file(f) and _inside(f) == f]
+    matches.sort(key=lambda f: (posixpath.dirname(f) != here, f.count("/"), f))
+    return matches[0] if matches else None
+
+
+
+# -- the refusal -------------------------------------------------------------------------------------
+def redirect(test_path: str, tested: Sequence[UnderTest], assertion: str, tool: str = "change_file") -> str:
+    """The answer to a change aimed at ``test_path``: where the change belongs, and what fails.
+
+    No example values here: a 1.5B model sent an example's words as its own change (see ChangeArgs
+    in keel/drive/change.py). The one next step comes last, as the model follows what it read last."""
+    parts = [f"{test_path} holds the project's tests: they are the evidence that the task is done, and the "
+             "task does not ask to change them."]
+    shown = list(tested)[:MAX_MODULES]
+    if shown:
+        where = " and ".join(t.path + (f" (imported: {', '.join(t.names[:6])})" if t.names else "") for t in shown)
+        parts.append(f"The code it tests is in {where}.")
+    text = " ".join(parts)
+    if assertion:
+        text += " The failing check:\n" + "".join(f"    {line}\n" for line in assertion.splitlines())
+    else:
+        text += " "
+    if shown:
+        return text + f"Call {tool} with path {shown[0].path} and say what must change there."
+    return text + "Change the code they test."
+
+
+# -- the shell: from a run's workspace and checks ----------------------------------------------------
+def workspace_files(workspace: Path) -> set[str]:
+    """The workspace's files as relative posix paths: the ignore rules' walk, which follows no
+    symlink and never leaves the workspace, without the caches and environments snapshots skip."""
+    from keel.context.ignore import IgnoreRules
+    from keel.verify.snapshot import EXTRA_SKIPPED_DIRS
+
+    rules = IgnoreRules(workspace)
+    prefix = len(rules.root.rstrip("/")) + 1
+    found: set[str] = set()
+    for entry in rules.walk_files(rules.root, lambda e, is_dir: False if is_dir and e.name in EXTRA_SKIPPED_DIRS
+                                  else None):
+        found.add(entry.path[prefix:])
+        if len(found) >= MAX_LISTED_FILES:
+            break
+    return found
+
+
+def protected_test_refusal(workspace: Path, test_path: str, text: str, outcomes: Sequence[CheckOutcome] | None,
+                           tool: str = "change_file") -> str:
+    """The refusal for a change to the test file ``test_path`` (its text ``text``): the modules it tests
+    and the first failing assertion of ``outcomes`` (the last check run keel knows, None: none)."""
+    tested = modules_under_test(test_path, text, workspace_files(workspace))
+    assertion = ""
+    for o in sorted(outcomes or (), key=lambda o: o.check.category != "test"):   # tests first, then the rest
+        if o.passed or o.refused:
+            continue
+        saved = _saved_head(o.output_path) if o.output_path else None
+        assertion = (failing_assertion(saved, {test_path: text}) if saved else "") or \
+            failing_assertion(o.summary, {test_path: text})
+        if assertion:
+            break
+    return redirect(test_path, tested, assertion, tool)
+
+
+def _saved_head(path: str) -> str | None:
+    """The start of a saved check output (the first failure is near it; the file may be 16 MB)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(SAVED_HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None

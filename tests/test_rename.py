@@ -1,0 +1,254 @@
+"""change_file carries a rename to the other files using the old name (keel/drive/rename.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_repo
+
+from keel.agent import Agent
+from keel.config import Config
+from keel.drive.rename import MAX_OTHER_FILES, Outcome, Rename, applied, module_names, note_for, renames_in
+from keel.testing import ScriptedEngineServer
+
+TASK = "Rename the constant MAX_RETRY to MAX_RETRIES everywhere (settings.py and client.py)"
+SETTINGS = "\"\"\"Client settings.\"\"\"\n\nMAX_RETRY = 3\nTIMEOUT_S = 10\n"
+CLIENT = ("\"\"\"A client that retries.\"\"\"\n\nfrom settings import MAX_RETRY, TIMEOUT_S\n\n\n"
+          "def attempts():\n    \"\"\"One timeout per attempt.\"\"\"\n    return [TIMEOUT_S] * MAX_RETRY\n\n\n"
+          "def describe():\n    return f\"{MAX_RETRY} tries of {TIMEOUT_S} s\"\n")
+TEST_CLIENT = ("from client import attempts\nfrom settings import MAX_RETRIES\n\n\n"
+               "def test_one_timeout_per_attempt():\n    assert len(attempts()) == MAX_RETRIES == 3\n")
+
+
+def renamed(text: str) -> str:
+    return text.replace("MAX_RETRY", "MAX_RETRIES")
+
+
+def call(name: str, **args: object) -> dict[str, object]:
+    return {"name": name, "arguments": args}
+
+
+def fenced(text: str) -> dict[str, str]:
+    return {"content": f"```python\n{text}```\n"}
+
+
+CHANGE = call("change_file", path="settings.py", change="rename MAX_RETRY to MAX_RETRIES")
+
+
+# ---- the pure core --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (TASK, [("MAX_RETRY", "MAX_RETRIES")]),
+    ("rename foo to bar", [("foo", "bar")]),
+    ("Rename function `fetch_all()` to `load_all()` in api.py", [("fetch_all", "load_all")]),
+    ("renaming userId as user_id", [("userId", "user_id")]),
+    ("rename the class Client to HttpClient.", [("Client", "HttpClient")]),
+    ("Rename method get -> fetch", [("get", "fetch")]),
+    ("MAX_RETRY -> MAX_RETRIES", [("MAX_RETRY", "MAX_RETRIES")]),
+    ("`old_name` → `new_name`", [("old_name", "new_name")]),
+    ("parseConfig => loadConfig", [("parseConfig", "loadConfig")]),
+    ("replace `get_user` with `fetch_user`", [("get_user", "fetch_user")]),
+    ("replace all uses of get_user by fetch_user", [("get_user", "fetch_user")]),
+    ("The helper parse_cfg should be renamed to parse_config.", [("parse_cfg", "parse_config")]),
+    ("change the name of the function load to read_settings", [("load", "read_settings")]),
+    ("change `timeout` to `retry_timeout`", [("timeout", "retry_timeout")]),
+    ("rename Foo to Bar and baz_qux to quux_baz", [("Foo", "Bar"), ("baz_qux", "quux_baz")]),
+    ("rename a_b to c_d, e_f to g_h and i_j to k_l.", [("a_b", "c_d"), ("e_f", "g_h"), ("i_j", "k_l")]),
+    ("Rename foo to bar and update the docs to match", [("foo", "bar")]),
+    ("rename foo to bar; rename foo to bar again", [("foo", "bar")]),          # each once
+    # not renames: prose, values, files, keywords, builtins, expressions
+    ("change the limit to 5", []),
+    ("Change the timeout to 30 seconds", []),
+    ("replace the loop with a comprehension", []),
+    ("update the docs to match the code", []),
+    ("rename it to something clearer", []),
+    ("rename variables to be more descriptive", []),
+    ("Rename the file config.py to settings.py", []),
+    ("maps input -> output", []),
+    ("change `True` to `False`", []),
+    ("replace `print` with `logger.info`", []),
+    ("rename `input` to `prompt`", []),
+    ("update MAX_SIZE to 10", []),
+    ("change cents > threshold to cents >= threshold", []),
+    ("Rename a function used in two files", []),
+    ("rename x to x", []),
+])
+def test_renames_in_the_wording(text: str, expected: list[tuple[str, str]]) -> None:
+    assert [(r.old, r.new) for r in renames_in(text)] == expected
+
+
+def test_a_rename_counts_when_the_rewrite_made_it_and_other_files_can_use_the_name():
+    asked = [Rename("MAX_RETRY", "MAX_RETRIES")]
+    assert applied(asked, SETTINGS, renamed(SETTINGS), "settings.py") == asked
+    assert applied(asked, SETTINGS, SETTINGS.replace("3", "4"), "settings.py") == []     # not made
+    assert applied(asked, CLIENT, renamed(CLIENT), "client.py") == asked                  # imported: shared
+    via_module = "import settings\n\n\ndef n():\n    return settings.MAX_RETRY\n"
+    assert applied(asked, via_module, renamed(via_module), "c.py") == asked               # an attribute
+    local = "def f():\n    tmp = 1\n    return tmp\n"                                      # a local: no one else's
+    assert applied([Rename("tmp", "result")], local, local.replace("tmp", "result"), "f.py") == []
+    assert applied(asked, "MAX_RETRY: 3\n", "MAX_RETRIES: 3\n", "conf.yaml") == asked     # not Python: as worded
+    # no wording: one top-level name swapped for another, the old one gone, is a rename of a definition
+    before = "def load():\n    return 1\n\n\ndef save():\n    return 2\n"
+    assert applied([], before, before.replace("load", "read_settings"), "s.py") == [Rename("load", "read_settings")]
+    assert applied([], before, before.replace("return 1", "return 3"), "s.py") == []
+    both = before.replace("load", "read").replace("save", "write")
+    assert applied([], before, both, "s.py") == []                                         # two swaps: unsure
+
+
+def test_module_names_are_what_other_files_can_import():
+    source = ("import os.path\nfrom x import y as z\nA = B = 1\nC: int = 2\n\n\ndef f():\n    local = 1\n\n\n"
+              "class K:\n    attr = 1\n\n    def method(self):\n        pass\n")
+    assert module_names(source) == {"os", "z", "A", "B", "C", "f", "K", "attr", "method"}
+    assert module_names("def (:\n") is None
+
+
+def test_the_report_names_the_changed_the_left_and_the_lines_still_using_the_old_name():
+    outcome = Outcome([Rename("MAX_RETRY", "MAX_RETRIES")], changed=["client.py"],
+                      left=[("worker.py", "its rewrite held no code block")],
+                      still={"MAX_RETRY": [(f"f{i}.py", [(n, f"x = MAX_RETRY  # {n}") for n in range(1, 6)])
+                                           for i in range(10)]})
+    text = outcome.render()
+    assert "Renamed MAX_RETRY to MAX_RETRIES in the other files that used it too: client.py." in text
+    assert "Left as they were: worker.py (its rewrite held no code block)." in text
+    assert "  f0.py:3: x = MAX_RETRY  # 3" in text and "f0.py:4:" not in text   # a few lines per file
+    assert "f7.py:1:" in text and "f8.py" not in text and "… and 2 more files" in text
+    assert Outcome([Rename("a_b", "c_d")], still={"a_b": []}).render() == "No file uses a_b any more."
+    assert note_for([Rename("a_b", "c_d")], "m.py") == "rename a_b to c_d here too, as in m.py; change nothing else."
+
+
+# ---- through a real `keel run`, over real HTTP ---------------------------------------------------
+
+def tool_replies(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m.get("role") == "tool"]
+
+
+def test_keel_run_renames_in_both_files_with_one_change_file_call(tmp_path: Path, run_keel, keel_env):
+    repo = make_repo(tmp_path / "repo", {"settings.py": SETTINGS, "client.py": CLIENT, "test_client.py": TEST_CLIENT})
+    config = Path(keel_env["XDG_CONFIG_HOME"]) / "keel" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[engine]\nprofile = "small"\n')
+    script = [{"tool_calls": [CHANGE]}, fenced(renamed(SETTINGS)), fenced(renamed(CLIENT)),
+              {"tool_calls": [call("finish", summary="renamed in settings.py and client.py")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run_keel("run", TASK, "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
+                     "--output-format", "json")
+        requests = server.requests
+    assert r.code == 0, r.stderr
+    assert (r.result["status"], sorted(r.result["files_changed"])) == ("complete", ["client.py", "settings.py"])
+    assert (repo / "settings.py").read_text() == renamed(SETTINGS)
+    assert (repo / "client.py").read_text() == renamed(CLIENT)
+    client_request = requests[2]["messages"][1]["content"]   # the second editor request: client.py
+    assert not requests[2].get("tools")
+    assert "=== settings.py ===\n" + renamed(SETTINGS) in client_request and "=== client.py ===\n" + CLIENT in client_request
+    assert client_request.rstrip().endswith(
+        "The change to make in client.py: rename MAX_RETRY to MAX_RETRIES here too, as in settings.py; change nothing "
+        "else.\nReply with the complete corrected client.py in one code block.")   # no "fix the cause of the bug"
+    reply = tool_replies(requests[3])[0]
+    assert "Renamed MAX_RETRY to MAX_RETRIES in the other files that used it too: client.py." in reply
+    assert "No file uses MAX_RETRY any more." in reply and "pass. If the task is done, call finish." in reply
+    asked = [e["path"] for e in r.events() if e["type"] == "change_request"]
+    assert asked == ["settings.py", "client.py"]
+
+
+def small_agent(server: ScriptedEngineServer, ws: Path, verify: bool) -> Agent:
+    cfg = Config()
+    cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
+    if not verify:
+        cfg.verify.mode = "off"
+    return Agent(workspace=ws, config=cfg, log_path=False)
+
+
+def run_script(ws: Path, script: list[dict[str, Any]], verify: bool, task: str = TASK) -> tuple[str, int]:
+    """The change_file call's reply, and how many editor requests (no tools) were made."""
+    with ScriptedEngineServer([*script, {"tool_calls": [call("finish", summary="done")]}]) as server:
+        result = small_agent(server, ws, verify).run(task)
+        editor = sum(1 for r in server.requests if not r.get("tools"))
+        return next(m["content"] for m in result.messages if m.get("role") == "tool"), editor
+
+
+def test_a_refused_rewrite_leaves_the_file_as_it_was_and_the_reply_lists_its_lines(tmp_path: Path):
+    worker = "from settings import MAX_RETRY\n\nSTEPS = list(range(MAX_RETRY))\nNAME = 'worker'\n" + \
+        "".join(f"V{i} = {i}\n" for i in range(4))
+    ws = make_repo(tmp_path / "ws", {"settings.py": SETTINGS, "client.py": CLIENT, "worker.py": worker})
+    reply, asked = run_script(ws, [
+        {"tool_calls": [CHANGE]}, fenced(renamed(SETTINGS)),
+        {"content": "Replace MAX_RETRY with MAX_RETRIES on line 3."},    # client.py: prose, no file
+        fenced(worker.replace("'worker'", "'w'"))], verify=False)        # worker.py: changed, not renamed
+    assert asked == 3
+    assert (ws / "settings.py").read_text() == renamed(SETTINGS)
+    assert (ws / "client.py").read_text() == CLIENT and (ws / "worker.py").read_text() == worker
+    assert "Renamed" not in reply
+    assert "Left as they were: client.py (its rewrite held no code block); " \
+           "worker.py (its rewrite did not rename anything)." in reply
+    assert "Still using MAX_RETRY (change these too, or say why they keep it):\n" \
+           "  client.py:3: from settings import MAX_RETRY, TIMEOUT_S\n" \
+           "  client.py:8: return [TIMEOUT_S] * MAX_RETRY\n  client.py:12: return f\"{MAX_RETRY} tries" in reply
+    assert "  worker.py:1: from settings import MAX_RETRY" in reply
+
+
+def test_tests_and_other_kinds_of_files_are_listed_not_rewritten(tmp_path: Path):
+    old_test = "# MAX_RETRY was the name before\n\n\ndef test_nothing():\n    assert True\n"
+    readme = "# Client\n\nSet MAX_RETRY in settings.py.\n"
+    files = {"settings.py": SETTINGS, "client.py": CLIENT, "test_client.py": TEST_CLIENT,
+             "test_names.py": old_test, "README.md": readme}
+    ws = make_repo(tmp_path / "ws", files)
+    reply, asked = run_script(ws, [{"tool_calls": [CHANGE]}, fenced(renamed(SETTINGS)), fenced(renamed(CLIENT))],
+                              verify=True)
+    assert asked == 2   # settings.py and client.py: none for the test or the README
+    assert (ws / "client.py").read_text() == renamed(CLIENT)
+    assert (ws / "test_names.py").read_text() == old_test and (ws / "README.md").read_text() == readme
+    assert "Left as they were: test_names.py (a test, and the task does not ask to change tests)." in reply
+    assert "  README.md:3: Set MAX_RETRY in settings.py." in reply and "  test_names.py:1:" in reply
+    assert "pass" in reply   # the checks ran once, after both files
+
+
+def test_a_renamed_definition_carries_without_rename_wording(tmp_path: Path):
+    settings = "def load():\n    return {'retries': 3}\n\n\ndef save(values):\n    return values\n"
+    user = "from settings import load\n\n\ndef retries():\n    return load()['retries']\n\n\ndef name():\n    return 'c'\n"
+    ws = make_repo(tmp_path / "ws", {"settings.py": settings, "client.py": user})
+    reply, asked = run_script(ws, [
+        {"tool_calls": [call("change_file", path="settings.py", change="call load read_settings instead")]},
+        fenced(settings.replace("load", "read_settings")), fenced(user.replace("load", "read_settings"))],
+        verify=False, task="Give the settings loader a clearer name.")
+    assert asked == 2 and (ws / "client.py").read_text() == user.replace("load", "read_settings")
+    assert "Renamed load to read_settings in the other files that used it too: client.py." in reply
+
+
+def test_no_more_than_a_few_other_files_are_rewritten_in_one_call(tmp_path: Path):
+    users = {f"u{i}.py": f"from settings import MAX_RETRY\n\nN{i} = MAX_RETRY\nK{i} = 1\n"
+             for i in range(MAX_OTHER_FILES + 1)}
+    ws = make_repo(tmp_path / "ws", {"settings.py": SETTINGS, **users})
+    edits = [fenced(renamed(users[f"u{i}.py"])) for i in range(MAX_OTHER_FILES)]
+    reply, asked = run_script(ws, [{"tool_calls": [CHANGE]}, fenced(renamed(SETTINGS)), *edits], verify=False)
+    assert asked == 1 + MAX_OTHER_FILES
+    last = f"u{MAX_OTHER_FILES}.py"
+    assert (ws / last).read_text() == users[last] and (ws / "u0.py").read_text() == renamed(users["u0.py"])
+    assert f"{last} (past the {MAX_OTHER_FILES} files rewritten in one call)" in reply
+    assert f"  {last}:1: from settings import MAX_RETRY" in reply
+
+
+def test_no_rename_no_extra_request(tmp_path: Path):
+    ws = make_repo(tmp_path / "ws", {"settings.py": SETTINGS, "client.py": CLIENT})
+    reply, asked = run_script(ws, [
+        {"tool_calls": [call("change_file", path="settings.py", change="five retries")]},
+        fenced(SETTINGS.replace("= 3", "= 5"))], verify=False, task="Retry five times.")
+    assert asked == 1 and "MAX_RETRY" not in reply and (ws / "client.py").read_text() == CLIENT
+
+
+def test_when_the_rewrite_is_undone_the_files_renamed_with_it_go_back_too(tmp_path: Path):
+    tests = ("from client import attempts\nfrom settings import TIMEOUT_S\n\n\ndef test_three_attempts():\n"
+             "    assert len(attempts()) == 3\n\n\ndef test_timeout():\n    assert TIMEOUT_S == 5\n")
+    ws = make_repo(tmp_path / "ws", {"settings.py": SETTINGS, "client.py": CLIENT, "test_client.py": tests})
+    commented = CLIENT.replace("def describe():", "# one line for logs\ndef describe():")
+    broken = renamed(commented).replace("* MAX_RETRIES", "* (MAX_RETRIES - 1)")   # renamed, and test_three fails
+    with ScriptedEngineServer([
+        {"tool_calls": [call("change_file", path="client.py", change="comment describe")]},
+        fenced(commented), fenced(commented),            # 1 failing test (test_timeout) before the rename
+        {"tool_calls": [CHANGE]}, fenced(renamed(SETTINGS)), fenced(broken), fenced(renamed(SETTINGS)),
+        {"tool_calls": [call("finish", summary="done")]}]) as server:
+        result = small_agent(server, ws, verify=True).run(TASK)
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert "Nothing was kept" in replies[1] and "(2 failing, 1 before)" in replies[1]
+    assert (ws / "settings.py").read_text() == SETTINGS and (ws / "client.py").read_text() == commented
