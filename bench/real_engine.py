@@ -25,6 +25,12 @@ off, on and empty (it saves), on and filled with the same task (the whole first 
 restored), on with another task (only the static prefix is). Each is timed from launch to
 ``session_start`` (imports, config, model load), to the first streamed reply token, and to the
 end of the first model call; --max-steps 1, verification off. The machine's load is printed.
+
+``--compare`` runs keel-constrained on each case twice in one batch, with issue 24's changes off
+("before": 1 thread, which was the default of half the CPUs on this 2-core machine; no prefix cache;
+no prompt lookup) and on ("after": today's defaults, the prefix cache filled beforehand by one run of
+another task in another project, as a person's earlier run would have), which goes first alternating
+by case; then solved cases, false done and the median wall time per solved case of each.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,26 +61,32 @@ AGENTS = ("keel-constrained", "keel-free", "keel-full", "mini-swe-agent")
 SERVER_ALIAS = "local-gguf"
 
 
+# --compare: issue 24's changes off ("before": the defaults they replaced — half the CPUs' threads,
+# which is 1 on this 2-core machine, no prefix cache, no prompt lookup) and on ("after": today's defaults,
+# the prefix cache filled by one earlier run of another task in another project).
+BEFORE = {"local_threads": 1, "local_prefix_cache_mb": 0, "local_lookup": '"off"'}
+
+
 def keel_config(home: Path, args: argparse.Namespace, constrain: bool = True, profile: str = "auto",
-                cache_mb: int | None = None) -> Path:
+                cache_mb: int | None = None, extra: dict[str, Any] | None = None) -> Path:
     config_home = home / "xdg"
     (config_home / "keel").mkdir(parents=True, exist_ok=True)
+    settings = {**({"local_threads": args.threads} if args.threads else {}),
+                **({"local_prefix_cache_mb": cache_mb} if cache_mb is not None else {}), **(extra or {})}
     (config_home / "keel" / "config.toml").write_text(
         f'[engine]\nconstrain_tool_calls = "{"on" if constrain else "off"}"\nprofile = "{profile}"\n'
-        f"local_context = {args.context}\n"
-        f"temperature = 0.0\n" + (f"local_threads = {args.threads}\n" if args.threads else "")
-        + (f"local_prefix_cache_mb = {cache_mb}\n" if cache_mb is not None else ""))
+        f"local_context = {args.context}\ntemperature = 0.0\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
     return config_home
 
 
 def run_keel_local(case: Any, workspace: Path, tmp: Path, args: argparse.Namespace, constrain: bool,
-                   profile: str = "auto") -> AgentRun:
+                   profile: str = "auto", extra: dict[str, Any] | None = None, home: Path | None = None) -> AgentRun:
     log = tmp / "session.jsonl"
-    config_home = keel_config(tmp, args, constrain, profile)
+    config_home = keel_config(tmp, args, constrain, profile, extra=extra)
     cmd = [sys.executable, "-m", "keel.cli.main", "run", "--task-file", str(case.path / "task.md"),
            "--cwd", str(workspace), "--local", str(args.model), "--output-format", "json", "--log", str(log),
            "--max-steps", str(args.max_steps), "--max-seconds", f"{args.timeout:g}"]
-    env = {**os.environ, "KEEL_HOME": str(tmp / "keel-home"), "XDG_CONFIG_HOME": str(config_home),
+    env = {**os.environ, "KEEL_HOME": str(home or tmp / "keel-home"), "XDG_CONFIG_HOME": str(config_home),
            "PYTHONPATH": str(ROOT)}
     code, stdout, stderr, timed_out = run_process(cmd, cwd=workspace, env=env, timeout_s=args.timeout + 120)
     log_text = log.read_text(encoding="utf-8") if log.exists() else ""
@@ -123,7 +136,8 @@ def llama_server(args: argparse.Namespace):
         log.close()
 
 
-def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str | None) -> dict[str, Any]:
+def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str | None,
+             variant: str | None = None) -> dict[str, Any]:
     case = load_case(ROOT / "evals" / case_id)
     tmp = Path(tempfile.mkdtemp(prefix=f"keel-real-{case_id}-"))
     started = time.monotonic()
@@ -137,17 +151,23 @@ def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str |
                            timeout_s=args.timeout)
             run = run_peer(spec, case, workspace, tmp)
         else:
+            extra, home = ((BEFORE, None) if variant == "before" else
+                           ({}, args.shared_home) if variant == "after" else (None, None))
             run = run_keel_local(case, workspace, tmp, args, constrain=agent != "keel-free",
-                                 profile="full" if agent == "keel-full" else "auto")
+                                 profile="full" if agent == "keel-full" else "auto", extra=extra, home=home)
         graded = grade(case, workspace)
         metrics = run_metrics(run.result, run.events)
         cuts = sum(1 for e in run.events if e.get("type") == "model_call" and e.get("finish_reason") == "length")
         phase_cols = {"phases": phases(run.events)} if agent != "mini-swe-agent" else {}
-        return {"case": case_id, "agent": agent, "status": run.status, "stop_reason": run.stop_reason,
+        threads = next((e.get("engine_setup", {}).get("threads") for e in run.events
+                        if e.get("type") == "session_start"), None)
+        return {"case": case_id, "agent": agent, **({"variant": variant, "threads": threads} if variant else {}),
+                "status": run.status, "stop_reason": run.stop_reason,
                 "outcome": outcome(run.status, graded.passed, run.error), "passed": graded.passed,
                 "error": run.error, "cut_replies": cuts, "wall_s": round(time.monotonic() - started, 1),
                 **{k: metrics[k] for k in ("steps", "tool_calls", "idle_turns", "invalid_calls", "recovered_calls",
-                                           "malformed_turns", "prompt_tokens", "cached_tokens", "cached_share")},
+                                           "malformed_turns", "prompt_tokens", "cached_tokens", "cached_share",
+                                           "same_replies_in_row")},
                 **phase_cols}
     finally:
         if not args.keep:
@@ -198,12 +218,12 @@ OTHER_TASK = "Explain in two sentences what the code in this project does."
 
 
 def timed_first_call(case: Any, workspace: Path, home: Path, args: argparse.Namespace, cache_mb: int,
-                     task: str | None = None) -> dict[str, Any]:
+                     task: str | None = None, keel_home: Path | None = None) -> dict[str, Any]:
     config_home = keel_config(home, args, cache_mb=cache_mb)
     cmd = [sys.executable, "-m", "keel.cli.main", "run", *([task] if task else ["--task-file", str(case.path / "task.md")]),
            "--cwd", str(workspace), "--local", str(args.model), "--output-format", "stream-json",
            "--max-steps", "1", "--verify", "off", "--max-seconds", f"{args.timeout:g}"]
-    env = {**os.environ, "KEEL_HOME": str(home / "keel-home"), "XDG_CONFIG_HOME": str(config_home),
+    env = {**os.environ, "KEEL_HOME": str(keel_home or home / "keel-home"), "XDG_CONFIG_HOME": str(config_home),
            "PYTHONPATH": str(ROOT)}
     marks: dict[str, float] = {}
     first: dict[str, Any] = {}
@@ -231,15 +251,44 @@ def timed_first_call(case: Any, workspace: Path, home: Path, args: argparse.Name
             "to_first_call_end_s": round(marks.get("call", -1), 2), **first}
 
 
+def compare(args: argparse.Namespace) -> int:
+    """--compare: each case "before" and "after" in turn (which goes first alternates), after one
+    warm-up run of another task fills the "after" prefix cache; then the median wall time per solved case."""
+    args.shared_home = Path(tempfile.mkdtemp(prefix="keel-compare-home-"))
+    warm = load_case(ROOT / "evals" / "py-config-default")
+    with tempfile.TemporaryDirectory() as tmp:   # a person's earlier run, another task in another project
+        timed_first_call(warm, materialize(warm, Path(tmp) / "ws"), Path(tmp), args, 512, OTHER_TASK,
+                         keel_home=args.shared_home)
+    rows = []
+    for i, case_id in enumerate(c for c in args.cases.split(",") if c):
+        for variant in (("before", "after") if i % 2 == 0 else ("after", "before")):
+            row = run_case(case_id, "keel-constrained", args, None, variant)
+            row["load"] = os.getloadavg()[0]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if args.out:
+                with args.out.open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+    print(table(rows))
+    for variant in ("before", "after"):
+        solved = [r["wall_s"] for r in rows if r.get("variant") == variant and r["outcome"] == "success"]
+        false_done = sum(1 for r in rows if r.get("variant") == variant and r["outcome"] == "false_done")
+        median = statistics.median(solved) if solved else None
+        print(f"{variant}: solved {len(solved)}, false done {false_done}, median wall per solved case {median} s")
+    shutil.rmtree(args.shared_home, ignore_errors=True)
+    return 0
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("case", "agent", "outcome", "stop", "steps", "idle", "invalid", "recov", "cut", "prompt",
+    head = ("case", "agent", "outcome", "stop", "steps", "idle", "invalid", "recov", "cut", "same", "prompt",
             "cached", "wall_s")
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for r in rows:
         share = f"{r['cached_share']:.0%}" if r.get("cached_share") is not None else "-"
         lines.append(" | ".join(str(x) for x in (r["case"], r["agent"], r["outcome"], r["stop_reason"], r["steps"],
                                                   r["idle_turns"], r["invalid_calls"], r["recovered_calls"],
-                                                  r["cut_replies"], r["prompt_tokens"], share, r["wall_s"])))
+                                                  r["cut_replies"], r.get("same_replies_in_row"), r["prompt_tokens"],
+                                                  share, r["wall_s"])))
     return "\n".join(lines)
 
 
@@ -256,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the workspaces")
     p.add_argument("--first-reply", type=int, default=0, metavar="N",
                    help="measure N rounds of warm starts (prefix cache off / empty / filled) instead")
+    p.add_argument("--compare", action="store_true",
+                   help="keel-constrained with issue 24's changes off and on, case by case, in one batch")
     args = p.parse_args(argv)
     if args.first_reply:
         print(f"load before: {os.getloadavg()}", flush=True)
@@ -263,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             first_reply(case_id, args)
         print(f"load after: {os.getloadavg()}", flush=True)
         return 0
+    if args.compare:
+        return compare(args)
     agents = [a for a in args.agents.split(",") if a]
     unknown = set(agents) - set(AGENTS)
     if unknown:

@@ -108,3 +108,18 @@ def test_peer_trajectory_becomes_events_the_same_metrics_read():
     m = run_metrics(None, trajectory_events(trajectory))
     assert (m["steps"], m["tool_calls"], m["idle_turns"], m["pushbacks"]) == (3, 2, 1, {"format_error": 1})
     assert (m["prompt_tokens"], m["cached_tokens"]) == (1500, 768)
+
+
+def test_same_replies_in_row_counts_the_longest_run_of_identical_text_and_calls():
+    def reply(step, content, *calls):
+        return model_call(step, len(calls), content=content,
+                          replay={"content": None, "calls": [{"id": f"c{step}", "name": n, "arguments": a}
+                                                             for n, a in calls]})
+    same = ("change_file", '{"path": "test_calc.py", "change": "x"}')
+    events = [reply(1, "", ("read_file", '{"path": "calc.py"}')), reply(2, "", same), reply(3, "", same),
+              reply(4, "", same), reply(5, "", ("change_file", '{"path": "calc.py", "change": "x"}')),
+              reply(6, "", same)]
+    assert run_metrics(None, events)["same_replies_in_row"] == 3      # steps 2-4; call ids differ, that is all
+    assert run_metrics(None, events[:2])["same_replies_in_row"] == 1
+    assert run_metrics(None, [reply(1, "a"), reply(2, "b")])["same_replies_in_row"] == 1   # text differs
+    assert run_metrics(None, [])["same_replies_in_row"] == 0

@@ -45,6 +45,22 @@ def test_between_steps_sees_other_processes_keeping_every_core_busy() -> None:
     assert fit.between_steps(current=7) == 7             # no time has passed: nothing to tell
 
 
+def test_the_start_counts_processes_busy_now_and_not_one_that_has_ended() -> None:
+    fit = ThreadFit(read_cpuinfo())
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(fit.physical)]
+    try:
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert fit.at_start() == 1                        # every core is taken now
+        assert time.monotonic() - started < 1.0           # a short look, not a wait
+    finally:
+        for proc in spinners:
+            proc.kill()
+            proc.wait()
+    # They have ended: the load average still counts them for a minute; the start does not.
+    assert fit.at_start() == fitting_threads(fit.physical, 0.0) or fit.physical == 1
+
+
 def test_setting_accepts_auto_or_a_count() -> None:
     assert EngineSettings().local_threads == "auto"
     assert EngineSettings(local_threads=3).local_threads == 3

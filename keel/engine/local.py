@@ -425,4 +425,5 @@ def build_local_engine(settings: Any) -> LocalEngine:
     cache = PrefixCache(data_dir() / "prefix-cache", settings.local_prefix_cache_mb)
     return LocalEngine(path, n_ctx=settings.local_context, max_tokens=cap, temperature=settings.temperature,
                        seed=settings.seed, constrain=constrain_local(settings.constrain_tool_calls),
-                       n_threads=threads, extra_buffers=settings.local_extra_buffers, prefix_cache=cache)
+                       n_threads=threads, extra_buffers=settings.local_extra_buffers, prefix_cache=cache,
+                       lookup=settings.local_lookup)

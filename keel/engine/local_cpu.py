@@ -120,11 +120,15 @@ def _own_cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+START_WINDOW_S = 0.3   # how long the start looks at the machine: ~60 clock ticks on 2 CPUs
+
+
 class ThreadFit:
-    """The "auto" thread count. At the start: the 1-minute load average (keel itself is not yet
-    busy). Between steps: the CPU time the machine spent busy since the last look, less keel's own
-    (its decoding and the tools it ran), per second of wall time. The load average would count
-    keel's own decoding of the last minute as load and shrink the count after every busy step."""
+    """The "auto" thread count: the CPU time the machine spent busy over an interval, less keel's
+    own (its decoding and the tools it ran), per second of wall time — at the start over a short
+    window, between steps since the last look. Not the load average: it still counts, for about a
+    minute, a process that has ended (measured: in a batch, the run before made "auto" pick 1 thread
+    on an idle 2-core machine), and between steps it counted keel's own decoding as load."""
 
     def __init__(self, cpuinfo: str) -> None:
         usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
@@ -132,13 +136,15 @@ class ThreadFit:
         self._mark: tuple[float, float, float] | None = None
 
     def at_start(self) -> int:
-        load = read_loadavg()
-        self._look()
-        return fitting_threads(self.physical, load if load is not None else 0.0)
+        if self._look() is None:   # no /proc/stat: the load average is all there is
+            load = read_loadavg()
+            return fitting_threads(self.physical, load if load is not None else 0.0)
+        time.sleep(START_WINDOW_S)
+        return self.between_steps(self.physical, min_interval=START_WINDOW_S)
 
-    def between_steps(self, current: int) -> int:
+    def between_steps(self, current: int, min_interval: float = 1.0) -> int:
         before, after = self._mark, self._look()
-        if before is None or after is None or after[0] - before[0] < 1.0:
+        if before is None or after is None or after[0] - before[0] < min_interval:
             return current   # too short an interval to tell
         wall = after[0] - before[0]
         others = ((after[1] - before[1]) - (after[2] - before[2])) / wall

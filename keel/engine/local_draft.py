@@ -23,7 +23,7 @@ from typing import Any
 
 MAX_NGRAM = 4        # the longest suffix looked up; longer matches predict better
 MIN_NGRAM = 2        # a one-token match guessed wrong more often than right (measured below)
-MAX_DRAFT = 5       # tokens guessed at once; a batch of 11 costs ~2.5 generated tokens here
+MAX_DRAFT = 3       # tokens guessed at once; a batch of 11 costs ~2.5 generated tokens here
 SEARCH_BACK = 16384  # tokens of history searched; the whole window at the default context
 
 

@@ -48,10 +48,25 @@ def run_metrics(result: Mapping[str, Any] | None, events: Sequence[Mapping[str, 
         "malformed_turns": pushbacks.get("malformed_call", 0),
         "pushbacks": dict(sorted(pushbacks.items())),
         "verification_rounds": sum(1 for e in events if e.get("type") == "verification"),
+        "same_replies_in_row": same_replies_in_row(calls),
         "engine_retries": sum(int(c.get("retries") or 0) for c in calls),
         "duration_s": float(result.get("duration_s") or 0.0),
         "cost_usd": result.get("cost_usd"),
     }
+
+
+def same_replies_in_row(calls: Sequence[Mapping[str, Any]]) -> int:
+    """The longest run of consecutive model replies that are the same text with the same calls
+    (issue 25: at temperature 0 a small model sent a refused reply again and again). 0: no replies."""
+    longest = run = 0
+    last: object = None
+    for c in calls:
+        replay = c.get("replay") or {}
+        calls_of = tuple((x.get("name"), x.get("arguments")) for x in replay.get("calls") or ())
+        key = (replay.get("content") or c.get("content") or "", calls_of)
+        run = run + 1 if key == last else 1
+        last, longest = key, max(longest, run)
+    return longest
 
 
 def outcome(status: str | None, passed: bool, error: str | None = None) -> str:
