@@ -18,6 +18,7 @@ from keel.context.secrets import secret_kind
 from keel.context.tokens import TokenCounter
 from keel.core.state import TaskState
 from keel.drive.change import extract_file
+from keel.drive.rename import renames_in
 from keel.engine.runaway import ReplyWatch, repeated_lines, repeating_tail
 from keel.ext.plan import plan_todos
 from keel.loop.decider import is_question
@@ -31,6 +32,8 @@ from keel.verify.acceptance import acceptance_from_task, looks_like_command
 from keel.verify.detect.agents_md import commands_in_markdown
 from keel.verify.detect.commands import categorize, context_category, mentions_check
 from keel.verify.detect.makefile import parse_rules
+from keel.verify.failing import failing_assertion
+from keel.verify.redirect import modules_under_test
 from keel.verify.selfcheck import task_allows_test_changes, unrelated_changes
 from keel.verify.snapshot import FileChange
 from keel.verify.task import task_concerns, task_requests_change
@@ -64,6 +67,10 @@ def pathological(size: int) -> dict[str, str]:
         "url-like": "a://" + rep("b:"),
         "secret-like name": rep("token"),
         "repeated words": rep("add the "),
+        "repeated rename wording": rep("rename the constant "),
+        "repeated arrows": rep("a -> "),
+        "repeated imports": rep("from a import ("),
+        "repeated assertions": rep("E   assert "),
         "many distinct names": " ".join(f"name_{i}()" for i in range(size // 12 + 1))[:size],
     }
 
@@ -119,5 +126,8 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "agents_md.commands_in_markdown": lambda t: commands_in_markdown(t, "AGENTS.md"),
     "detect.commands categorize/context": lambda t: (categorize(t, t), context_category(t), mentions_check(t)),
     "makefile.parse_rules": parse_rules,
+    "rename.renames_in (task and change note)": renames_in,
+    "redirect.modules_under_test (test file text)": lambda t: modules_under_test("test_a.py", t, {"a.py", "b.py"}),
+    "failing.failing_assertion (check output)": lambda t: failing_assertion(t, {"test_a.py": t[:1000]}),
 }
 

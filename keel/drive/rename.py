@@ -63,7 +63,9 @@ Edit = Callable[[str, str, str, FileText, str], Edited]
 
 
 # -- pure core: which renames ------------------------------------------------------------------------
-_NAME = r"`?(?P<{0}>[A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`?"
+# A name starts where no word character stands before it, and is taken whole (possessive): tried at
+# every letter of a long word, the pattern read to the word's end from each, quadratic (issue 22's fuzz).
+_NAME = r"(?<![\w$])`?(?P<{0}>[A-Za-z_][A-Za-z0-9_]*+)(?:\(\))?`?"
 _X, _Y = _NAME.format("x"), _NAME.format("y") + r"(?![\w(]|\.\w)"   # Y ends the name: not `logger.info`
 # Words a sentence puts before the name ("rename the constant MAX_RETRY", "to the new name X").
 _KIND = (r"(?:(?:the|a|an|old|existing|current|global|public|private|module-level|constant|function|method|"

@@ -23,7 +23,7 @@ from typing import Any
 
 from keel.engine.constrain import offers_finish
 from keel.engine.local_cpu import ThreadFit, model_params, read_cpuinfo, use_extra_buffers
-from keel.engine.local_draft import DraftStats, lookup_tokens
+from keel.engine.local_draft import DraftStats, GrammarLast, draft, lookup_tokens, no_guess
 from keel.engine.local_prefix import DiskPrefix, static_prefix_len
 from keel.engine.prefix_cache import PrefixCache
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
@@ -262,10 +262,13 @@ class LocalEngine:
         if seed is not None:
             self._llm.set_seed(seed)
         lookup = DraftStats() if temperature == 0.0 and self._looks_up(tools) else None  # a variant is not greedy
-        if lookup is not None:   # prompt-lookup decoding (keel.engine.local_draft); greedy only
+        sampler: Any = None
+        if temperature == 0.0:   # keel's own greedy loop (keel.engine.local_draft): guesses, grammar checked last
             self._read_prompt(prompt, cached, None, whole=True)
-            sampler = self._llm._init_sampler(temp=0.0, repeat_penalty=1.0, grammar=grammar)
-            tokens = lookup_tokens(self._llm, prompt, sampler, lookup)
+            sampler = (GrammarLast(self._llm, grammar) if grammar is not None
+                       else self._llm._init_sampler(temp=0.0, repeat_penalty=1.0))
+            tokens = lookup_tokens(self._llm, prompt, sampler, lookup or DraftStats(),
+                                   draft if lookup is not None else no_guess)
         else:
             tokens = self._llm.generate(prompt, temp=temperature, repeat_penalty=1.0, grammar=grammar)
         try:
@@ -288,6 +291,8 @@ class LocalEngine:
                     break
         finally:
             tokens.close()  # stops the generator, also on Ctrl-C; the evaluated tokens stay cached
+            if isinstance(sampler, GrammarLast):
+                sampler.close()
         content = "".join(pieces) + decoder.decode(b"", final=True)
         turn = AssistantTurn(content=content, finish_reason=finish,
                              usage=Usage(prompt_tokens=len(prompt), completion_tokens=completion,

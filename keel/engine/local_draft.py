@@ -46,6 +46,11 @@ def draft(history: Sequence[int], max_ngram: int = MAX_NGRAM, min_ngram: int = M
     return []
 
 
+def no_guess(_history: Sequence[int]) -> list[int]:
+    """For a request decoded without guesses: one token per batch, as plain decoding."""
+    return []
+
+
 @dataclass
 class DraftStats:
     """How the guesses fared in one reply: for the model_call event and the bench."""
@@ -98,6 +103,59 @@ def lookup_tokens(llm: Any, prompt: Sequence[int], sampler: Any, stats: DraftSta
                 stats.accepted += 1
     finally:
         _truncate(llm, min(llm.n_tokens, len(history) - 1))
+
+
+class GrammarLast:
+    """Greedy decoding under a grammar, the grammar checked on the argmax token alone first; the
+    whole vocabulary goes through it only when it refuses that token (llama.cpp's common sampler
+    does the same). Why: llama_sampler_sample applies the grammar to all 151,936 candidates of every
+    token, where a tool call's next token is nearly always the argmax already. The result is the
+    same token: the argmax when the grammar allows it, else the best token the grammar allows.
+    The grammar's state advances with each token returned (``sample`` accepts it)."""
+
+    def __init__(self, llm: Any, grammar: Any) -> None:
+        import ctypes
+
+        import llama_cpp
+        from llama_cpp._internals import LlamaTokenDataArray
+
+        self._lc, self._ct = llama_cpp, ctypes
+        self._n_vocab = llm.n_vocab()
+        self._grammar = llama_cpp.llama_sampler_init_grammar(
+            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+        self._one = (llama_cpp.llama_token_data * 1)()
+        self._one_array = llama_cpp.llama_token_data_array(
+            data=ctypes.cast(self._one, llama_cpp.llama_token_data_p), size=1, selected=-1, sorted=False)
+        self._all = LlamaTokenDataArray(n_vocab=self._n_vocab)
+        self.full_checks = 0   # tokens the argmax was refused for (the slow path)
+
+    def sample(self, ctx: Any, idx: int) -> int:
+        import numpy as np
+
+        lc = self._lc
+        logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx.ctx, idx), shape=(self._n_vocab,))
+        token = int(np.argmax(logits))
+        if not self._allows(token, float(logits[token])):
+            self.full_checks += 1
+            self._all.copy_logits(logits)
+            lc.llama_sampler_apply(self._grammar, self._ct.byref(self._all.candidates))
+            token = int(np.argmax(self._all.candidates_data.logit))
+        lc.llama_sampler_accept(self._grammar, token)
+        return token
+
+    def _allows(self, token: int, logit: float) -> bool:
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, logit, 0.0
+        self._one_array.size, self._one_array.selected, self._one_array.sorted = 1, -1, False
+        self._lc.llama_sampler_apply(self._grammar, self._ct.byref(self._one_array))
+        return bool(self._one[0].logit != float("-inf"))
+
+    def close(self) -> None:
+        if self._grammar is not None:
+            self._lc.llama_sampler_free(self._grammar)
+            self._grammar = None
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def _truncate(llm: Any, n: int) -> None:

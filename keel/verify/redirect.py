@@ -111,7 +111,7 @@ def _python_import_statements(text: str) -> list[tuple[str, int, list[str], str 
     read line by line (a test the model broke still names its imports)."""
     try:
         tree = ast.parse(text)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):   # deep nesting: MemoryError
         return _python_import_lines(text)
     out: list[tuple[int, tuple[str, int, list[str], str | None]]] = []
     for node in ast.walk(tree):
@@ -122,8 +122,9 @@ def _python_import_statements(text: str) -> list[tuple[str, int, list[str], str 
     return [statement for _, statement in sorted(out, key=lambda p: p[0])]
 
 
-_PY_FROM = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+import\s+\(?([\w\s,*]+)", re.M)
-_PY_IMPORT = re.compile(r"^\s*import\s+([\w.]+)(?:\s+as\s+(\w+))?", re.M)
+# [ \t]* at a line's start, not \s*: from every line start of many blank lines, \s* read all the rest.
+_PY_FROM = re.compile(r"^[ \t]*from\s+(\.*)([\w.]*)\s+import\s+\(?([\w\s,*]{1,2000})", re.M)
+_PY_IMPORT = re.compile(r"^[ \t]*import\s+([\w.]+)(?:\s+as\s+(\w+))?", re.M)
 
 
 def _python_import_lines(text: str) -> list[tuple[str, int, list[str], str | None]]:
@@ -135,9 +136,10 @@ def _python_import_lines(text: str) -> list[tuple[str, int, list[str], str | Non
     return [statement for _, statement in sorted(out, key=lambda p: p[0])]
 
 
-_JS_REQUIRE = re.compile(r"""(?:\{([^}]*)\}\s*=\s*)?require\(\s*['"](\.{1,2}/[^'"]+)['"]\s*\)""")
-_JS_IMPORT = re.compile(r"""\bimport\s+(?:([\w$\s{},*]+?)\s+from\s+)?['"](\.{1,2}/[^'"]+)['"]""")
-_JS_EXPORT_FROM = re.compile(r"""\bexport\s+[\w$\s{},*]+?\s+from\s+['"](\.{1,2}/[^'"]+)['"]""")
+# Bounded: from each of many unclosed `{` or `import`s, an unbounded class read the rest of the file.
+_JS_REQUIRE = re.compile(r"""(?:\{([^}]{0,2000})\}\s*=\s*)?require\(\s*['"](\.{1,2}/[^'"]{1,500})['"]\s*\)""")
+_JS_IMPORT = re.compile(r"""\bimport\s+(?:([\w$\s{},*]{1,2000}?)\s+from\s+)?['"](\.{1,2}/[^'"]{1,500})['"]""")
+_JS_EXPORT_FROM = re.compile(r"""\bexport\s+[\w$\s{},*]{1,2000}?\s+from\s+['"](\.{1,2}/[^'"]{1,500})['"]""")
 
 
 def _js_imports(test_path: str, text: str, files: Collection[str]) -> list[tuple[str, list[str]]]:
