@@ -57,7 +57,8 @@ class EngineSettings(_Section):
     local_extra_buffers: Literal["auto", "on", "off"] = "auto"
     # Prompt-lookup decoding at temperature 0 (keel/engine/local_draft.py): "rewrite" = change_file's
     # editor requests, whose reply copies the file (measured 1.1-1.3x faster generation on 2 cores);
-    # "all" adds the conversation's steps; "off".
+    # "all" adds the conversation's steps; "off": llama-cpp-python's own decoding loop (no guesses, and
+    # the grammar applied to every candidate of every token instead of checked on the argmax first).
     local_lookup: Literal["rewrite", "all", "off"] = "rewrite"
     # In process: a grammar (keel/engine/grammar.py); auto = on. HTTP servers: "on" sends tool_choice
     # "required" when a finish tool is offered (vLLM >= 0.8.3, llama.cpp --jinja; a server answering 400

@@ -263,7 +263,7 @@ class LocalEngine:
             self._llm.set_seed(seed)
         lookup = DraftStats() if temperature == 0.0 and self._looks_up(tools) else None  # a variant is not greedy
         sampler: Any = None
-        if temperature == 0.0:   # keel's own greedy loop (keel.engine.local_draft): guesses, grammar checked last
+        if temperature == 0.0 and self.lookup != "off":   # keel's own greedy loop (keel.engine.local_draft)
             self._read_prompt(prompt, cached, None, whole=True)
             sampler = (GrammarLast(self._llm, grammar) if grammar is not None
                        else self._llm._init_sampler(temp=0.0, repeat_penalty=1.0))
