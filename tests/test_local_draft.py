@@ -160,3 +160,25 @@ def test_the_grammar_checked_last_gives_the_grammar_constrained_greedy_reply() -
     sampler.close()
     assert last == chained
     assert '"name": "change_file"' in llm.detokenize(last).decode() or '"name": "finish"' in llm.detokenize(last).decode()
+
+
+def test_each_prompt_token_is_evaluated_once_per_step_also_with_a_watcher() -> None:
+    """A watcher (on_delta) makes the engine read the prompt in chunks first; the decoding loop then
+    starts where that stopped. Measured before this test: every step of a real run read its prompt
+    twice, which halved what a second thread and the prefix cache gained."""
+    from keel.engine.local import LocalEngine
+
+    value = _llm() and os.environ["KEEL_SMOKE_MODEL"]
+    engine = LocalEngine(value, n_ctx=2048, n_threads=2)
+    read: list[int] = []
+    evaluate = engine._llm.eval
+    engine._llm.eval = lambda tokens: (read.append(len(tokens)), evaluate(tokens))[1]   # a spy: counts, then reads
+    messages = [{"role": "user", "content": "Repeat this file exactly, in one code block:\n" + SOURCE}]
+    for step in range(2):
+        read.clear()
+        turn = engine.complete(messages, [], on_delta=lambda delta: None)
+        assert turn.content
+        uncached = turn.usage.prompt_tokens - turn.usage.cached_tokens
+        assert sum(read) == uncached - 1, step   # the last prompt token goes with the first decoded one
+        messages += [{"role": "assistant", "content": turn.content}, {"role": "user", "content": "Thanks."}]
+    engine.close()

@@ -242,8 +242,9 @@ class LocalEngine:
         # llama-cpp-python re-evaluates at least the prompt's last token, so it never counts as cached.
         cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
         grammar = self._grammar(tools) if self.constrain and tools else None
+        own_loop = temperature == 0.0 and self.lookup != "off"   # keel's greedy loop (keel.engine.local_draft)
         try:
-            self._read_prompt(prompt, cached, on_delta)
+            self._read_prompt(prompt, cached, on_delta, whole=own_loop)
         except ReplyCut as cut:  # the deadline passed while the prompt was read: no reply at all
             return AssistantTurn(content="", finish_reason="length", latency_s=time.monotonic() - started,
                                  usage=Usage(prompt_tokens=len(prompt), completion_tokens=0, cached_tokens=cached),
@@ -263,8 +264,7 @@ class LocalEngine:
             self._llm.set_seed(seed)
         lookup = DraftStats() if temperature == 0.0 and self._looks_up(tools) else None  # a variant is not greedy
         sampler: Any = None
-        if temperature == 0.0 and self.lookup != "off":   # keel's own greedy loop (keel.engine.local_draft)
-            self._read_prompt(prompt, cached, None, whole=True)
+        if own_loop:   # it starts where _read_prompt stopped: all but the prompt's last token evaluated
             sampler = (GrammarLast(self._llm, grammar) if grammar is not None
                        else self._llm._init_sampler(temp=0.0, repeat_penalty=1.0))
             tokens = lookup_tokens(self._llm, prompt, sampler, lookup or DraftStats(),
