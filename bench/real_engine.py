@@ -264,11 +264,7 @@ def compare(args: argparse.Namespace) -> int:
         for variant in (("before", "after") if i % 2 == 0 else ("after", "before")):
             row = run_case(case_id, "keel-constrained", args, None, variant)
             row["load"] = os.getloadavg()[0]
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-            if args.out:
-                with args.out.open("a") as fh:
-                    fh.write(json.dumps(row) + "\n")
+            rows.append(emit(row, args))
     print(table(rows))
     for variant in ("before", "after"):
         solved = [r["wall_s"] for r in rows if r.get("variant") == variant and r["outcome"] == "success"]
@@ -277,6 +273,15 @@ def compare(args: argparse.Namespace) -> int:
         print(f"{variant}: solved {len(solved)}, false done {false_done}, median wall per solved case {median} s")
     shutil.rmtree(args.shared_home, ignore_errors=True)
     return 0
+
+
+def emit(row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """Print one row as it comes, and append it to --out: a long batch cut short keeps its rows."""
+    print(json.dumps(row), flush=True)
+    if args.out:
+        with args.out.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+    return row
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -325,12 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         base_url = stack.enter_context(llama_server(args)) if "mini-swe-agent" in agents else None
         for case_id in [c for c in args.cases.split(",") if c]:
             for agent in agents:
-                row = run_case(case_id, agent, args, base_url)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                if args.out:
-                    with args.out.open("a") as fh:
-                        fh.write(json.dumps(row) + "\n")
+                rows.append(emit(run_case(case_id, agent, args, base_url), args))
     print(table(rows))
     return 0
 

@@ -88,6 +88,21 @@ def run_keel(keel_env: dict[str, str]):
     return _run
 
 
+def smoke_model() -> Path:
+    """The small real GGUF the local-engine tests run (KEEL_SMOKE_MODEL, which .ci/run sets from
+    scripts/fetch_test_model.py); they skip and say why without it or without llama-cpp-python."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        pytest.skip("llama-cpp-python is not installed (pip install 'keel[local]')")
+    value = os.environ.get("KEEL_SMOKE_MODEL")
+    if not value:
+        pytest.skip("KEEL_SMOKE_MODEL is not set (python scripts/fetch_test_model.py prints the path to use)")
+    if not Path(value).is_file():
+        pytest.skip(f"KEEL_SMOKE_MODEL={value} does not exist")
+    return Path(value)
+
+
 def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 

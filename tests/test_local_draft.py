@@ -6,10 +6,8 @@ KEEL_SMOKE_MODEL is unset or llama-cpp-python is missing (like tests/test_local_
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
+from conftest import smoke_model
 
 from keel.engine.local_draft import DraftStats, draft, lookup_tokens
 
@@ -36,16 +34,9 @@ def test_draft_is_capped_and_never_reads_past_the_history() -> None:
 
 
 def _llm():   # noqa: ANN202 - a llama_cpp.Llama
-    try:
-        import llama_cpp
-    except ImportError:
-        pytest.skip("llama-cpp-python is not installed (pip install 'keel[local]')")
-    value = os.environ.get("KEEL_SMOKE_MODEL")
-    if not value:
-        pytest.skip("KEEL_SMOKE_MODEL is not set (python scripts/fetch_test_model.py prints the path to use)")
-    if not Path(value).is_file():
-        pytest.skip(f"KEEL_SMOKE_MODEL={value} does not exist")
-    return llama_cpp.Llama(model_path=value, n_ctx=2048, n_threads=2, verbose=False)
+    import llama_cpp
+
+    return llama_cpp.Llama(model_path=str(smoke_model()), n_ctx=2048, n_threads=2, verbose=False)
 
 
 SOURCE = '''def area(width, height):
@@ -168,8 +159,7 @@ def test_each_prompt_token_is_evaluated_once_per_step_also_with_a_watcher() -> N
     twice, which halved what a second thread and the prefix cache gained."""
     from keel.engine.local import LocalEngine
 
-    value = _llm() and os.environ["KEEL_SMOKE_MODEL"]
-    engine = LocalEngine(value, n_ctx=2048, n_threads=2)
+    engine = LocalEngine(smoke_model(), n_ctx=2048, n_threads=2)
     read: list[int] = []
     evaluate = engine._llm.eval
     engine._llm.eval = lambda tokens: (read.append(len(tokens)), evaluate(tokens))[1]   # a spy: counts, then reads

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import smoke_model
 
 from keel.engine.prefix_cache import CacheKey, PrefixCache, evictions, model_digest, token_digest
 
@@ -130,19 +131,6 @@ TASK = "Fix the bug in calc.py: add() subtracts."
 OTHER_TASK = "Rename the function parse() in reader.py to parse_line() and update its callers."
 
 
-def _model() -> Path:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.skip("llama-cpp-python is not installed (pip install 'keel[local]')")
-    value = os.environ.get("KEEL_SMOKE_MODEL")
-    if not value:
-        pytest.skip("KEEL_SMOKE_MODEL is not set (python scripts/fetch_test_model.py prints the path to use)")
-    if not Path(value).is_file():
-        pytest.skip(f"KEEL_SMOKE_MODEL={value} does not exist")
-    return Path(value)
-
-
 def run(model: Path, root: Path, cap_mb: int = 512, task: str = TASK) -> dict:
     done = subprocess.run([sys.executable, "-c", RUN, str(model), str(root), str(cap_mb), task], capture_output=True,
                           text=True, timeout=600, cwd=ROOT)
@@ -156,7 +144,7 @@ def entries(root: Path) -> list[Path]:
 
 @pytest.mark.timeout(1800)
 def test_a_second_process_reads_only_the_new_tokens_and_replies_the_same(tmp_path: Path) -> None:
-    model, cache = _model(), tmp_path / "cache"
+    model, cache = smoke_model(), tmp_path / "cache"
     plain = run(model, tmp_path / "off", cap_mb=0)
     assert plain["cached"] == 0 and not (tmp_path / "off").exists()
     first = run(model, cache)

@@ -16,23 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import smoke_model
 
-SMOKE_ENV = "KEEL_SMOKE_MODEL"
 TCP_LISTEN = "0A"
-
-
-def _smoke_model() -> Path:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.skip("llama-cpp-python is not installed (pip install 'keel[local]')")
-    value = os.environ.get(SMOKE_ENV)
-    if not value:
-        pytest.skip(f"{SMOKE_ENV} is not set (python scripts/fetch_test_model.py prints the path to use)")
-    path = Path(value)
-    if not path.is_file():
-        pytest.skip(f"{SMOKE_ENV}={value} does not exist")
-    return path
 
 
 def listening_sockets(pid: int) -> list[str]:
@@ -74,7 +60,7 @@ def test_proc_scan_sees_a_listening_socket() -> None:
 
 @pytest.mark.timeout(900)
 def test_local_run_stops_by_itself_after_a_tool_call(tmp_path: Path) -> None:
-    model = _smoke_model()
+    model = smoke_model()
     work = tmp_path / "work"
     work.mkdir()
     (work / "notes.txt").write_text("The answer is 42.\n")
@@ -125,7 +111,7 @@ def test_a_deadline_cuts_the_reply_while_the_prompt_is_still_being_read() -> Non
     from keel.engine.local import LocalEngine
     from keel.engine.runaway import GuardedEngine
 
-    engine = LocalEngine(_smoke_model(), n_ctx=4096, max_tokens=16)
+    engine = LocalEngine(smoke_model(), n_ctx=4096, max_tokens=16)
     try:
         long_text = "\n".join(f"line {i}: the quick brown fox jumps over the lazy dog" for i in range(60))   # ~800 tokens: several 128-token chunks
         messages = [{"role": "system", "content": "You are terse."},
