@@ -144,7 +144,8 @@ class GrammarLast:
         return token
 
     def _allows(self, token: int, logit: float) -> bool:
-        self._one[0].id, self._one[0].logit, self._one[0].p = token, logit, 0.0
+        one: Any = self._one[0]   # a llama_token_data (ctypes converts the Python numbers)
+        one.id, one.logit, one.p = token, logit, 0.0
         self._one_array.size, self._one_array.selected, self._one_array.sorted = 1, -1, False
         self._lc.llama_sampler_apply(self._grammar, self._ct.byref(self._one_array))
         return bool(self._one[0].logit != float("-inf"))
