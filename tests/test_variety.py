@@ -53,6 +53,7 @@ def test_why_a_reply_was_turned_down(facts, why):
 
 
 A, B = fingerprint("same", [("echo", '{"text": "x"}')]), fingerprint("other", [])
+C = fingerprint("third", [])
 
 
 @pytest.mark.parametrize("print_, why_now, earlier, repeats, expected", [
@@ -79,9 +80,19 @@ def test_fingerprint_ignores_whitespace_and_argument_order_but_not_content_or_ca
 
 def test_a_run_of_repeats_counts_up_and_a_good_reply_resets_to_normal():
     v = Variety()
-    steps = [(A, REFUSED), (A, REFUSED), (A, REFUSED), (B, None), (A, REFUSED), (B, CUT), (B, CUT)]
+    steps = [(A, REFUSED), (A, REFUSED), (A, REFUSED), (B, None), (A, REFUSED), (B, CUT), (B, CUT), (C, None)]
     got = [v.after_reply(p, why).n for p, why in steps]
-    assert got == [0, 1, 2, 0, 3, 0, 4]
+    assert got == [0, 1, 2, 0, 3, 4, 5, 0]   # B went through once; sent again and cut, it is a repeat too
+
+
+def test_a_reply_that_ran_and_is_then_sent_again_and_struck_gets_a_variant_at_once():
+    """Measured on the 1.5B model (py-cli-json-output): a read that ran, then the same read twice,
+    each struck as a repeat: the run hit the repetition limit (2 strikes) with no variant asked for."""
+    v = Variety()
+    assert v.after_reply(A, None) == NORMAL
+    second = v.after_reply(A, STRUCK)
+    assert (second.n, second.why) == (1, "repeats an earlier reply")
+    assert v.after_reply(B, None) == NORMAL and v.after_reply(C, None) == NORMAL   # new replies: normal
 
 
 @pytest.mark.parametrize("temperature, seed, variant, expected", [

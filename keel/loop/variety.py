@@ -71,19 +71,22 @@ NORMAL = Variant()
 
 def next_variant(print_: str, why_now: str | None, earlier: Mapping[str, str], repeats: int) -> Variant:
     """The variant for the next request, after a reply with fingerprint ``print_`` that was turned
-    down for ``why_now`` (None: it was not). ``earlier``: fingerprint -> why, of replies turned down
-    before it in this run; ``repeats``: variant requests asked for so far in this run.
+    down for ``why_now`` (None: it was not). ``earlier``: fingerprint -> why ("" when it went
+    through), of the replies before it in this run; ``repeats``: variant requests asked for so far.
 
-    Only a reply turned down *again* counts: one that matches an earlier refusal but went through
-    this time (the workspace changed in between) wasted nothing."""
+    Only a reply turned down counts: one that matches an earlier reply but went through this time
+    (the workspace changed in between) wasted nothing. An earlier reply that went through counts
+    too: measured on the 1.5B model, a read that ran, then the same read twice, each struck as a
+    repeat, ended the run at the repetition limit before a variant could be asked for."""
     if why_now is None or print_ not in earlier:
         return NORMAL
-    return Variant(repeats + 1, _WHY[earlier[print_]])
+    return Variant(repeats + 1, _WHY.get(earlier[print_], "repeats an earlier reply"))
 
 
 @dataclass
 class Variety:
-    """The run's memory of turned-down replies and of the variant requests asked for so far."""
+    """The run's memory of its replies (fingerprint -> why it was turned down, "" if it was not) and
+    of the variant requests asked for so far."""
 
     rejected: dict[str, str] = field(default_factory=dict)
     repeats: int = 0
@@ -91,8 +94,9 @@ class Variety:
     def after_reply(self, print_: str, why_now: str | None) -> Variant:
         """Judge one reply (its fingerprint, why it was turned down): the next request's variant."""
         variant = next_variant(print_, why_now, self.rejected, self.repeats)
-        if why_now is not None:
-            self.rejected.setdefault(print_, why_now)   # the first reason is the one a repeat names
+        if why_now is not None or print_ not in self.rejected:
+            # the first reason a reply was turned down is the one a repeat names
+            self.rejected[print_] = why_now or self.rejected.get(print_) or ""
         self.repeats = max(self.repeats, variant.n)
         return variant
 
