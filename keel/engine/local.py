@@ -23,7 +23,7 @@ from typing import Any
 
 from keel.engine.constrain import offers_finish
 from keel.engine.local_cpu import ThreadFit, model_params, read_cpuinfo, use_extra_buffers
-from keel.engine.local_draft import DraftStats, GrammarLast, draft, lookup_tokens, no_guess
+from keel.engine.local_draft import DraftStats, greedy_tokens
 from keel.engine.local_prefix import DiskPrefix, static_prefix_len
 from keel.engine.prefix_cache import PrefixCache
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
@@ -262,15 +262,10 @@ class LocalEngine:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         if seed is not None:
             self._llm.set_seed(seed)
-        lookup = DraftStats() if temperature == 0.0 and self._looks_up(tools) else None  # a variant is not greedy
-        sampler: Any = None
-        if own_loop:   # it starts where _read_prompt stopped: all but the prompt's last token evaluated
-            sampler = (GrammarLast(self._llm, grammar) if grammar is not None
-                       else self._llm._init_sampler(temp=0.0, repeat_penalty=1.0))
-            tokens = lookup_tokens(self._llm, prompt, sampler, lookup or DraftStats(),
-                                   draft if lookup is not None else no_guess)
-        else:
-            tokens = self._llm.generate(prompt, temp=temperature, repeat_penalty=1.0, grammar=grammar)
+        lookup = DraftStats() if own_loop and self._looks_up(tools) else None
+        # own loop: it starts where _read_prompt stopped, all but the prompt's last token evaluated
+        tokens = (greedy_tokens(self._llm, prompt, grammar, lookup) if own_loop else
+                  self._llm.generate(prompt, temp=temperature, repeat_penalty=1.0, grammar=grammar))
         try:
             for token in tokens:
                 first_token_at = first_token_at or time.monotonic()
@@ -291,8 +286,6 @@ class LocalEngine:
                     break
         finally:
             tokens.close()  # stops the generator, also on Ctrl-C; the evaluated tokens stay cached
-            if isinstance(sampler, GrammarLast):
-                sampler.close()
         content = "".join(pieces) + decoder.decode(b"", final=True)
         turn = AssistantTurn(content=content, finish_reason=finish,
                              usage=Usage(prompt_tokens=len(prompt), completion_tokens=completion,
@@ -353,13 +346,10 @@ class LocalEngine:
             log.debug("prefix cache: not used: %s", e)
 
     def _looks_up(self, tools: list[dict[str, Any]]) -> bool:
-        """Whether this request uses prompt-lookup decoding: greedy only (a guess is checked against
-        the argmax), and for the request kinds ``lookup`` names: "rewrite" is a request without tools
-        (change_file's editor request, whose reply copies the file it was given), "all" adds the
-        conversation's steps."""
-        if self.temperature != 0.0 or self.lookup == "off":
-            return False
-        return self.lookup == "all" or not tools
+        """Whether a greedy request guesses tokens (prompt lookup), by the kinds ``lookup`` names:
+        "rewrite" is a request without tools (change_file's editor request, whose reply copies the
+        file it was given), "all" adds the conversation's steps."""
+        return self.lookup == "all" or (self.lookup == "rewrite" and not tools)
 
     def _read_prompt(self, prompt: list[int], cached: int, on_delta: DeltaCallback | None,
                      whole: bool = False) -> None:

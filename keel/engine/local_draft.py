@@ -105,6 +105,18 @@ def lookup_tokens(llm: Any, prompt: Sequence[int], sampler: Any, stats: DraftSta
         _truncate(llm, min(llm.n_tokens, len(history) - 1))
 
 
+def greedy_tokens(llm: Any, prompt: Sequence[int], grammar: Any, stats: DraftStats | None) -> Generator[int, None, None]:
+    """A greedy reply's tokens after ``prompt`` (all but its last token evaluated): under ``grammar``
+    (GrammarLast) when one is given, with guesses (``draft``) when ``stats`` is given to count them."""
+    sampler = (GrammarLast(llm, grammar) if grammar is not None
+               else llm._init_sampler(temp=0.0, repeat_penalty=1.0))
+    try:
+        yield from lookup_tokens(llm, prompt, sampler, stats or DraftStats(), draft if stats is not None else no_guess)
+    finally:
+        if isinstance(sampler, GrammarLast):
+            sampler.close()
+
+
 class GrammarLast:
     """Greedy decoding under a grammar, the grammar checked on the argmax token alone first; the
     whole vocabulary goes through it only when it refuses that token (llama.cpp's common sampler
