@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from keel.loop.variety import fingerprint  # the loop's own idea of the same reply
+
 # Formats a recovered call can have; "structured" is a native tool call, "" a turn without calls.
 NATIVE_FORMATS = frozenset({"", "structured", "native"})
 
@@ -62,8 +64,8 @@ def same_replies_in_row(calls: Sequence[Mapping[str, Any]]) -> int:
     last: object = None
     for c in calls:
         replay = c.get("replay") or {}
-        calls_of = tuple((x.get("name"), x.get("arguments")) for x in replay.get("calls") or ())
-        key = (replay.get("content") or c.get("content") or "", calls_of)
+        key = fingerprint(replay.get("content") or c.get("content") or "",
+                          ((str(x.get("name")), str(x.get("arguments"))) for x in replay.get("calls") or ()))
         run = run + 1 if key == last else 1
         last, longest = key, max(longest, run)
     return longest
