@@ -266,11 +266,15 @@ def compare(args: argparse.Namespace) -> int:
             row["load"] = os.getloadavg()[0]
             rows.append(emit(row, args))
     print(table(rows))
+    medians = {}
     for variant in ("before", "after"):
         solved = [r["wall_s"] for r in rows if r.get("variant") == variant and r["outcome"] == "success"]
         false_done = sum(1 for r in rows if r.get("variant") == variant and r["outcome"] == "false_done")
-        median = statistics.median(solved) if solved else None
-        print(f"{variant}: solved {len(solved)}, false done {false_done}, median wall per solved case {median} s")
+        medians[variant] = statistics.median(solved) if solved else None
+        print(f"{variant}: solved {len(solved)}, false done {false_done}, "
+              f"median wall per solved case {medians[variant]} s")
+    if medians["before"] and medians["after"]:   # issue 24's target: at most 0.5
+        print(f"after/before: {medians['after'] / medians['before']:.2f}x")
     shutil.rmtree(args.shared_home, ignore_errors=True)
     return 0
 
