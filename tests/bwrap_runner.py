@@ -8,6 +8,7 @@ import functools
 import json
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -56,9 +57,12 @@ def ensure_unprivileged_user() -> str | None:
 
 @functools.cache
 def _can_run_keel(user: str) -> bool:
-    probe = subprocess.run([*as_user(user), sys.executable, "-c", "import keel"], env=user_env(user),
-                           cwd="/", capture_output=True, timeout=60, check=False)
-    return probe.returncode == 0
+    # Both ways the tests switch user: setpriv kept a root-only path (a mktemp venv, mode 0700) reachable
+    # where `su` was refused, so a probe by setpriv alone let the su-based tests run and fail.
+    command = f"{shlex.quote(sys.executable)} -c 'import keel'"
+    probes = ([*as_user(user), sys.executable, "-c", "import keel"], ["su", user, "-s", "/bin/sh", "-c", command])
+    return all(subprocess.run(argv, env=user_env(user), cwd="/", capture_output=True, timeout=60,
+                              check=False).returncode == 0 for argv in probes)
 
 
 def as_user(user: str | None) -> list[str]:
