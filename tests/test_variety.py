@@ -69,6 +69,18 @@ def test_next_variant(print_, why_now, earlier, repeats, expected):
     assert next_variant(print_, why_now, earlier, repeats) == expected
 
 
+@pytest.mark.parametrize("called, offered, avoid", [
+    (["change_file"], ["read_file", "change_file", "finish"], ("change_file",)),
+    (["read_file", "grep", "read_file"], ["read_file", "grep", "finish"], ("grep", "read_file")),  # sorted, once
+    (["finish"], ["read_file", "finish"], ("finish",)),   # a refused finish sent again: do something else
+    (["read_file", "finish"], ["read_file", "finish"], ()),   # nothing left to call: avoid nothing
+    ([], ["read_file", "finish"], ()),                     # a prose reply: only the sampling changes
+])
+def test_a_variant_avoids_the_tools_the_repeated_reply_called(called, offered, avoid):
+    assert next_variant(A, REFUSED, {A: REFUSED}, 0, called, offered) == Variant(1, "repeats a refused reply", avoid)
+    assert next_variant(A, None, {A: REFUSED}, 0, called, offered) == NORMAL   # went through: nothing avoided
+
+
 def test_fingerprint_ignores_whitespace_and_argument_order_but_not_content_or_call_order():
     base = fingerprint("Fix it.\n", [("edit", '{"a": 1, "b": 2}'), ("read", '{"p": "x"}')])
     assert fingerprint("  Fix   it. ", [("edit", '{"b":2,"a":1}'), ("read", '{"p":"x"}')]) == base
@@ -181,6 +193,33 @@ def test_an_invalid_call_sent_again_makes_the_next_request_a_variant(tmp_path):
     assert variants(events)[3]["why"] == "repeats an invalid reply"
 
 
+def test_a_call_sent_again_after_its_refusal_is_not_offered_to_the_variant_request(tmp_path):
+    """The 1.5B model sent the same change_file of a protected test three times, the third at
+    temperature 0.5: the variant request must not be able to send it at all."""
+    bad = {"tool_calls": [call("echo", txt="x")]}   # refused (invalid arguments) twice
+    script = [bad, bad, {"tool_calls": [call("finish", summary="Could not echo.")]}]
+    result, bodies, events = run_over_http(script, tmp_path)
+    assert result.stop_reason == "complete"
+    offered = [[t["function"]["name"] for t in b["tools"]] for b in bodies]
+    assert offered == [["echo", "finish"], ["echo", "finish"], ["finish"]]   # the variant: echo taken out
+    assert bodies[2]["tool_choice"] == bodies[1]["tool_choice"]
+    assert variants(events)[3] == {"n": 1, "why": "repeats an invalid reply", "temperature": VARIANT_TEMPERATURE,
+                                   "seed": 1235, "avoid": ["echo"]}
+
+
+def test_the_scripted_model_and_keel_log_see_what_a_variant_avoids(tmp_path):
+    from keel.cli.log import event_line
+
+    bad = {"tool_calls": [call("echo", txt="x")]}
+    model = ScriptedModel([bad, bad, {"tool_calls": [call("finish", summary="ok")]}], record=True)
+    events: list[dict] = []
+    Runner(model, ToolRegistry([ECHO, FINISH]), ToolContext(workspace=tmp_path),
+           EventBus("test", [events.append])).run([{"role": "user", "content": "task"}])
+    assert [r.get("avoid") for r in model.requests] == [None, None, ["echo"]]
+    line = event_line([e for e in events if e["type"] == "model_call"][2], events[0]["ts"])
+    assert "variant 1 (temperature None, seed None, without echo)" in line
+
+
 def test_a_normal_run_sends_the_configured_sampling_every_time(tmp_path):
     script = [{"content": "The answer is 42."}, {"content": "The answer is 43."},  # refused twice, not the same
               {"tool_calls": [call("echo", text="b")]}, {"tool_calls": [call("finish", summary="Echoed b.")]}]
@@ -208,3 +247,33 @@ def test_keel_log_shows_a_variant_request(tmp_path):
     lines = [event_line(e, events[0]["ts"]) for e in events if e["type"] == "model_call"]
     assert "variant" not in lines[0] + lines[1]
     assert "variant 1 (temperature 0.5, seed 1235)" in lines[2]
+
+
+# ---- the in-process engine on a real GGUF: only the grammar narrows --------------------------------
+
+READ = {"type": "function", "function": {"name": "read_file", "description": "Read a file.", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+LIST = {"type": "function", "function": {"name": "list_dir", "description": "List a directory.", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+DONE = {"type": "function", "function": {"name": "finish", "description": "End the task.", "parameters": {
+    "type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}}}
+
+
+@pytest.mark.timeout(600)   # a real model on a CPU
+def test_a_local_variant_cannot_call_an_avoided_tool_and_keeps_the_cached_prompt():
+    from conftest import smoke_model
+
+    from keel.engine.local import LocalEngine
+
+    engine = LocalEngine(smoke_model(), n_ctx=4096, max_tokens=64, prefix_cache=None)
+    messages = [{"role": "system", "content": "You are a coding agent. Answer with one tool call."},
+                {"role": "user", "content": "Read the file notes.txt and tell me what it says."}]
+    try:
+        first = engine.complete(messages, [READ, LIST, DONE])
+        assert [c.name for c in first.tool_calls] == ["read_file"], first.content   # what it wants to do
+        varied = engine.complete(messages, [READ, LIST, DONE], variant=1, avoid=("read_file",))
+        assert varied.tool_calls and {c.name for c in varied.tool_calls} <= {"list_dir", "finish"}, varied.content
+        # the prompt still shows every tool: all but its last token came from the cache
+        assert varied.usage.cached_tokens == varied.usage.prompt_tokens - 1 == first.usage.prompt_tokens - 1
+    finally:
+        engine.close()

@@ -137,7 +137,8 @@ def event_line(e: dict[str, Any], t0: float) -> str:
         if e.get("retries"):
             body += f", {e['retries']} retries"
         if isinstance(v := e.get("variant"), dict):   # sampled anew: the model repeated a turned-down reply
-            body += f", variant {v.get('n')} (temperature {v.get('temperature')}, seed {v.get('seed')})"
+            body += f", variant {v.get('n')} (temperature {v.get('temperature')}, seed {v.get('seed')}" + \
+                (f", without {', '.join(v['avoid'])})" if v.get("avoid") else ")")
     elif kind == "tool_call":
         mark = "ok" if e.get("ok") else "FAILED"
         size = e.get("output_bytes")

@@ -34,6 +34,7 @@ class VariantJson(TypedDict):
     why: str
     temperature: float | None
     seed: int | None
+    avoid: NotRequired[list[str]]   # tools the reply could not call (absent: none)
 
 
 class SessionStart(EventBase):

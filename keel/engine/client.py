@@ -22,7 +22,15 @@ from keel.engine.assemble import TransientFailure, assemble_completion, assemble
 from keel.engine.constrain import http_tool_choice, is_refusal, refusal_notice
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.retry import backoff_delay, parse_retry_after
-from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
+from keel.engine.types import (
+    AssistantTurn,
+    DeltaCallback,
+    EngineError,
+    StreamDelta,
+    Usage,
+    narrowed,
+    variant_sampling,
+)
 
 # The first call learns whether anything listens at all; a refused or silent port should say
 # so within seconds, not after the 300 s read timeout meant for long generations.
@@ -110,9 +118,10 @@ class OpenAICompatEngine:
     # ---- the Engine protocol ----------------------------------------------------------------
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 on_delta: DeltaCallback | None = None, variant: int = 0) -> AssistantTurn:
+                 on_delta: DeltaCallback | None = None, variant: int = 0,
+                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
         started = time.monotonic()
-        params = self._request_params(messages, tools, variant)
+        params = self._request_params(messages, narrowed(tools, avoid) if avoid else tools, variant)
         retries = 0
         while True:
             try:

@@ -28,7 +28,15 @@ from keel.engine.local_prefix import DiskPrefix, static_prefix_len
 from keel.engine.prefix_cache import PrefixCache
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.runaway import ReplyCut
-from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
+from keel.engine.types import (
+    AssistantTurn,
+    DeltaCallback,
+    EngineError,
+    StreamDelta,
+    Usage,
+    narrowed,
+    variant_sampling,
+)
 
 # Per reply, far below the HTTP default of 4096: on a laptop CPU a small model makes 2–20
 # tokens/s, so 4096 tokens is minutes to hours; a tool call or a short answer needs a few hundred.
@@ -209,16 +217,14 @@ class LocalEngine:
             raise EngineError("protocol", f"the model's chat template could not render the conversation: "
                                           f"{type(e).__name__}: {e}") from None
 
-    def _grammar(self, tools: list[dict[str, Any]]) -> Any:
-        key = json.dumps(tools, sort_keys=True)
+    def _grammar(self, tools: list[dict[str, Any]], require: bool) -> Any:
+        """The grammar of a reply that calls one of ``tools``; ``require``: no prose-only reply."""
+        key = json.dumps([tools, require], sort_keys=True)
         if key not in self._grammars:
             from llama_cpp import LlamaGrammar
 
             from keel.engine.grammar import tool_call_grammar
 
-            # With a finish tool the model always has a call that ends the task, so every reply
-            # must be a call: prose-only replies were where small models drifted.
-            require = offers_finish(tools)
             self._grammars[key] = LlamaGrammar.from_string(tool_call_grammar(tools, require_call=require),
                                                            verbose=False)
         return self._grammars[key]
@@ -226,7 +232,8 @@ class LocalEngine:
     # ---- the Engine protocol ----------------------------------------------------------------
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 on_delta: DeltaCallback | None = None, variant: int = 0) -> AssistantTurn:
+                 on_delta: DeltaCallback | None = None, variant: int = 0,
+                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
         started = time.monotonic()
         temperature, seed = self.sampling(variant)
         prompt = self._llm.tokenize(self.render(messages, tools).encode("utf-8"), add_bos=False, special=True)
@@ -241,7 +248,11 @@ class LocalEngine:
         self._use_slot(prompt[:-1])
         # llama-cpp-python re-evaluates at least the prompt's last token, so it never counts as cached.
         cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
-        grammar = self._grammar(tools) if self.constrain and tools else None
+        # A variant may not call the tools in avoid: only the grammar narrows, the prompt keeps them
+        # all. With a finish tool the model always has a call that ends the task, so every reply must
+        # be a call: prose-only replies were where small models drifted.
+        grammar = (self._grammar(narrowed(tools, avoid), require=offers_finish(tools))
+                   if self.constrain and tools else None)
         own_loop = temperature == 0.0 and self.lookup != "off"   # keel's greedy loop (keel.engine.local_draft)
         try:
             self._read_prompt(prompt, cached, on_delta, whole=own_loop)

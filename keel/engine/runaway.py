@@ -171,7 +171,8 @@ class GuardedEngine:
         return getattr(self.inner, name)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 on_delta: DeltaCallback | None = None, variant: int = 0) -> AssistantTurn:
+                 on_delta: DeltaCallback | None = None, variant: int = 0,
+                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
         started = self._clock()
         watch = ReplyWatch(deadline=call_deadline(self._run_deadline(), started), clock=self._clock)
         content: list[str] = []
@@ -190,7 +191,9 @@ class GuardedEngine:
         try:
             # An engine that stops reading on a ReplyCut itself (the in-process one) sets the turn's
             # cut_reason; for one that lets it propagate (HTTP: the connection closes), it is set here.
-            if variant > 0:  # only then: an inner engine without the keyword still serves normal runs
+            if avoid:  # only then: an inner engine without the keywords still serves normal runs
+                return self.inner.complete(messages, tools, watched, variant=variant, avoid=avoid)
+            if variant > 0:
                 return self.inner.complete(messages, tools, watched, variant=variant)
             return self.inner.complete(messages, tools, watched)
         except ReplyCut as cut:  # the inner engine stopped reading; the reply so far is all there is

@@ -70,7 +70,8 @@ class Runner:
             self.ctx.deadline = time.monotonic() + self.limits.max_seconds
         decision: Decision | None = None
         engine_error: str | None = None
-        variety, variant = Variety(), NORMAL   # a reply turned down, sent again: sample the next one anew
+        # a reply turned down, sent again: sample the next one anew
+        variety, variant = Variety(offered=self.state.tools), NORMAL
         try:
             while decision is None or not decision.stop:
                 extra: list[dict[str, Any]] = [{"role": "user", "content": pushback}] if pushback else []
@@ -103,7 +104,8 @@ class Runner:
                 why = turned_down(cut=outcome.truncated or bool(outcome.cut_reason), pushed_back=pushback is not None,
                                   struck=struck, invalid=invalid, progress=outcome.progress)
                 variant = variety.after_reply(fingerprint(turn.content, ((c.name, c.arguments)
-                                                                         for c in turn.tool_calls)), why)
+                                                                         for c in turn.tool_calls)), why,
+                                              (c.name for c in turn.tool_calls))
                 self._saved(messages, decision)
                 if self.after_step is not None and not decision.stop and not self.after_step(self.steps):
                     return self._result(messages, started, "incomplete", "interrupted", summary)
@@ -122,7 +124,9 @@ class Runner:
         return event
 
     def _complete(self, request: list[dict[str, Any]], variant: Variant) -> AssistantTurn:
-        if variant.n:  # only then: an engine written without the keyword still serves normal runs
+        if variant.avoid:  # only then: an engine written without the keywords still serves normal runs
+            return self.engine.complete(request, self.tools, self._on_delta, variant=variant.n, avoid=variant.avoid)
+        if variant.n:
             return self.engine.complete(request, self.tools, self._on_delta, variant=variant.n)
         return self.engine.complete(request, self.tools, self._on_delta)
 

@@ -9,8 +9,12 @@ pushback until limit:no_progress. Each such reply spends a step and its tokens o
 keel remembers a fingerprint of every reply it turned down in this run (refused by the decider,
 struck as a repeat, invalid, or cut short) and, when a reply that was turned down again matches
 one of them, asks the engine for a *variant* request next (keel.engine.types.variant_sampling):
-a higher temperature and a seed of its own. The count grows with every such repeat, so each
-retry gets a new seed. Nothing else changes: the same messages, tools, pushback and limits.
+a higher temperature and a seed of its own, and the tools that reply called taken out of the
+reply's choices for that one request (``avoid``). Temperature alone was not enough: on the 1.5B
+model a 0.5 sample sent the same change_file of a protected test a third time, and the repetition
+limit ended the run. The tools stay in the prompt (the in-process engine keeps its cached prefix);
+only what the reply may call narrows. The count grows with every such repeat, so each retry gets a
+new seed. Nothing else changes: the same messages, pushback and limits.
 
 Pure: facts in, decision out; the table tests in tests/test_variety.py cover every branch.
 """
@@ -64,15 +68,18 @@ class Variant:
 
     n: int = 0
     why: str = ""
+    avoid: tuple[str, ...] = ()   # tools the reply may not call, sorted
 
 
 NORMAL = Variant()
 
 
-def next_variant(print_: str, why_now: str | None, earlier: Mapping[str, str], repeats: int) -> Variant:
+def next_variant(print_: str, why_now: str | None, earlier: Mapping[str, str], repeats: int,
+                 called: Iterable[str] = (), offered: Iterable[str] = ()) -> Variant:
     """The variant for the next request, after a reply with fingerprint ``print_`` that was turned
     down for ``why_now`` (None: it was not). ``earlier``: fingerprint -> why ("" when it went
-    through), of the replies before it in this run; ``repeats``: variant requests asked for so far.
+    through), of the replies before it in this run; ``repeats``: variant requests asked for so far;
+    ``called``: the tools that reply called, avoided next unless that leaves none of ``offered``.
 
     Only a reply turned down counts: one that matches an earlier reply but went through this time
     (the workspace changed in between) wasted nothing. An earlier reply that went through counts
@@ -80,7 +87,10 @@ def next_variant(print_: str, why_now: str | None, earlier: Mapping[str, str], r
     repeat, ended the run at the repetition limit before a variant could be asked for."""
     if why_now is None or print_ not in earlier:
         return NORMAL
-    return Variant(repeats + 1, _WHY.get(earlier[print_], "repeats an earlier reply"))
+    avoid = tuple(sorted(set(called)))
+    if not set(offered) - set(avoid):
+        avoid = ()   # a reply must be able to call something
+    return Variant(repeats + 1, _WHY.get(earlier[print_], "repeats an earlier reply"), avoid)
 
 
 @dataclass
@@ -88,12 +98,14 @@ class Variety:
     """The run's memory of its replies (fingerprint -> why it was turned down, "" if it was not) and
     of the variant requests asked for so far."""
 
+    offered: frozenset[str] = frozenset()   # the tools the run offers
     rejected: dict[str, str] = field(default_factory=dict)
     repeats: int = 0
 
-    def after_reply(self, print_: str, why_now: str | None) -> Variant:
-        """Judge one reply (its fingerprint, why it was turned down): the next request's variant."""
-        variant = next_variant(print_, why_now, self.rejected, self.repeats)
+    def after_reply(self, print_: str, why_now: str | None, called: Iterable[str] = ()) -> Variant:
+        """Judge one reply (its fingerprint, why it was turned down, the tools it called): the next
+        request's variant."""
+        variant = next_variant(print_, why_now, self.rejected, self.repeats, called, self.offered)
         if why_now is not None or print_ not in self.rejected:
             # the first reason a reply was turned down is the one a repeat names
             self.rejected[print_] = why_now or self.rejected.get(print_) or ""
@@ -106,7 +118,8 @@ def variant_json(variant: Variant, temperature: float | None, seed: int | None) 
     sampling (None when the engine has none: a scripted model), or None for a normal request."""
     if not variant.n:
         return None
+    avoid = {"avoid": list(variant.avoid)} if variant.avoid else {}
     if temperature is None:
-        return {"n": variant.n, "why": variant.why, "temperature": None, "seed": None}
+        return {"n": variant.n, "why": variant.why, "temperature": None, "seed": None, **avoid}
     temp, varied_seed = variant_sampling(temperature, seed, variant.n)
-    return {"n": variant.n, "why": variant.why, "temperature": temp, "seed": varied_seed}
+    return {"n": variant.n, "why": variant.why, "temperature": temp, "seed": varied_seed, **avoid}

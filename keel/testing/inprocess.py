@@ -31,8 +31,8 @@ class ScriptedModel:
 
     With ``record=True`` every call is kept in ``requests`` as ``{"messages", "tools"}`` copies
     (made by a JSON round trip, so later edits to the caller's history do not leak in), plus
-    ``"variant"`` when the loop asked for a variant request (a script's replies are fixed: it
-    changes nothing else here).
+    ``"variant"`` (and ``"avoid"``) when the loop asked for a variant request (a script's replies
+    are fixed: it changes nothing else here).
     """
 
     def __init__(self, script: str | os.PathLike[str] | Sequence[Any], model: str = "scripted",
@@ -49,12 +49,14 @@ class ScriptedModel:
         return self._player.remaining
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 on_delta: DeltaCallback | None = None, variant: int = 0) -> AssistantTurn:
+                 on_delta: DeltaCallback | None = None, variant: int = 0,
+                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
         started = time.monotonic()
         tools_text = serialize(tools)
         if self.record:
             self.requests.append({"messages": json.loads(serialize(messages)), "tools": json.loads(tools_text),
-                                  **({"variant": variant} if variant else {})})
+                                  **({"variant": variant} if variant else {}),
+                                  **({"avoid": list(avoid)} if avoid else {})})
         step = self._player.take()
         if step is None:
             raise EngineError("retries", f"scripted model exhausted: all {self._player.total} scripted "
