@@ -189,12 +189,17 @@ def test_an_unchanged_rewrite_is_asked_again_from_the_task_alone_and_failures_fo
     assert (shop / "shipping.py").read_text() == FIXED and "pass" in replies[1]
 
 
-def test_tests_stay_as_they_are_unless_the_task_asks(shop: Path):
+def test_tests_stay_as_they_are_unless_the_task_asks_and_the_change_goes_to_the_code_they_test(shop: Path):
+    before = (shop / "test_shipping.py").read_text()
     replies, requests = run_changes(shop, [
-        {"tool_calls": [call("change_file", path="test_shipping.py", change="expect 499 at the threshold")]}])
-    assert "holds the project's tests" in replies[0]
-    assert all(r.get("tools") for r in requests)   # no edit request was made
-    assert "assert cost(5000) == 0" in (shop / "test_shipping.py").read_text()
+        {"tool_calls": [call("change_file", path="test_shipping.py", change="expect 499 at the threshold")]},
+        {"content": fenced(FIXED)}])   # the editor request, for shipping.py
+    assert replies[0].startswith("test_shipping.py holds the project's tests and the task does not ask to change "
+                                 "them, so the change was made in shipping.py")
+    editor = requests[1]["messages"][1]["content"]
+    assert not requests[1].get("tools") and "expect 499" not in editor and "assert 499 == 0" in editor
+    assert (shop / "test_shipping.py").read_text() == before
+    assert (shop / "shipping.py").read_text() == FIXED
 
 
 def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(shop: Path):

@@ -16,7 +16,7 @@ from keel.config import Config
 from keel.outputs.summarize import summarize_failure
 from keel.testing import ScriptedEngineServer
 from keel.verify.failing import failing_assertion
-from keel.verify.redirect import UnderTest, modules_under_test, redirect
+from keel.verify.redirect import UnderTest, modules_under_test, redirect, redirect_to
 
 FIXED = CALC.replace("a - b", "a + b")
 
@@ -71,6 +71,17 @@ def test_the_refusal_names_the_module_the_assertion_and_the_next_call_without_ex
     assert text.endswith("Call change_file with path calc.py and say what must change there.")
     bare = redirect("test_x.py", [], "")
     assert bare.endswith("does not ask to change them. Change the code they test.")
+
+
+@pytest.mark.parametrize(("tested", "protected", "target"), [
+    ([UnderTest("calc.py", ("add",))], set(), "calc.py"),
+    ([UnderTest("calc.py"), UnderTest("fmt.py")], set(), None),       # several: the model chooses
+    ([UnderTest("calc.py"), UnderTest("fmt.py")], {"fmt.py"}, None),  # still several it tests
+    ([UnderTest("conftest_data.py")], {"conftest_data.py"}, None),    # protected itself
+    ([], set(), None),                                                # none in the workspace (yet)
+])
+def test_which_module_a_change_to_a_test_goes_to(tested, protected, target):
+    assert redirect_to(tested, protected) == target
 
 
 # ---- the failing assertion, from real test runs ---------------------------------------------------
@@ -157,12 +168,39 @@ def _small_profile(env: dict[str, str]) -> None:
     config.write_text('[engine]\nprofile = "small"\n')
 
 
-def test_keel_run_answers_a_change_to_the_test_with_the_module_and_the_failing_assertion(
+def test_a_change_aimed_at_a_test_of_one_module_is_made_in_that_module_from_the_task(
         tmp_path: Path, run_keel, keel_env: dict[str, str]):
+    """The 1.5B model sent a change_file of the test three times after being told which module to
+    change (py-cli-json-output): with one module under test, the change goes there itself."""
     repo = make_repo(tmp_path / "repo", {"calc.py": CALC, "test_calc.py": TEST_CALC})
     _small_profile(keel_env)
     script = [{"tool_calls": [call("read_file", path="test_calc.py")]},
               {"tool_calls": [call("change_file", path="test_calc.py", change="expect the result add returns")]},
+              {"content": f"```python\n{FIXED}```\n"},   # the editor request: for calc.py
+              {"tool_calls": [call("finish", summary="add() adds; the test passes")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run_keel("run", "fix the failing test", "--cwd", str(repo), "--base-url", server.base_url,
+                     "--model", "scripted", "--output-format", "json", timeout=120)
+        requests = server.requests
+    assert r.code == 0, r.stderr
+    editor = requests[2]["messages"][-1]["content"]
+    assert "calc.py" in editor and "def add(a, b):" in editor and "fix the failing test" in editor
+    assert "expect the result add returns" not in editor   # the model's test edit is not the request
+    result = requests[3]["messages"][-1]
+    assert result["role"] == "tool"
+    assert result["content"].startswith("test_calc.py holds the project's tests and the task does not ask to "
+                                        "change them, so the change was made in calc.py, the code they test")
+    assert (repo / "test_calc.py").read_text() == TEST_CALC
+    assert (repo / "calc.py").read_text() == FIXED and r.result["status"] == "complete"
+
+
+def test_a_test_of_two_modules_is_refused_with_both_named_and_the_failing_assertion(
+        tmp_path: Path, run_keel, keel_env: dict[str, str]):
+    two = "from calc import add\nfrom fmt import show\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC, "fmt.py": "def show(x):\n    return str(x)\n",
+                                         "test_calc.py": two})
+    _small_profile(keel_env)
+    script = [{"tool_calls": [call("change_file", path="test_calc.py", change="expect the result add returns")]},
               {"tool_calls": [call("change_file", path="calc.py", change="add must add its arguments")]},
               {"content": f"```python\n{FIXED}```\n"},
               {"tool_calls": [call("finish", summary="add() adds; the test passes")]}]
@@ -171,19 +209,18 @@ def test_keel_run_answers_a_change_to_the_test_with_the_module_and_the_failing_a
                      "--model", "scripted", "--output-format", "json", timeout=120)
         requests = server.requests
     assert r.code == 0, r.stderr
-    refusal = requests[2]["messages"][-1]
-    assert refusal["role"] == "tool"
-    text = refusal["content"]
+    text = requests[1]["messages"][-1]["content"]
     assert "test_calc.py holds the project's tests" in text
-    assert "The code it tests is in calc.py (imported: add)." in text
+    assert "The code it tests is in calc.py (imported: add) and fmt.py (imported: show)." in text
     assert "    assert add(2, 3) == 5\n    AssertionError: assert -1 == 5\n" in text
     assert text.rstrip().endswith("Call change_file with path calc.py and say what must change there.")
-    assert (repo / "test_calc.py").read_text() == TEST_CALC
+    assert (repo / "test_calc.py").read_text() == two
     assert (repo / "calc.py").read_text() == FIXED and r.result["status"] == "complete"
 
 
 def test_without_a_saved_output_the_summary_and_the_test_file_give_the_assertion(tmp_path: Path):
-    ws = _project(tmp_path / "ws", {"calc.py": CALC, "tests/test_calc.py": TEST_CALC})
+    ws = _project(tmp_path / "ws", {"calc.py": CALC, "lib.py": "X = 1\n",
+                                    "tests/test_calc.py": TEST_CALC.replace("add\n", "add\nimport lib\n", 1)})
     script = [{"tool_calls": [call("change_file", path="tests/test_calc.py", change="expect what add returns")]},
               {"tool_calls": [call("finish", summary="nothing")]}]
     with ScriptedEngineServer([*script, *script[1:] * 3]) as server:
@@ -191,6 +228,6 @@ def test_without_a_saved_output_the_summary_and_the_test_file_give_the_assertion
         cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
         result = Agent(workspace=ws, config=cfg, log_path=False).run("add is wrong; fix it")
     text = next(m["content"] for m in result.messages if m.get("role") == "tool")
-    assert "The code it tests is in calc.py (imported: add)." in text, text
+    assert "The code it tests is in calc.py (imported: add) and lib.py." in text, text
     assert "    assert add(2, 3) == 5\n    AssertionError: assert -1 == 5\n" in text
     assert "Call change_file with path calc.py" in text

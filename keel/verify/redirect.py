@@ -6,9 +6,16 @@ code they test") did not redirect the model: after reading the test file it sent
 for the test four times in a row until the run stopped. A small model follows a concrete next step;
 this module finds one (the module the test imports, the line that fails) so the refusal can name it.
 
+Naming the module was not enough either: in the whole-suite batch the 1.5B model sent a change_file of
+the test file three times after being told which module to change (py-cli-json-output). So when the
+test file tests exactly one module, change_file makes the change there itself (``redirect_to``), with a
+note built from the task rather than the model's test-oriented one, and says so in its result; with
+several modules, or none in the workspace yet, it refuses as before.
+
 Pure core: ``modules_under_test`` (a test file's text and the workspace's file list in, the modules it
-tests out) and ``failing_assertion`` (a check's output in, its first failing assertion out, a few
-lines); ``redirect`` words the refusal. ``protected_test_refusal`` is the shell a tool calls.
+tests out), ``redirect_to`` (which one a change goes to) and ``failing_assertion`` (a check's output
+in, its first failing assertion out, a few lines); ``redirect`` words the refusal.
+``protected_test_refusal`` and ``redirect_target`` are the shell a tool calls.
 """
 
 from __future__ import annotations
@@ -189,6 +196,26 @@ def _by_name(test_path: str, files: Collection[str]) -> str | None:
 
 
 
+# -- the redirect ------------------------------------------------------------------------------------
+def redirect_to(tested: Sequence[UnderTest], protected: Collection[str]) -> str | None:
+    """The file a change aimed at a test file goes to instead: the one module it tests (None when it
+    tests several, so the choice is the model's, or none)."""
+    candidates = [t.path for t in tested if t.path not in protected]
+    return candidates[0] if len(candidates) == 1 and len(tested) == 1 else None
+
+
+def redirect_note(test_path: str, target: str) -> str:
+    """The change request sent for the redirected change: the task's, not the model's test edit."""
+    return (f"Make the change the task asks for in {target}, so that the tests in {test_path} pass as they are "
+            "(the tests stay unchanged).")
+
+
+def redirect_notice(test_path: str, target: str) -> str:
+    """The first line of the redirected change's result."""
+    return (f"{test_path} holds the project's tests and the task does not ask to change them, so the change was "
+            f"made in {target}, the code they test, from the task and the failing tests:\n")
+
+
 # -- the refusal -------------------------------------------------------------------------------------
 def redirect(test_path: str, tested: Sequence[UnderTest], assertion: str, tool: str = "change_file") -> str:
     """The answer to a change aimed at ``test_path``: where the change belongs, and what fails.
@@ -244,6 +271,11 @@ def protected_test_refusal(workspace: Path, test_path: str, text: str, outcomes:
         if assertion:
             break
     return redirect(test_path, tested, assertion, tool)
+
+
+def redirect_target(workspace: Path, test_path: str, text: str, protected: Collection[str]) -> str | None:
+    """``redirect_to`` for the test file ``test_path`` (its text ``text``) in ``workspace``."""
+    return redirect_to(modules_under_test(test_path, text, workspace_files(workspace)), protected)
 
 
 def _saved_head(path: str) -> str | None:
