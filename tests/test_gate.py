@@ -6,6 +6,8 @@ facts the decider receives in a real run.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from keel.core.state import TaskState
@@ -91,7 +93,7 @@ def test_split_failures(results, baseline, unchanged, asked, task, blocking, pre
 
 
 def gate_state(*, rounds: dict[str, int] | None = None, changed: bool = True,
-               own_check: tuple[str, int] | None = None) -> TaskState:
+               own_check: tuple[str, int] | None = None, pushbacks: dict[str, int] | None = None) -> TaskState:
     s = TaskState(task="fix it", gate_on=True)
     s.record_tool_call()
     if changed:
@@ -100,6 +102,7 @@ def gate_state(*, rounds: dict[str, int] | None = None, changed: bool = True,
         s.record_check(own_check[0], own_check[1], "run")
     for k, v in (rounds or {}).items():
         s.repair_rounds[k] = v
+    s.pushback_counts.update(pushbacks or {})
     return s
 
 
@@ -139,6 +142,15 @@ DECIDE_CASES = [
      "continue", "unverified"),
     ("nothing to run: the changed file's run failed", FINISH, GateFacts("d1", plan_empty=True),
      gate_state(own_check=("python app.py", 1)), "continue", "unverified"),
+    ("checks pass, the task makes a comment the spec: check it once", FINISH,
+     dataclasses.replace(facts(ran(TESTS, 0)), contract="- f in a.py: raises ValueError"), gate_state(),
+     "continue", "contract_review"),
+    ("the comment was shown: the checks decide", FINISH,
+     dataclasses.replace(facts(ran(TESTS, 0)), contract="- f in a.py: raises ValueError"),
+     gate_state(pushbacks={"contract_review": 1}), "stop", "complete"),
+    ("failing checks come before the comment", FINISH,
+     dataclasses.replace(facts(ran(TESTS, 1)), contract="- f in a.py: raises ValueError"), gate_state(),
+     "continue", "verification_failed"),
 ]
 
 

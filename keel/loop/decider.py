@@ -160,6 +160,8 @@ def _judge_claim(facts: GateFacts | None, state: TaskState, limits: Limits) -> D
         if facts.status == "no_checks" and state.files_changed and \
                 not state.fresh_verification(exercising_changes=True):
             return _push("unverified", state, "no_plan")  # nothing keel could run: a run of the changed code must do
+        if facts.contract and not state.pushback_counts["contract_review"]:
+            return _push("contract_review", state, facts.contract)   # once: the tests do not run a comment
         return Decision("stop", "complete")
     if any(state.repair_rounds[key] >= limits.max_repair_rounds for key in facts.round_keys):
         return Decision("stop", "limit:verification")

@@ -84,12 +84,17 @@ def _explore_tools(state: TaskState, joiner: str = ", ") -> str:
     return joiner.join(names if joiner == ", " else [n for n in names if n != "read_file"] or names)
 
 
-_GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests"})
+_GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests", "contract_review"})
 
 
 def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
     """Pushback for a completion claim the verification gate refused."""
     facts = f"\n{detail}" if detail else ""
+    if kind == "contract_review":   # asked once (keel.verify.contract)
+        return ("The checks pass. The task also says the code must do what these comments say, and the tests "
+                "do not check every sentence of them:" + facts + "\nRead your code against each sentence: every "
+                "rule, error and example. If something differs, change the code and finish again; if it all "
+                "holds, call finish again.")
     if kind == "no_change":
         return [
             "The task asks for a change, but no file in the workspace has changed: describing a fix is not "

@@ -14,6 +14,9 @@ rules, in the order they apply:
   module counts too once the agent has changed something, even without a "fix" in it), the agent
   changed nothing and the task asked for a change, or new tests fail that passed at baseline.
 - Any other failing check blocks.
+
+With nothing blocking, a task that says the code must do what a comment or docstring says carries
+those comments (``contract``): the decider asks the model once to check its code against them.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class GateFacts:
     change_requested: bool = True      # the task asks for a change (see keel.verify.task)
     plan_empty: bool = False           # nothing to run: the project declares no check keel can find
     feedback: str = ""                 # failure summaries for the pushback, already rendered
+    contract: str = ""                 # the comments the task makes part of "done" (keel.verify.contract)
 
     @property
     def blocking_categories(self) -> tuple[str, ...]:

@@ -25,12 +25,14 @@ from keel.core.events import data_dir
 from keel.outputs.summarize import summarize_failure, summarize_missing_output
 from keel.tools.base import CheckRun, ToolContext
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
+from keel.verify.contract import contract_text
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckSet, PlannedCheck
 from keel.verify.related import narrows_by_path, related_python_tests
 from keel.verify.selfcheck import (
     change_summary,
     debug_leftovers,
+    is_test_file,
     render_changes,
     stray_files,
     tampered_tests,
@@ -127,9 +129,12 @@ class Verifier:
                                                                      if r.check.category != "acceptance"))
         blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged,
                                                change_requested=self.change_requested, task=self.task)
+        changed = {c.path: text for c in diff_snapshots(self.start, snap)
+                   if c.status != "deleted" and not is_test_file(c.path) and (text := snap.text(c.path)) is not None}
         self.last = GateFacts(digest=snap.digest, results=results, blocking=blocking, preexisting=preexisting,
                               tampered=tampered, unchanged=unchanged, change_requested=self.change_requested,
-                              plan_empty=self.plan.empty, feedback=render_feedback(blocking, preexisting))
+                              plan_empty=self.plan.empty, feedback=render_feedback(blocking, preexisting),
+                              contract=contract_text(self.task, changed))
         return self.last
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:

@@ -1,0 +1,127 @@
+"""What the docs promise: when a task says a function must do what its comment or docstring says,
+the checks passing is not yet the whole evidence.
+
+Why: measured on Qwen2.5-Coder-1.5B (js-implement-function, "implement them as their comments
+describe"), the model wrote chunk() so that `npm test` passed and keel reported the task complete,
+while the comment's "`size` must be a positive integer (RangeError otherwise)" was not done: 1.5
+gave no error. The tests do not check every sentence of a comment; the task made the comment part of
+what "done" means. So before such a claim stands, the model is shown the comment of each function the
+task names, in the files it changed, and asked once to check its code against it (the decider's
+``contract_review`` pushback). It is asked once: keel cannot run a comment, and a claim made again
+after reading it is judged by the checks as usual.
+
+Pure core: ``points_at_docs`` (the task), ``named_functions`` (the task), ``doc_comments`` (one file's
+text) and ``contract_text`` (all of them). Linear time on any input (tests/linear_text_cases.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+
+MAX_DOC_CHARS = 500        # of one function's comment, shown
+MAX_FUNCTIONS = 4          # shown in one review
+MAX_FILE_CHARS = 256_000   # a bigger file is not read for comments
+
+_DOCS = re.compile(r"\b(?:doc ?strings?|doc[- ]comments?|comments?|documentation|documented|javadoc|jsdoc)\b",
+                   re.IGNORECASE)
+# "as the docstring says", "the docstring says what it should do", "as their comments describe", "as documented"
+_SAYS = re.compile(r"\b(?:says?|describes?|described|promises?|specif(?:y|ies)|documented|according to|"
+                   r"as (?:its|their|the) )\b", re.IGNORECASE)
+_CALLED = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*)\(\)")   # stats.summarize(): summarize
+_JS_DECL = re.compile(r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\s*\*?\s*([A-Za-z_$][\w$]*)"
+                      r"|(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=|(?:static\s+)?([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*\{)")
+_JS_EXTS = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".mts", ".cts")
+
+
+def points_at_docs(task: str) -> bool:
+    """Whether the task makes a comment or docstring part of what must be done."""
+    return bool(_DOCS.search(task)) and bool(_SAYS.search(task))
+
+
+def named_functions(task: str) -> list[str]:
+    """The functions a task names as ``name()`` (``stats.summarize()`` names summarize), in order."""
+    seen: list[str] = []
+    for m in _CALLED.finditer(task):
+        name = m.group(1)
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+def doc_comments(path: str, text: str) -> dict[str, str]:
+    """Function name -> its docstring (Python) or the ``/** … */`` block right above it (JS/TS),
+    whitespace collapsed; functions without one are left out."""
+    if len(text) > MAX_FILE_CHARS:
+        return {}
+    if path.endswith(".py"):
+        return _python_docs(text)
+    if path.endswith(_JS_EXTS):
+        return _js_docs(text)
+    return {}
+
+
+def _python_docs(text: str) -> dict[str, str]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    docs: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (doc := ast.get_docstring(node)):
+            docs.setdefault(node.name, " ".join(doc.split()))
+    return docs
+
+
+def _js_docs(text: str) -> dict[str, str]:
+    """A line scanner: a ``/**`` block, then the next non-blank line must declare the function."""
+    docs: dict[str, str] = {}
+    block: list[str] | None = None
+    pending: str | None = None   # a finished block waiting for its declaration
+    for line in text.splitlines():
+        stripped = line.strip()
+        if block is not None:
+            end = stripped.find("*/")
+            block.append(stripped[:end] if end >= 0 else stripped)
+            if end >= 0:
+                pending, block = _js_block_text(block), None
+            continue
+        if stripped.startswith("/**"):
+            rest = stripped[3:]
+            end = rest.find("*/")
+            if end >= 0:
+                pending = _js_block_text([rest[:end]])
+            else:
+                block = [rest]
+            continue
+        if not stripped:
+            continue
+        if pending and (m := _JS_DECL.match(line)):
+            name = m.group(1) or m.group(2) or m.group(3)
+            if name and name not in ("if", "for", "while", "switch", "catch", "function"):
+                docs.setdefault(name, pending)
+        pending = None
+    return docs
+
+
+def _js_block_text(lines: list[str]) -> str:
+    return " ".join(" ".join(line.lstrip("*").strip() for line in lines).split())
+
+
+def contract_text(task: str, files: Mapping[str, str]) -> str:
+    """The review's body: for each function the task names whose comment is in ``files`` (the source
+    files the run changed: path -> text), where it is and what its comment says; "" when the task
+    does not point at docs or no such comment is found."""
+    if not points_at_docs(task):
+        return ""
+    wanted = named_functions(task)
+    lines: list[str] = []
+    for path in sorted(files):
+        docs = doc_comments(path, files[path])
+        for name in wanted:
+            if name in docs and len(lines) < MAX_FUNCTIONS:
+                doc = docs[name]
+                doc = doc if len(doc) <= MAX_DOC_CHARS else doc[: MAX_DOC_CHARS - 1] + "…"
+                lines.append(f"- {name} in {path}: {doc}")
+    return "\n".join(lines)

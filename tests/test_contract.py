@@ -1,0 +1,127 @@
+"""When the task makes a comment or docstring part of "done", the model checks its code against it
+once before the claim stands (keel.verify.contract; the decider's contract_review pushback).
+
+Measured on Qwen2.5-Coder-1.5B (js-implement-function): `npm test` passed and keel said complete,
+while the comment's "`size` must be a positive integer (RangeError otherwise)" was not done."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import call, make_repo
+
+from keel.testing.server import ScriptedEngineServer
+from keel.verify.contract import MAX_DOC_CHARS, contract_text, doc_comments, named_functions, points_at_docs
+
+COLLECTIONS = '''"use strict";
+
+/**
+ * Split `items` into arrays of `size` elements.
+ * `size` must be a positive integer (RangeError otherwise).
+ */
+function chunk(items, size) {
+  throw new Error("not implemented");
+}
+
+/** The items without duplicates. */
+const unique = (items) => [...new Set(items)];
+
+class Bag {
+  /**
+   * Add one item; a null item is refused with a TypeError.
+   */
+  add(item) {
+    this.items.push(item);
+  }
+}
+
+/** Not above a declaration: a note on the exports. */
+module.exports = { chunk, unique, Bag };
+'''
+
+
+@pytest.mark.parametrize(("task", "points"), [
+    ("Implement them as their comments describe; the tests are in collections.test.js", True),
+    ("Fix it so an empty hour gives count 0 and None for the rest, as the docstring says.", True),
+    ("Please implement parse_duration() in durations.py — the docstring says what it should do.", True),
+    ("Make chunk() behave as documented in its JSDoc.", True),
+    ("The add() function in calc.py returns the wrong result.", False),
+    ("Remove the stale comments in app.py.", False),           # comments, but not as the spec
+    ("The README says the port is 8080; make the server use it.", False),   # says, but no comment
+])
+def test_which_tasks_make_a_comment_the_spec(task: str, points: bool):
+    assert points_at_docs(task) is points
+
+
+def test_the_functions_a_task_names():
+    assert named_functions("chunk() and groupBy(), then chunk() again; stats.summarize() too") == \
+        ["chunk", "groupBy", "summarize"]
+    assert named_functions("no calls here, nor a bare name or f(x)") == []
+
+
+def test_js_doc_blocks_belong_to_the_declaration_right_below():
+    docs = doc_comments("collections.js", COLLECTIONS)
+    assert docs == {"chunk": "Split `items` into arrays of `size` elements. `size` must be a positive integer "
+                             "(RangeError otherwise).",
+                    "unique": "The items without duplicates.",
+                    "add": "Add one item; a null item is refused with a TypeError."}
+
+
+def test_python_docstrings_and_files_that_do_not_parse():
+    text = 'def f(n):\n    """Twice n.\n\n    Raises ValueError for a negative n.\n    """\n    return 2 * n\n\n' \
+           'def g():\n    return 1\n'
+    assert doc_comments("m.py", text) == {"f": "Twice n. Raises ValueError for a negative n."}
+    assert doc_comments("m.py", "def f(:\n") == {} and doc_comments("notes.txt", text) == {}
+
+
+def test_the_review_lists_the_named_functions_comments_in_the_changed_files():
+    task = "collections.js has two stubs, chunk() and groupBy(). Implement them as their comments describe."
+    text = contract_text(task, {"collections.js": COLLECTIONS})
+    assert text == ("- chunk in collections.js: Split `items` into arrays of `size` elements. `size` must be a "
+                    "positive integer (RangeError otherwise).")   # groupBy has no comment here; unique is not named
+    assert contract_text("Implement chunk() so the tests pass.", {"collections.js": COLLECTIONS}) == ""
+    long = '"""' + "word " * 400 + '"""'
+    shown = contract_text("f() as its docstring says", {"m.py": f"def f():\n    {long}\n"})
+    assert len(shown) <= MAX_DOC_CHARS + len("- f in m.py: ") and shown.endswith("…")
+
+
+# ---- in a run: the real CLI over the scripted server ----------------------------------------------
+
+DOUBLE = 'def double(n):\n    """Twice n. A negative n raises ValueError."""\n    raise NotImplementedError\n'
+TEST_DOUBLE = "from mathx import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+STRICT = ('def double(n):\n    """Twice n. A negative n raises ValueError."""\n    if n < 0:\n'
+          '        raise ValueError(n)\n    return 2 * n\n')
+
+
+def _run(run_keel, repo: Path, task: str, script: list[dict]) -> tuple[object, list[dict]]:
+    with ScriptedEngineServer(script) as server:
+        r = run_keel("run", task, "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
+                     "--output-format", "json", timeout=120)
+        return r, server.requests
+
+
+def test_a_claim_is_checked_once_against_the_docstring_the_task_points_at(tmp_path: Path, run_keel):
+    repo = make_repo(tmp_path / "repo", {"mathx.py": DOUBLE, "test_mathx.py": TEST_DOUBLE})
+    script = [{"tool_calls": [call("edit_file", path="mathx.py", old_text="    raise NotImplementedError", new_text="    return 2 * n")]},
+              {"tool_calls": [call("finish", summary="double() doubles; the test passes")]},
+              {"tool_calls": [call("edit_file", path="mathx.py", old_text="    return 2 * n",
+                                              new_text="    if n < 0:\n        raise ValueError(n)\n    return 2 * n")]},
+              {"tool_calls": [call("finish", summary="double() doubles and refuses a negative n")]}]
+    r, requests = _run(run_keel, repo, "Implement double() in mathx.py as its docstring says.", script)
+    assert r.code == 0, r.stdout + r.stderr
+    review = requests[2]["messages"][-1]
+    assert review["role"] == "user" and "- double in mathx.py: Twice n. A negative n raises ValueError." in \
+        review["content"] and "The checks pass." in review["content"]
+    assert r.result["stop_reason"] == "complete" and (repo / "mathx.py").read_text() == STRICT
+    kinds = [e.get("pushback_kind") for e in r.events() if e["type"] == "decision"]
+    assert kinds.count("contract_review") == 1
+
+
+def test_without_a_pointer_to_the_docs_the_passing_checks_decide(tmp_path: Path, run_keel):
+    repo = make_repo(tmp_path / "repo", {"mathx.py": DOUBLE, "test_mathx.py": TEST_DOUBLE})
+    script = [{"tool_calls": [call("edit_file", path="mathx.py", old_text="    raise NotImplementedError", new_text="    return 2 * n")]},
+              {"tool_calls": [call("finish", summary="double() doubles")]}]
+    r, requests = _run(run_keel, repo, "Implement double() in mathx.py so test_mathx.py passes.", script)
+    assert r.code == 0, r.stdout + r.stderr
+    assert r.result["stop_reason"] == "complete" and len(requests) == 2
