@@ -158,7 +158,10 @@ def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str |
         graded = grade(case, workspace)
         metrics = run_metrics(run.result, run.events)
         cuts = sum(1 for e in run.events if e.get("type") == "model_call" and e.get("finish_reason") == "length")
-        phase_cols = {"phases": phases(run.events)} if agent != "mini-swe-agent" else {}
+        phase_cols = {"phases": phases(run.events), "acted": acted(run.events)} if agent != "mini-swe-agent" else {}
+        if args.logs and run.log_text:   # the run's events, for reading it later without its workspace
+            args.logs.mkdir(parents=True, exist_ok=True)
+            (args.logs / f"{case_id}.{agent}{'.' + variant if variant else ''}.jsonl").write_text(run.log_text)
         threads = next((e.get("engine_setup", {}).get("threads") for e in run.events
                         if e.get("type") == "session_start"), None)
         return {"case": case_id, "agent": agent, **({"variant": variant, "threads": threads} if variant else {}),
@@ -172,6 +175,29 @@ def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str |
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def acted(events: list[dict[str, Any]]) -> dict[str, int]:
+    """How often each of issue 25's rules acted in a keel run (from its events): variant requests (and
+    those that took tools away), change_file's changes made in a file other than the one named (a
+    rename carried, a test's change redirected), and contract reviews. A run where none acted is, at
+    temperature 0, the run the code without those rules makes."""
+    calls = [e for e in events if e.get("type") == "model_call"]
+    named: dict[int, set[str]] = {}
+    for e in events:
+        if e.get("type") == "tool_call" and e.get("name") == "change_file":
+            with contextlib.suppress(json.JSONDecodeError, AttributeError):
+                named.setdefault(e.get("step", 0), set()).add(str(json.loads(e.get("arguments") or "{}").get("path")))
+
+    def other(e: dict[str, Any]) -> bool:   # the model may name the file by its absolute path
+        path = str(e.get("path"))
+        return not any(n == path or n.endswith("/" + path) for n in named.get(e.get("step", 0), set()))
+
+    return {"variants": sum(1 for e in calls if e.get("variant")),
+            "avoided": sum(1 for e in calls if (e.get("variant") or {}).get("avoid")),
+            "other_file_edits": sum(1 for e in events if e.get("type") == "change_request" and other(e)),
+            "contract_reviews": sum(1 for e in events if e.get("type") == "decision"
+                                    and e.get("pushback_kind") == "contract_review")}
 
 
 def phases(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -312,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out", type=Path, help="append each row as a JSON line here")
     p.add_argument("--keep", action="store_true", help="keep the workspaces")
+    p.add_argument("--logs", type=Path, help="save each keel run's events log in this folder")
     p.add_argument("--first-reply", type=int, default=0, metavar="N",
                    help="measure N rounds of warm starts (prefix cache off / empty / filled) instead")
     p.add_argument("--compare", action="store_true",
