@@ -24,6 +24,7 @@ from keel.loop.variety import (
     STRUCK,
     Variant,
     Variety,
+    called_tools,
     fingerprint,
     next_variant,
     turned_down,
@@ -79,6 +80,20 @@ def test_next_variant(print_, why_now, earlier, repeats, expected):
 def test_a_variant_avoids_the_tools_the_repeated_reply_called(called, offered, avoid):
     assert next_variant(A, REFUSED, {A: REFUSED}, 0, called, offered) == Variant(1, "repeats a refused reply", avoid)
     assert next_variant(A, None, {A: REFUSED}, 0, called, offered) == NORMAL   # went through: nothing avoided
+
+
+@pytest.mark.parametrize("content, why, expected", [
+    ('```json\n{"name": "change_file", "arguments": {"path": "leap.py", "change": "Replace the line', CUT,
+     ["change_file"]),
+    ("<tool_call>\n<function=edit_file>\n<parameter=path>\na.py", CUT, ["edit_file"]),   # Qwen3-Coder's form
+    ('{"name": "rm_rf", "arguments": {}} {"name": "read_file"', CUT, ["read_file"]),      # only offered tools
+    ('{"name": "read_file", "arguments": {"path": "x"}}', REFUSED, []),   # not cut: parsed calls only
+    ("I will now " + "think " * 200 + '{"name": "read_file"', CUT, []),  # past the head: not a call's start
+])
+def test_the_tools_a_cut_reply_was_calling(content, why, expected):
+    offered = ["read_file", "edit_file", "change_file", "finish"]
+    assert called_tools([], content, why, offered) == expected
+    assert called_tools(["finish"], content, why, offered) == ["finish"]   # parsed calls come first
 
 
 def test_fingerprint_ignores_whitespace_and_argument_order_but_not_content_or_call_order():
@@ -218,6 +233,18 @@ def test_the_scripted_model_and_keel_log_see_what_a_variant_avoids(tmp_path):
     assert [r.get("avoid") for r in model.requests] == [None, None, ["echo"]]
     line = event_line([e for e in events if e["type"] == "model_call"][2], events[0]["ts"])
     assert "variant 1 (temperature None, seed None, without echo)" in line
+
+
+def test_a_runaway_call_cut_again_is_not_offered_to_the_variant_request(tmp_path):
+    """py-write-tests on the 1.5B: the same runaway change_file was cut four times in a row, the last
+    two at temperature 0.5: the tool a cut reply was calling is taken away too."""
+    runaway = {"content": '{"name": "echo", "arguments": {"text": "' + "again and again, " * 400,
+               "finish_reason": "length"}
+    script = [runaway, runaway, {"tool_calls": [call("finish", summary="Could not echo.")]}]
+    _, bodies, events = run_over_http(script, tmp_path)
+    assert [[t["function"]["name"] for t in b["tools"]] for b in bodies] == \
+        [["echo", "finish"], ["echo", "finish"], ["finish"]]
+    assert variants(events)[3]["avoid"] == ["echo"] and variants(events)[3]["why"] == "repeats a cut reply"
 
 
 def test_a_normal_run_sends_the_configured_sampling_every_time(tmp_path):

@@ -21,7 +21,7 @@ from keel.loop import limits as lim
 from keel.loop.decider import Decision, TurnOutcome, decide
 from keel.loop.repetition import UNGUARDED, RepetitionGuard, Skip, canonical_call, ran_again_text
 from keel.loop.result import RunResult
-from keel.loop.variety import NORMAL, Variant, Variety, fingerprint, turned_down, variant_json
+from keel.loop.variety import NORMAL, Variant, Variety, called_tools, fingerprint, turned_down, variant_json
 from keel.tools.base import BudgetLeft, Tool, ToolContext, ToolResult
 from keel.tools.registry import ToolRegistry
 
@@ -103,9 +103,9 @@ class Runner:
                 pushback = decision.pushback
                 why = turned_down(cut=outcome.truncated or bool(outcome.cut_reason), pushed_back=pushback is not None,
                                   struck=struck, invalid=invalid, progress=outcome.progress)
+                called = called_tools((c.name for c in turn.tool_calls), turn.content, why, self.state.tools)
                 variant = variety.after_reply(fingerprint(turn.content, ((c.name, c.arguments)
-                                                                         for c in turn.tool_calls)), why,
-                                              (c.name for c in turn.tool_calls))
+                                                                         for c in turn.tool_calls)), why, called)
                 self._saved(messages, decision)
                 if self.after_step is not None and not decision.stop and not self.after_step(self.steps):
                     return self._result(messages, started, "incomplete", "interrupted", summary)
