@@ -12,7 +12,17 @@ import pytest
 from conftest import call, make_repo
 
 from keel.testing.server import ScriptedEngineServer
-from keel.verify.contract import MAX_DOC_CHARS, contract_text, doc_comments, named_functions, points_at_docs
+from keel.verify.contract import (
+    MAX_DOC_CHARS,
+    Promise,
+    contract_text,
+    doc_comments,
+    named_functions,
+    points_at_docs,
+    promises,
+    review_text,
+    rules,
+)
 
 COLLECTIONS = '''"use strict";
 
@@ -84,6 +94,22 @@ def test_the_review_lists_the_named_functions_comments_in_the_changed_files():
     long = '"""' + "word " * 400 + '"""'
     shown = contract_text("f() as its docstring says", {"m.py": f"def f():\n    {long}\n"})
     assert len(shown) <= MAX_DOC_CHARS + len("- f in m.py: ") and shown.endswith("…")
+
+
+def test_the_rules_of_a_comment_and_the_next_call_that_carries_them():
+    doc = ("Split `items` into arrays of `size` elements; the last one may be shorter. chunk([1, 2, 3], 2) -> "
+           "[[1, 2], [3]]. `size` must be a positive integer (RangeError otherwise). The input array is not modified.")
+    assert rules(doc) == ("`size` must be a positive integer (RangeError otherwise).", "The input array is not modified.")
+    found = promises("Implement chunk() as its comment describes.", {"c.js": f"/** {doc} */\nfunction chunk(items, size) {{}}\n"})
+    assert found == (Promise("chunk", "c.js", doc, rules(doc)),)
+    text = review_text(found, change_tool=True)
+    assert text.splitlines()[0] == f"- chunk in c.js: {doc}"
+    assert text.splitlines()[-1] == ('If your code does not do all of that, a good next call: change_file with {"path": '
+                                     '"c.js", "change": "chunk: `size` must be a positive integer (RangeError '
+                                     'otherwise). The input array is not modified."}')
+    assert "good next call" not in review_text(found, change_tool=False)   # edit_file: no note to suggest
+    no_rules = (Promise("f", "m.py", "Twice n.", ()),)
+    assert review_text(no_rules, change_tool=True) == "- f in m.py: Twice n."
 
 
 # ---- in a run: the real CLI over the scripted server ----------------------------------------------

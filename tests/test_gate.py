@@ -13,6 +13,7 @@ import pytest
 from keel.core.state import TaskState
 from keel.loop.decider import TurnOutcome, decide
 from keel.loop.limits import Consumed, Limits
+from keel.verify.contract import Promise
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckSet, PlannedCheck
 from keel.verify.task import task_requests_change
@@ -37,6 +38,7 @@ def facts(*results: CheckOutcome, baseline: Baseline | None = None, unchanged: b
 
 
 ADD = "add a mul(a, b) function to calc.py"
+PROMISE = Promise("f", "a.py", "Twice n. A negative n raises ValueError.", ("A negative n raises ValueError.",))
 OLD_FAILURE = Baseline("d0", {"python -m pytest -q": ("test_x.py::test_old",)})
 
 SPLIT_CASES = [
@@ -143,13 +145,13 @@ DECIDE_CASES = [
     ("nothing to run: the changed file's run failed", FINISH, GateFacts("d1", plan_empty=True),
      gate_state(own_check=("python app.py", 1)), "continue", "unverified"),
     ("checks pass, the task makes a comment the spec: check it once", FINISH,
-     dataclasses.replace(facts(ran(TESTS, 0)), contract="- f in a.py: raises ValueError"), gate_state(),
+     dataclasses.replace(facts(ran(TESTS, 0)), contract=(PROMISE,)), gate_state(),
      "continue", "contract_review"),
     ("the comment was shown: the checks decide", FINISH,
-     dataclasses.replace(facts(ran(TESTS, 0)), contract="- f in a.py: raises ValueError"),
+     dataclasses.replace(facts(ran(TESTS, 0)), contract=(PROMISE,)),
      gate_state(pushbacks={"contract_review": 1}), "stop", "complete"),
     ("failing checks come before the comment", FINISH,
-     dataclasses.replace(facts(ran(TESTS, 1)), contract="- f in a.py: raises ValueError"), gate_state(),
+     dataclasses.replace(facts(ran(TESTS, 1)), contract=(PROMISE,)), gate_state(),
      "continue", "verification_failed"),
 ]
 

@@ -25,6 +25,7 @@ from typing import Literal
 from keel.core.state import TaskState
 from keel.loop.limits import Consumed, Limits, exceeded_limit
 from keel.loop.pushback import pushback_text
+from keel.verify.contract import review_text
 from keel.verify.gate import GateFacts
 from keel.verify.task import task_requests_change
 
@@ -160,8 +161,8 @@ def _judge_claim(facts: GateFacts | None, state: TaskState, limits: Limits) -> D
         if facts.status == "no_checks" and state.files_changed and \
                 not state.fresh_verification(exercising_changes=True):
             return _push("unverified", state, "no_plan")  # nothing keel could run: a run of the changed code must do
-        if facts.contract and not state.pushback_counts["contract_review"]:
-            return _push("contract_review", state, facts.contract)   # once: the tests do not run a comment
+        if facts.contract and not state.pushback_counts["contract_review"]:   # once: the tests do not run a comment
+            return _push("contract_review", state, review_text(facts.contract, "change_file" in state.tools))
         return Decision("stop", "complete")
     if any(state.repair_rounds[key] >= limits.max_repair_rounds for key in facts.round_keys):
         return Decision("stop", "limit:verification")

@@ -92,9 +92,8 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
     facts = f"\n{detail}" if detail else ""
     if kind == "contract_review":   # asked once (keel.verify.contract)
         return ("The checks pass. The task also says the code must do what these comments say, and the tests "
-                "do not check every sentence of them:" + facts + "\nRead your code against each sentence: every "
-                "rule, error and example. If something differs, change the code and finish again; if it all "
-                "holds, call finish again.")
+                "do not check every sentence of them. Read your code against each sentence: every rule, error "
+                "and example; if it all holds, call finish again." + facts)   # a concrete next call comes last
     if kind == "no_change":
         return [
             "The task asks for a change, but no file in the workspace has changed: describing a fix is not "

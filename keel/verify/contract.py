@@ -10,19 +10,26 @@ task names, in the files it changed, and asked once to check its code against it
 ``contract_review`` pushback). It is asked once: keel cannot run a comment, and a claim made again
 after reading it is judged by the checks as usual.
 
+Shown the comments alone, the 1.5B model sent its first change_file again and finished; so the review
+ends with one concrete next call when change_file is offered: a change whose note is the comment's
+rules (its sentences that say must, otherwise, raises, only …), which the editor request then follows.
+
 Pure core: ``points_at_docs`` (the task), ``named_functions`` (the task), ``doc_comments`` (one file's
-text) and ``contract_text`` (all of them). Linear time on any input (tests/linear_text_cases.py).
+text), ``promises`` (all of them) and ``review_text``. Linear time on any input (tests/linear_text_cases.py).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 MAX_DOC_CHARS = 500        # of one function's comment, shown
 MAX_FUNCTIONS = 4          # shown in one review
 MAX_FILE_CHARS = 256_000   # a bigger file is not read for comments
+MAX_NOTE_CHARS = 300       # the suggested change's note (change_file takes up to 600)
 
 _DOCS = re.compile(r"\b(?:doc ?strings?|doc[- ]comments?|comments?|documentation|documented|javadoc|jsdoc)\b",
                    re.IGNORECASE)
@@ -33,6 +40,19 @@ _CALLED = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*)\(\)")   # stats.summarize():
 _JS_DECL = re.compile(r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\s*\*?\s*([A-Za-z_$][\w$]*)"
                       r"|(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=|(?:static\s+)?([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*\{)")
 _JS_EXTS = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".mts", ".cts")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_RULE = re.compile(r"\b(?:must|shall|should|otherwise|raises?|throws?|error|errors|only|never|not|no|"
+                   r"positive|negative|integer|at least|at most|unchanged|modified|empty|order)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Promise:
+    """One function's comment that the task makes part of "done"."""
+
+    name: str
+    path: str
+    doc: str
+    rules: tuple[str, ...]   # its sentences that state a rule (must, otherwise, raises, only …)
 
 
 def points_at_docs(task: str) -> bool:
@@ -109,19 +129,40 @@ def _js_block_text(lines: list[str]) -> str:
     return " ".join(" ".join(line.lstrip("*").strip() for line in lines).split())
 
 
-def contract_text(task: str, files: Mapping[str, str]) -> str:
-    """The review's body: for each function the task names whose comment is in ``files`` (the source
-    files the run changed: path -> text), where it is and what its comment says; "" when the task
-    does not point at docs or no such comment is found."""
+def rules(doc: str) -> tuple[str, ...]:
+    """The sentences of a comment that state a rule, in order."""
+    return tuple(s for s in _SENTENCE_END.split(doc) if _RULE.search(s))
+
+
+def promises(task: str, files: Mapping[str, str]) -> tuple[Promise, ...]:
+    """For each function the task names whose comment is in ``files`` (the source files the run
+    changed: path -> text), its promise; none when the task does not point at docs."""
     if not points_at_docs(task):
-        return ""
+        return ()
     wanted = named_functions(task)
-    lines: list[str] = []
+    found: list[Promise] = []
     for path in sorted(files):
         docs = doc_comments(path, files[path])
         for name in wanted:
-            if name in docs and len(lines) < MAX_FUNCTIONS:
-                doc = docs[name]
-                doc = doc if len(doc) <= MAX_DOC_CHARS else doc[: MAX_DOC_CHARS - 1] + "…"
-                lines.append(f"- {name} in {path}: {doc}")
+            if name in docs and len(found) < MAX_FUNCTIONS:
+                doc = docs[name] if len(docs[name]) <= MAX_DOC_CHARS else docs[name][: MAX_DOC_CHARS - 1] + "…"
+                found.append(Promise(name, path, doc, rules(doc)))
+    return tuple(found)
+
+
+def review_text(found: Sequence[Promise], change_tool: bool) -> str:
+    """The review's body: each function's comment, then (``change_tool``: change_file is offered) one
+    change_file call whose note is the first function's rules."""
+    lines = [f"- {p.name} in {p.path}: {p.doc}" for p in found]
+    first = next((p for p in found if p.rules), None)
+    if change_tool and first is not None:
+        note = f"{first.name}: " + " ".join(first.rules)
+        note = note if len(note) <= MAX_NOTE_CHARS else note[: MAX_NOTE_CHARS - 1] + "…"
+        lines.append("If your code does not do all of that, a good next call: change_file with "
+                     + json.dumps({"path": first.path, "change": note}, ensure_ascii=False))
     return "\n".join(lines)
+
+
+def contract_text(task: str, files: Mapping[str, str]) -> str:
+    """``review_text`` without a suggested call, from the task and the changed files."""
+    return review_text(promises(task, files), change_tool=False)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from keel.outputs.summarize import failing_ids_new
+from keel.verify.contract import Promise
 from keel.verify.plan import CATEGORY_ORDER, PlannedCheck
 from keel.verify.task import task_concerns
 
@@ -73,7 +74,7 @@ class GateFacts:
     change_requested: bool = True      # the task asks for a change (see keel.verify.task)
     plan_empty: bool = False           # nothing to run: the project declares no check keel can find
     feedback: str = ""                 # failure summaries for the pushback, already rendered
-    contract: str = ""                 # the comments the task makes part of "done" (keel.verify.contract)
+    contract: tuple[Promise, ...] = ()  # the comments the task makes part of "done" (keel.verify.contract)
 
     @property
     def blocking_categories(self) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from keel.core.events import data_dir
 from keel.outputs.summarize import summarize_failure, summarize_missing_output
 from keel.tools.base import CheckRun, ToolContext
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
-from keel.verify.contract import contract_text
+from keel.verify.contract import promises
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckSet, PlannedCheck
 from keel.verify.related import narrows_by_path, related_python_tests
@@ -134,7 +134,7 @@ class Verifier:
         self.last = GateFacts(digest=snap.digest, results=results, blocking=blocking, preexisting=preexisting,
                               tampered=tampered, unchanged=unchanged, change_requested=self.change_requested,
                               plan_empty=self.plan.empty, feedback=render_feedback(blocking, preexisting),
-                              contract=contract_text(self.task, changed))
+                              contract=promises(self.task, changed))
         return self.last
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:
