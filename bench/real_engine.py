@@ -136,10 +136,20 @@ def llama_server(args: argparse.Namespace):
         log.close()
 
 
+def run_dir(case_id: str) -> Path:
+    """The same folder for every run of a case: its path is in the prompts (the workspace, check logs),
+    and a random one made a case's runs differ at temperature 0 — the 1.5B model's first call changed
+    with the path's tokens alone, so two arms of a comparison differed where no rule of theirs acted."""
+    tmp = Path(tempfile.gettempdir()) / "keel-real" / case_id
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
 def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str | None,
              variant: str | None = None) -> dict[str, Any]:
     case = load_case(ROOT / "evals" / case_id)
-    tmp = Path(tempfile.mkdtemp(prefix=f"keel-real-{case_id}-"))
+    tmp = run_dir(case_id)
     started = time.monotonic()
     try:
         workspace = materialize(case, tmp / "workspace")
