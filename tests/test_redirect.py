@@ -168,6 +168,14 @@ def _small_profile(env: dict[str, str]) -> None:
     config.write_text('[engine]\nprofile = "small"\n')
 
 
+def _fix_the_failing_test(run_keel, repo: Path, script: list[dict]):
+    with ScriptedEngineServer(script) as server:
+        r = run_keel("run", "fix the failing test", "--cwd", str(repo), "--base-url", server.base_url,
+                     "--model", "scripted", "--output-format", "json", timeout=120)
+    assert r.code == 0, r.stderr
+    return r, server.requests
+
+
 def test_a_change_aimed_at_a_test_of_one_module_is_made_in_that_module_from_the_task(
         tmp_path: Path, run_keel, keel_env: dict[str, str]):
     """The 1.5B model sent a change_file of the test three times after being told which module to
@@ -178,11 +186,7 @@ def test_a_change_aimed_at_a_test_of_one_module_is_made_in_that_module_from_the_
               {"tool_calls": [call("change_file", path="test_calc.py", change="expect the result add returns")]},
               {"content": f"```python\n{FIXED}```\n"},   # the editor request: for calc.py
               {"tool_calls": [call("finish", summary="add() adds; the test passes")]}]
-    with ScriptedEngineServer(script) as server:
-        r = run_keel("run", "fix the failing test", "--cwd", str(repo), "--base-url", server.base_url,
-                     "--model", "scripted", "--output-format", "json", timeout=120)
-        requests = server.requests
-    assert r.code == 0, r.stderr
+    r, requests = _fix_the_failing_test(run_keel, repo, script)
     editor = requests[2]["messages"][-1]["content"]
     assert "calc.py" in editor and "def add(a, b):" in editor and "fix the failing test" in editor
     assert "expect the result add returns" not in editor   # the model's test edit is not the request
@@ -204,11 +208,7 @@ def test_a_test_of_two_modules_is_refused_with_both_named_and_the_failing_assert
               {"tool_calls": [call("change_file", path="calc.py", change="add must add its arguments")]},
               {"content": f"```python\n{FIXED}```\n"},
               {"tool_calls": [call("finish", summary="add() adds; the test passes")]}]
-    with ScriptedEngineServer(script) as server:
-        r = run_keel("run", "fix the failing test", "--cwd", str(repo), "--base-url", server.base_url,
-                     "--model", "scripted", "--output-format", "json", timeout=120)
-        requests = server.requests
-    assert r.code == 0, r.stderr
+    r, requests = _fix_the_failing_test(run_keel, repo, script)
     text = requests[1]["messages"][-1]["content"]
     assert "test_calc.py holds the project's tests" in text
     assert "The code it tests is in calc.py (imported: add) and fmt.py (imported: show)." in text

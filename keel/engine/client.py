@@ -19,18 +19,10 @@ from typing import Any
 
 from keel.engine import sse
 from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
-from keel.engine.constrain import http_tool_choice, is_refusal, refusal_notice
+from keel.engine.constrain import http_tool_choice, is_refusal, narrowed, refusal_notice
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.retry import backoff_delay, parse_retry_after
-from keel.engine.types import (
-    AssistantTurn,
-    DeltaCallback,
-    EngineError,
-    StreamDelta,
-    Usage,
-    narrowed,
-    variant_sampling,
-)
+from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
 
 # The first call learns whether anything listens at all; a refused or silent port should say
 # so within seconds, not after the 300 s read timeout meant for long generations.

@@ -21,6 +21,7 @@ there yet); an explicit ``[engine] tool_choice`` other than "auto" is the user's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 FINISH_TOOL = "finish"
@@ -55,3 +56,11 @@ def refusal_notice(error: str) -> str:
     return (f'{error} — tool_choice "required" is not supported by this server; retrying without it, and '
             "constrained tool calls stay off for the rest of this session (they need vLLM >= 0.8.3 or "
             "llama.cpp's server with --jinja)")
+
+
+def narrowed(tools: list[dict[str, Any]], avoid: Iterable[str]) -> list[dict[str, Any]]:
+    """The tools a variant request's reply may call: ``tools`` without those named in ``avoid``
+    (all of them when that would leave none; keel.loop.variety)."""
+    names = set(avoid)
+    kept = [t for t in tools if t.get("function", {}).get("name") not in names]
+    return kept or tools

@@ -21,22 +21,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from keel.engine.constrain import offers_finish
+from keel.engine.constrain import narrowed, offers_finish
 from keel.engine.local_cpu import ThreadFit, model_params, read_cpuinfo, use_extra_buffers
 from keel.engine.local_draft import DraftStats, greedy_tokens
 from keel.engine.local_prefix import DiskPrefix, static_prefix_len
 from keel.engine.prefix_cache import PrefixCache
 from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
 from keel.engine.runaway import ReplyCut
-from keel.engine.types import (
-    AssistantTurn,
-    DeltaCallback,
-    EngineError,
-    StreamDelta,
-    Usage,
-    narrowed,
-    variant_sampling,
-)
+from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
 
 # Per reply, far below the HTTP default of 4096: on a laptop CPU a small model makes 2–20
 # tokens/s, so 4096 tokens is minutes to hours; a tool call or a short answer needs a few hundred.

@@ -5,7 +5,7 @@ Kept free of I/O so that every layer can import them without side effects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -124,19 +124,11 @@ def variant_sampling(temperature: float, seed: int | None, variant: int) -> tupl
     return max(temperature, VARIANT_TEMPERATURE), (seed + variant if seed is not None else variant)
 
 
-def narrowed(tools: list[dict[str, Any]], avoid: Iterable[str]) -> list[dict[str, Any]]:
-    """The tools a variant request's reply may call: ``tools`` without those named in ``avoid``
-    (all of them when that would leave none)."""
-    names = set(avoid)
-    kept = [t for t in tools if t.get("function", {}).get("name") not in names]
-    return kept or tools
-
-
 class Engine(Protocol):
     """The narrow seam between the loop and any model: one call, one assembled turn.
 
     ``variant`` > 0 asks for this one request to be sampled differently (``variant_sampling``), and
-    ``avoid`` names tools its reply may not call (``narrowed``). In process the prompt still shows
+    ``avoid`` names tools its reply may not call (``keel.engine.constrain.narrowed``). In process the prompt still shows
     every tool and only the grammar narrows (the cached prefix stays); over HTTP the narrowed list
     is sent, as the API has no "any tool but these". The loop passes them only when set, so an engine without them
     still serves normal runs."""
