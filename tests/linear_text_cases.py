@@ -29,7 +29,7 @@ from keel.outputs.summarize import summarize_failure
 from keel.tools.edit_lines import collapse, lenient, strong_key
 from keel.tools.edit_match import find_edit
 from keel.verify.acceptance import acceptance_from_task, looks_like_command
-from keel.verify.contract import contract_text, doc_comments
+from keel.verify.contract import doc_comments, promises, review_text
 from keel.verify.detect.agents_md import commands_in_markdown
 from keel.verify.detect.commands import categorize, context_category, mentions_check
 from keel.verify.detect.makefile import parse_rules
@@ -130,8 +130,8 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "rename.renames_in (task and change note)": renames_in,
     "redirect.modules_under_test (test file text)": lambda t: modules_under_test("test_a.py", t, {"a.py", "b.py"}),
     "contract.doc_comments (a JS file)": lambda t: doc_comments("a.js", t),
-    "contract.contract_text (the task, a Python file)": lambda t: contract_text(t + " as the docstring says f()",
-                                                                                 {"a.py": t}),
+    "contract.promises (the task, a Python file)": lambda t: review_text(
+        promises(t + " as the docstring says f()", {"a.py": t}), change_tool=True),
     "failing.failing_assertion (check output)": lambda t: failing_assertion(t, {"test_a.py": t[:1000]}),
 }
 

@@ -15,7 +15,6 @@ from keel.testing.server import ScriptedEngineServer
 from keel.verify.contract import (
     MAX_DOC_CHARS,
     Promise,
-    contract_text,
     doc_comments,
     named_functions,
     points_at_docs,
@@ -87,12 +86,13 @@ def test_python_docstrings_and_files_that_do_not_parse():
 
 def test_the_review_lists_the_named_functions_comments_in_the_changed_files():
     task = "collections.js has two stubs, chunk() and groupBy(). Implement them as their comments describe."
-    text = contract_text(task, {"collections.js": COLLECTIONS})
+    text = review_text(promises(task, {"collections.js": COLLECTIONS}), change_tool=False)
     assert text == ("- chunk in collections.js: Split `items` into arrays of `size` elements. `size` must be a "
                     "positive integer (RangeError otherwise).")   # groupBy has no comment here; unique is not named
-    assert contract_text("Implement chunk() so the tests pass.", {"collections.js": COLLECTIONS}) == ""
+    assert review_text(promises("Implement chunk() so the tests pass.", {"collections.js": COLLECTIONS}),
+                       change_tool=False) == ""
     long = '"""' + "word " * 400 + '"""'
-    shown = contract_text("f() as its docstring says", {"m.py": f"def f():\n    {long}\n"})
+    shown = review_text(promises("f() as its docstring says", {"m.py": f"def f():\n    {long}\n"}), change_tool=False)
     assert len(shown) <= MAX_DOC_CHARS + len("- f in m.py: ") and shown.endswith("…")
 
 

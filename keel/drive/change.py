@@ -270,7 +270,7 @@ def make_change_tool() -> Tool:
     its note "remove FREE_SHIPPING_CENTS and add FLAT_RATE_CENTS at the end" for a `>` that should
     be `>=` was followed faithfully, where the task alone gave the right fix."""
     from keel.tools.files import WRITE_FILE, file_session
-    from keel.verify.redirect import protected_test_refusal, redirect_note, redirect_notice, redirect_target
+    from keel.verify.redirect import redirect_notice, redirect_or_refusal
     from keel.verify.selfcheck import is_test_file, task_allows_test_changes
 
     # The failures of this tool's last check run, and the gate's result it saw then: when the gate has
@@ -303,9 +303,10 @@ def make_change_tool() -> Tool:
             known = gate_last.results
         if checks is not None and current is not None and (is_test_file(shown) or shown in checks.protected) \
                 and not task_allows_test_changes(task):   # where to go instead: a bare refusal was sent again
-            if (target := redirect_target(ctx.workspace, shown, current, checks.protected)) is None:
-                return ToolResult.error(protected_test_refusal(ctx.workspace, shown, current, known))
-            done = execute(ChangeArgs.model_construct(path=target, change=redirect_note(shown, target)), ctx)
+            target, words = redirect_or_refusal(ctx.workspace, shown, current, checks.protected, known)
+            if target is None:
+                return ToolResult.error(words)
+            done = execute(ChangeArgs.model_construct(path=target, change=words), ctx)
             return replace(done, output=redirect_notice(shown, target) + done.output)
         failures = failing_output(known, _saved_tail) if known is not None else ""
         window = run.window_tokens

@@ -128,10 +128,10 @@ class Engine(Protocol):
     """The narrow seam between the loop and any model: one call, one assembled turn.
 
     ``variant`` > 0 asks for this one request to be sampled differently (``variant_sampling``), and
-    ``avoid`` names tools its reply may not call (``keel.engine.constrain.narrowed``). In process the prompt still shows
-    every tool and only the grammar narrows (the cached prefix stays); over HTTP the narrowed list
-    is sent, as the API has no "any tool but these". The loop passes them only when set, so an engine without them
-    still serves normal runs."""
+    ``avoid`` names tools its reply may not call (``keel.engine.constrain.narrowed``). In process the
+    prompt still shows every tool and only the grammar narrows (the cached prefix stays); over HTTP
+    the narrowed list is sent, as the API has no "any tool but these". The loop passes them only when
+    set, so an engine without them still serves normal runs."""
 
     model: str
 

@@ -161,8 +161,3 @@ def review_text(found: Sequence[Promise], change_tool: bool) -> str:
         lines.append("If your code does not do all of that, a good next call: change_file with "
                      + json.dumps({"path": first.path, "change": note}, ensure_ascii=False))
     return "\n".join(lines)
-
-
-def contract_text(task: str, files: Mapping[str, str]) -> str:
-    """``review_text`` without a suggested call, from the task and the changed files."""
-    return review_text(promises(task, files), change_tool=False)

@@ -15,7 +15,7 @@ several modules, or none in the workspace yet, it refuses as before.
 Pure core: ``modules_under_test`` (a test file's text and the workspace's file list in, the modules it
 tests out), ``redirect_to`` (which one a change goes to) and ``failing_assertion`` (a check's output
 in, its first failing assertion out, a few lines); ``redirect`` words the refusal.
-``protected_test_refusal`` and ``redirect_target`` are the shell a tool calls.
+``redirect_or_refusal`` is the shell a tool calls.
 """
 
 from __future__ import annotations
@@ -256,11 +256,21 @@ def workspace_files(workspace: Path) -> set[str]:
     return found
 
 
-def protected_test_refusal(workspace: Path, test_path: str, text: str, outcomes: Sequence[CheckOutcome] | None,
-                           tool: str = "change_file") -> str:
-    """The refusal for a change to the test file ``test_path`` (its text ``text``): the modules it tests
-    and the first failing assertion of ``outcomes`` (the last check run keel knows, None: none)."""
-    tested = modules_under_test(test_path, text, workspace_files(workspace))
+def redirect_or_refusal(workspace: Path, test_path: str, text: str, protected: Collection[str],
+                        outcomes: Sequence[CheckOutcome] | None) -> tuple[str | None, str]:
+    """For a change aimed at the test file ``test_path`` (its text ``text``): the file it goes to and
+    the change to ask there (``redirect_to``, ``redirect_note``), or None and the refusal."""
+    tested = modules_under_test(test_path, text, workspace_files(workspace))   # one walk for either answer
+    if (target := redirect_to(tested, protected)) is not None:
+        return target, redirect_note(test_path, target)
+    return None, protected_test_refusal(test_path, text, tested, outcomes)
+
+
+def protected_test_refusal(test_path: str, text: str, tested: Sequence[UnderTest],
+                           outcomes: Sequence[CheckOutcome] | None, tool: str = "change_file") -> str:
+    """The refusal for a change to the test file ``test_path`` (its text ``text``, the modules it tests
+    ``tested``): those modules and the first failing assertion of ``outcomes`` (the last check run
+    keel knows, None: none)."""
     assertion = ""
     for o in sorted(outcomes or (), key=lambda o: o.check.category != "test"):   # tests first, then the rest
         if o.passed or o.refused:
@@ -271,11 +281,6 @@ def protected_test_refusal(workspace: Path, test_path: str, text: str, outcomes:
         if assertion:
             break
     return redirect(test_path, tested, assertion, tool)
-
-
-def redirect_target(workspace: Path, test_path: str, text: str, protected: Collection[str]) -> str | None:
-    """``redirect_to`` for the test file ``test_path`` (its text ``text``) in ``workspace``."""
-    return redirect_to(modules_under_test(test_path, text, workspace_files(workspace)), protected)
 
 
 def _saved_head(path: str) -> str | None:

@@ -118,10 +118,11 @@ class Verifier:
         snap = take_snapshot(self.ctx.workspace)
         unchanged = snap.digest == self.start.digest
         tampered = tuple(tampered_tests(self.start, snap, self.protected, self.task))
+        changes = diff_snapshots(self.start, snap)
         if tampered:
             results = self._run_on_restored_tests(snap, tampered)
         else:
-            related = related_python_tests(diff_snapshots(self.start, snap), snap.files)
+            related = related_python_tests(changes, snap.files)
             results = tuple(self._run_related_first(c, snap.digest, related) for c in self.plan.ordered())
         if self.baseline is None and unchanged:
             # Nothing changed yet: this run is the baseline, no need to run the checks twice.
@@ -129,7 +130,7 @@ class Verifier:
                                                                      if r.check.category != "acceptance"))
         blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged,
                                                change_requested=self.change_requested, task=self.task)
-        changed = {c.path: text for c in diff_snapshots(self.start, snap)
+        changed = {c.path: text for c in changes
                    if c.status != "deleted" and not is_test_file(c.path) and (text := snap.text(c.path)) is not None}
         self.last = GateFacts(digest=snap.digest, results=results, blocking=blocking, preexisting=preexisting,
                               tampered=tampered, unchanged=unchanged, change_requested=self.change_requested,
