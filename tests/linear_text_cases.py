@@ -18,6 +18,7 @@ from keel.context.secrets import secret_kind
 from keel.context.tokens import TokenCounter
 from keel.core.state import TaskState
 from keel.drive.change import extract_file
+from keel.drive.move import move_asked, retarget
 from keel.drive.rename import renames_in
 from keel.engine.runaway import ReplyWatch, repeated_lines, repeating_tail
 from keel.ext.plan import plan_todos
@@ -29,11 +30,12 @@ from keel.outputs.summarize import summarize_failure
 from keel.tools.edit_lines import collapse, lenient, strong_key
 from keel.tools.edit_match import find_edit
 from keel.verify.acceptance import acceptance_from_task, looks_like_command
-from keel.verify.contract import doc_comments, promises, review_text
+from keel.verify.contract import doc_comments, promises, review_text, spelled_out
 from keel.verify.detect.agents_md import commands_in_markdown
 from keel.verify.detect.commands import categorize, context_category, mentions_check
 from keel.verify.detect.makefile import parse_rules
 from keel.verify.failing import failing_assertion
+from keel.verify.probes import contract_checks
 from keel.verify.redirect import modules_under_test
 from keel.verify.selfcheck import task_allows_test_changes, unrelated_changes
 from keel.verify.snapshot import FileChange
@@ -132,6 +134,12 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "contract.doc_comments (a JS file)": lambda t: doc_comments("a.js", t),
     "contract.promises (the task, a Python file)": lambda t: review_text(
         promises(t + " as the docstring says f()", {"a.py": t}), change_tool=True),
+    "contract.spelled_out (a comment's sentence)": spelled_out,
+    "probes.contract_checks (a JS file's comments)": lambda t: contract_checks(
+        promises(t + " as the comment says f()", {"a.js": t}), {"a.js": t}),
+    "move.move_asked (task and change note)": lambda t: move_asked("lib/a.js", t, t),
+    "move.retarget (a JS file, a Python file)": lambda t: (retarget(t, "lib/b.js", "lib/a.js", "lib/c.js"),
+                                                           retarget(t, "p/b.py", "p/a.py", "p/c.py")),
     "failing.failing_assertion (check output)": lambda t: failing_assertion(t, {"test_a.py": t[:1000]}),
 }
 

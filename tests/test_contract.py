@@ -21,6 +21,7 @@ from keel.verify.contract import (
     promises,
     review_text,
     rules,
+    spelled_out,
 )
 
 COLLECTIONS = '''"use strict";
@@ -96,17 +97,34 @@ def test_the_review_lists_the_named_functions_comments_in_the_changed_files():
     assert len(shown) <= MAX_DOC_CHARS + len("- f in m.py: ") and shown.endswith("…")
 
 
+@pytest.mark.parametrize("rule, expected", [
+    ("`size` must be a positive integer (RangeError otherwise).",
+     "`size` must be a positive integer (RangeError otherwise). Each of 0, -1 and 1.5 gives RangeError."),
+    ("n must be an integer", "n must be an integer. 1.5 is refused."),
+    ("Raises ValueError when n is not positive.", "Raises ValueError when n is not positive. Each of 0 and -1 gives "
+     "ValueError."),
+    ("count must be a non-negative integer.", "count must be a non-negative integer. Each of -1 and 1.5 is refused."),
+    ("The list must be non-empty (ValueError otherwise).",
+     "The list must be non-empty (ValueError otherwise). An empty one gives ValueError."),
+    ("The input array is not modified.", "The input array is not modified."),
+])
+def test_a_rule_with_an_edge_is_spelled_out_as_the_values_it_refuses(rule: str, expected: str) -> None:
+    assert spelled_out(rule) == expected
+
+
 def test_the_rules_of_a_comment_and_the_next_call_that_carries_them():
     doc = ("Split `items` into arrays of `size` elements; the last one may be shorter. chunk([1, 2, 3], 2) -> "
            "[[1, 2], [3]]. `size` must be a positive integer (RangeError otherwise). The input array is not modified.")
-    assert rules(doc) == ("`size` must be a positive integer (RangeError otherwise).", "The input array is not modified.")
+    assert rules(doc) == ("`size` must be a positive integer (RangeError otherwise). Each of 0, -1 and 1.5 gives "
+                          "RangeError.", "The input array is not modified.")
     found = promises("Implement chunk() as its comment describes.", {"c.js": f"/** {doc} */\nfunction chunk(items, size) {{}}\n"})
     assert found == (Promise("chunk", "c.js", doc, rules(doc)),)
     text = review_text(found, change_tool=True)
     assert text.splitlines()[0] == f"- chunk in c.js: {doc}"
     assert text.splitlines()[-1] == ('If your code does not do all of that, a good next call: change_file with {"path": '
                                      '"c.js", "change": "chunk: `size` must be a positive integer (RangeError '
-                                     'otherwise). The input array is not modified."}')
+                                     'otherwise). Each of 0, -1 and 1.5 gives RangeError. The input array is not '
+                                     'modified."}')
     assert "good next call" not in review_text(found, change_tool=False)   # edit_file: no note to suggest
     no_rules = (Promise("f", "m.py", "Twice n.", ()),)
     assert review_text(no_rules, change_tool=True) == "- f in m.py: Twice n."

@@ -1,7 +1,7 @@
 """change_file's two ways of writing a file the model did not name — a rename carried to the other
 files that use the old name, and a change aimed at a test redirected to the code it tests — tried as
 an attacker would: the other file is a symlink to a file outside the workspace, or is swapped for one
-while its editor request is out. Nothing outside the workspace may change, in any of them."""
+while the change is made. Nothing outside the workspace may change, in any of them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from conftest import CALC, TEST_CALC, make_repo
-from test_rename import CLIENT, SETTINGS, TASK, call, fenced, renamed, run_script
+from test_rename import CLIENT, SETTINGS, TASK, call, fenced, renamed, run_script, small_agent
+
+from keel.testing import ScriptedEngineServer
 
 SECRET = "MAX_RETRY = 3\nPASSWORD = 'hunter2'\n"   # uses the old name, so a rename would want it too
 
@@ -30,36 +32,36 @@ def test_a_rename_never_follows_a_symlink_out_of_the_workspace(tmp_path: Path):
     os.symlink(secret, ws / "leak.py")
     reply, asked = run_script(ws, [{"tool_calls": [call("change_file", path="settings.py",
                                                         change="rename MAX_RETRY to MAX_RETRIES")]},
-                                   fenced(renamed(SETTINGS)), fenced(renamed(CLIENT)),
-                                   fenced(renamed(SECRET))], verify=False)
-    assert asked == 2, reply   # settings.py and client.py; no editor request for the link
+                                   fenced(renamed(SETTINGS))], verify=False)
+    assert asked == 1, reply   # settings.py; client.py is renamed word for word, the link not at all
     assert secret.read_text() == SECRET and os.path.islink(ws / "leak.py")
     assert (ws / "client.py").read_text() == renamed(CLIENT)
     assert "hunter2" not in reply
 
 
-def test_a_file_swapped_for_a_symlink_during_its_rename_request_is_not_written_through(tmp_path: Path):
+def test_a_file_swapped_for_a_symlink_while_the_rename_is_made_is_not_written_through(tmp_path: Path):
     secret = outside_file(tmp_path, "secret.py", SECRET)
     ws = make_repo(tmp_path / "ws", {"settings.py": SETTINGS, "client.py": CLIENT})
+    late: dict[str, Any] = {**fenced(renamed(SETTINGS)), "delay_s": 1.0}
+    script = [{"tool_calls": [call("change_file", path="settings.py", change="rename MAX_RETRY to MAX_RETRIES")]},
+              late, {"tool_calls": [call("finish", summary="done")]}]
+    with ScriptedEngineServer(script) as server:
+        def swap() -> None:   # while settings.py's editor request is out: client.py's rename comes after it
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and len(server.requests) < 2:
+                time.sleep(0.02)
+            (ws / "client.py").unlink()
+            os.symlink(secret, ws / "client.py")
 
-    def swap() -> None:   # while client.py's editor request is out (the server waits 1 s before answering)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (ws / "settings.py").read_text() == SETTINGS:
-            time.sleep(0.02)
-        time.sleep(0.3)
-        (ws / "client.py").unlink()
-        os.symlink(secret, ws / "client.py")
-
-    swapper = threading.Thread(target=swap)
-    swapper.start()
-    late: dict[str, Any] = {**fenced(renamed(CLIENT).replace("MAX_RETRIES", "MAX_RETRIES  # pwned")), "delay_s": 1.0}
-    reply, _ = run_script(ws, [{"tool_calls": [call("change_file", path="settings.py",
-                                                    change="rename MAX_RETRY to MAX_RETRIES")]},
-                               fenced(renamed(SETTINGS)), late], verify=False)
-    swapper.join()
+        swapper = threading.Thread(target=swap)
+        swapper.start()
+        result = small_agent(server, ws, verify=False).run(TASK)
+        swapper.join()
+    reply = next(m["content"] for m in result.messages if m.get("role") == "tool")
+    assert (ws / "settings.py").read_text() == renamed(SETTINGS), reply
     assert secret.read_text() == SECRET, reply
     assert os.path.islink(ws / "client.py")   # the link itself was not replaced by a file either
-    assert "Left as they were: client.py" in reply and "Renamed" not in reply   # swapped before the write
+    assert "Renamed" not in reply
 
 
 def test_a_redirect_to_a_module_that_is_a_symlink_out_of_the_workspace_writes_nothing_there(tmp_path: Path):
@@ -81,6 +83,6 @@ def test_a_task_cannot_steer_a_rename_out_of_the_workspace(tmp_path: Path):
     task = f"{TASK}; also in ../outside/settings.py and {secret}"
     reply, asked = run_script(ws, [{"tool_calls": [call("change_file", path="settings.py",
                                                         change=f"rename MAX_RETRY to MAX_RETRIES, also in {secret}")]},
-                                   fenced(renamed(SETTINGS)), fenced(renamed(CLIENT)),
-                                   fenced(renamed(SECRET))], verify=False, task=task)
-    assert asked == 2 and secret.read_text() == SECRET, reply
+                                   fenced(renamed(SETTINGS))], verify=False, task=task)
+    assert asked == 1 and secret.read_text() == SECRET, reply
+    assert (ws / "client.py").read_text() == renamed(CLIENT)

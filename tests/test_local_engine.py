@@ -97,6 +97,9 @@ def test_the_watch_cuts_prose_loops_and_the_deadline_but_not_tool_arguments() ->
     in_call = ReplyWatch()
     in_call.feed("<tool_call>\n")
     assert all(in_call.feed("assert f(1) == 1\n") is None for _ in range(200))  # a file of similar lines
+    bare = ReplyWatch()   # py-rename-constant: a note repeating two assignments, in the bare call object
+    bare.feed('```json\n{"name": "change_file", "arguments": {"path": "settings.py", "change": "')
+    assert all(bare.feed("MAX_RETRY = MAX_RETRIES; MAX_RETRY_DELAY_S = MAX_RETRY_DELAY_S; ") is None for _ in range(40))
 
     now = [100.0]
     timed = ReplyWatch(deadline=105.0, clock=lambda: now[0])

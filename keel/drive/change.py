@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
+from keel.drive.move import asked_move
 from keel.drive.rename import Spread
 from keel.engine.types import Usage
 from keel.policy.beneath import anchor, read_beneath
@@ -68,7 +69,7 @@ class Reply:
 
 # -- pure core ---------------------------------------------------------------------------------------
 def change_request(task: str, change: str | None, path: str, current: str | None, related: Sequence[FileText],
-                   failures: str, hedged: bool = True) -> list[dict[str, Any]]:
+                   failures: str) -> list[dict[str, Any]]:
     """The edit request's messages: the other files first, the file to change last, then the
     failing checks' output, the task and the change (a small model follows the last thing it read).
     ``change`` None: the task and the checks alone (the second attempt, see make_change_tool).
@@ -87,8 +88,7 @@ def change_request(task: str, change: str | None, path: str, current: str | None
     # Measured (1.5B, greedy): told to make a wrong change that the project's weak tests still pass
     # (mutable-default: "add_tag: article.tags = [tag]"), the editor obeyed and keel ended complete
     # on a wrong fix. With this sentence it no longer did, and each right note still worked.
-    # (not for a rename carried to another file: there the note is the whole job, keel.drive.rename)
-    hedge = " Fix the cause of the bug, where it is; the change above is only a suggestion." if change and hedged else ""
+    hedge = " Fix the cause of the bug, where it is; the change above is only a suggestion." if change else ""
     parts.append(f"Task: {task.strip()}\n{note}Reply with the complete corrected {path} in one code block.{hedge}")
     return [{"role": "system", "content": EDITOR_PROMPT}, {"role": "user", "content": "".join(parts)}]
 
@@ -134,9 +134,8 @@ def _closing_line(line: str, i: int, closers: dict[str, list[int]]) -> int | Non
     return None
 
 
-def judge(current: str | None, new: str | None, path: str, cut: bool, like: str | None = None) -> Reply:
-    """Whether ``new`` may replace ``current`` (None: a new file); the problem, in words for the model.
-    ``like``: what the lines kept are counted against instead (a rename's, made word for word)."""
+def judge(current: str | None, new: str | None, path: str, cut: bool) -> Reply:
+    """Whether ``new`` may replace ``current`` (None: a new file); the problem, in words for the model."""
     if new is None:
         why = "was cut off before the file ended" if cut else "held no code block"
         return Reply(None, f"The rewrite of {path} {why}, so nothing was written. Call change_file again "
@@ -152,7 +151,7 @@ def judge(current: str | None, new: str | None, path: str, cut: bool, like: str 
     if (placeholder := _placeholder(current, new)) is not None:
         return Reply(None, f"The rewrite of {path} left part of the file out ({placeholder!r}), so nothing was "
                            "written. Call change_file again; the whole file is written for you.")
-    share = kept_share(current if like is None else like, new)
+    share = kept_share(current, new)
     if share < MIN_KEPT_SHARE and len(_lines(current)) > SMALL_FILE_LINES:
         return Reply(None, f"The rewrite of {path} kept only {share:.0%} of its lines, so it would replace the "
                            "file rather than change it; nothing was written. Say which part must change.")
@@ -198,7 +197,7 @@ def render_failures(outcomes: Sequence[CheckOutcome]) -> str:
     for o in outcomes:
         if o.passed or o.refused:
             continue
-        lines.append(f"`{o.check.command}` " + ("timed out" if o.timed_out else f"fails (exit code {o.exit_code})"))
+        lines.append(f"`{o.check.shown or o.check.command}` " + ("timed out" if o.timed_out else f"fails (exit code {o.exit_code})"))
         lines += ["  " + line for line in o.summary.strip().splitlines() if line.strip()]
     text = "\n".join(lines)
     return text if len(text) <= MAX_FAILURE_CHARS else text[:MAX_FAILURE_CHARS].rstrip() + "\n… (cut)"
@@ -292,11 +291,14 @@ def make_change_tool() -> Tool:
         except UnicodeDecodeError:
             return ToolResult.error(f"{args.path} is not a UTF-8 text file; change_file rewrites text files only.")
         shown = display_path(ctx.workspace, real)
+        task, verifier = run.task, run.verifier
+        checks = verifier if verifier is not None and not verifier.plan.empty else None   # None: nothing to run
+        if (moved := asked_move(ctx, shown, current, args.change, task, checks)) is not None:
+            return _finished(moved, [], checks.run_plan() if checks and moved.ok else None, Usage(), "", latest,
+                             verifier)
         if not fits(current, _reply_cap(engine)):
             return ToolResult.error(f"{shown} is too long to be rewritten whole in one reply. Use edit_file: "
                                     "old_text copied exactly from the file, new_text its replacement.")
-        task, verifier = run.task, run.verifier
-        checks = verifier if verifier is not None and not verifier.plan.empty else None   # None: nothing to run
         gate_last = verifier.last if verifier is not None else None
         known = latest.get("outcomes") if latest and latest.get("gate") is gate_last else None
         if known is None and gate_last is not None:
@@ -315,11 +317,10 @@ def make_change_tool() -> Tool:
         related = choose(f"{task}\n{args.change}", others, int(window * RELATED_SHARE * CHARS_PER_TOKEN)).shown
         spent = Usage()
 
-        def ask(note: str | None, path: str = shown, old: str | None = current, shows: Sequence[FileText] = related,
-                like: str | None = None) -> tuple[Reply, list[str]]:   # another file: a rename's
+        def ask(note: str | None) -> tuple[Reply, list[str]]:
             started = time.monotonic()
-            main = path == shown
-            turn = engine.complete(change_request(task, note, path, old, shows, failures if main else "", main), [])
+            path, old = shown, current
+            turn = engine.complete(change_request(task, note, path, old, related, failures), [])
             spent.add(turn.usage)
             run.bus.emit("change_request", step=run.step, path=path, with_note=note is not None,
                          latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
@@ -327,7 +328,7 @@ def make_change_tool() -> Tool:
             new, restored = extract_file(turn.content), list[str]()
             if new is not None and old is not None and path.endswith(".py"):
                 new, restored = restore_dropped(old, new, note or "")
-            return judge(old, new, path, cut=turn.finish_reason == "length", like=like), restored
+            return judge(old, new, path, cut=turn.finish_reason == "length"), restored
 
         def write(text: str) -> ToolResult:
             if real.is_file():
@@ -335,8 +336,7 @@ def make_change_tool() -> Tool:
             return WRITE_FILE.execute(WRITE_FILE.spec.args(path=args.path, content=text), ctx)
 
         # a rename the rewrite makes goes to the other files using the old name before the checks run
-        spread = Spread(ctx, task, args.change, shown, current, checks, lambda path, old, note, source, like: ask(
-            note, path, old, [source], like)[0] if fits(old, _reply_cap(engine)) else Reply(None, "too long to rewrite"))
+        spread = Spread(ctx, task, args.change, shown, current, checks)
         first, restored = ask(args.change)
         tried: list[tuple[str, list[str], ToolResult, tuple[CheckOutcome, ...], bool]] = []   # ..., with the note
         if first.text is not None:

@@ -8,9 +8,9 @@ ended on failing checks. A small model does not go looking for the other users o
 The pure core finds the renames a change or task asks for (``renames_in``), keeps those the rewrite
 really made (``applied``) and writes the report; ``Spread`` is the shell: after change_file wrote its
 file, it greps the workspace for the old names (word-bounded, keel's own grep: ignore rules, no binary
-or secret files), asks the editor for each other file of the same kind (up to MAX_OTHER_FILES) with
-the changed file shown beside it, writes what ``judge`` accepts through write_file (path jail,
-approval, checkpoints), and lists the files still using an old name so the model can finish the job.
+or secret files), renames word for word in each other file of the same kind (up to MAX_OTHER_FILES),
+writes it through write_file (path jail, approval, checkpoints), and lists the files still using an
+old name so the model can finish the job.
 """
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ import ast
 import builtins
 import keyword
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Protocol
+from typing import Any
 
 from keel.context.ignore import IgnoreRules
-from keel.context.preload import FileText
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspace, workspace_root
 from keel.tools.base import ToolContext, ToolResult
@@ -34,7 +32,7 @@ from keel.tools.search import grep_backend, grep_python, grep_rg
 from keel.tools.textsearch import GrepError, GrepQuery
 from keel.verify.selfcheck import is_test_file, task_allows_test_changes
 
-MAX_OTHER_FILES = 5      # editor requests per change_file call: each costs a whole-file rewrite (10-20 s on CPU)
+MAX_OTHER_FILES = 20     # other files renamed in one change_file call (word for word: no model request)
 MAX_FILES_LISTED = 8     # files still using an old name, in the tool result
 MAX_LINES_LISTED = 3     # of each such file
 LINE_CHARS_LISTED = 120
@@ -44,22 +42,6 @@ LINE_CHARS_LISTED = 120
 class Rename:
     old: str
     new: str
-
-
-class Edited(Protocol):
-    """The editor's answer for one file (keel.drive.change.Reply): the new text, or why there is none."""
-
-    @property
-    def text(self) -> str | None: ...
-
-    @property
-    def problem(self) -> str: ...
-
-
-# (path, its current text, the note, the changed file shown beside it, the text with the renames made word
-# for word: what judge counts the lines kept against, as a rename may change most lines of a short file)
-# -> the editor's answer
-Edit = Callable[[str, str, str, FileText, str], Edited]
 
 
 # -- pure core: which renames ------------------------------------------------------------------------
@@ -184,12 +166,6 @@ def applied(candidates: list[Rename], before: str, after: str, path: str) -> lis
     return []
 
 
-def note_for(renames: list[Rename], source: str) -> str:
-    """The change the editor makes in another file."""
-    pairs = " and ".join(f"{r.old} to {r.new}" for r in renames)
-    return f"rename {pairs} here too, as in {source}; change nothing else."
-
-
 def _reason(problem: str) -> str:
     """A refusal from judge, without its advice to the model about the main file."""
     return problem.split(", so nothing was written")[0].split(". ")[0].rstrip(".")
@@ -235,9 +211,8 @@ class Spread:
     renamed test would only earn a "tampered_tests" refusal; the test is listed instead, and the model
     can keep the old name as an alias or say why the test must change."""
 
-    def __init__(self, ctx: ToolContext, task: str, change: str, path: str, before: str | None,
-                 checks: Any, edit: Edit):
-        self.ctx, self.task, self.path, self.before, self.checks, self.edit = ctx, task, path, before, checks, edit
+    def __init__(self, ctx: ToolContext, task: str, change: str, path: str, before: str | None, checks: Any):
+        self.ctx, self.task, self.path, self.before, self.checks = ctx, task, path, before, checks
         self.candidates = renames_in(f"{change}\n{task}")
         self.outcome: Outcome | None = None
         self.originals: dict[str, str] = {}
@@ -252,18 +227,17 @@ class Spread:
         self.outcome = outcome = Outcome(renames)
         users: dict[str, list[str]] = {}
         for r in renames:
-            for path, _ in self._users(r.old):
+            for path, _ in word_users(self.ctx, r.old):
                 users.setdefault(path, []).append(r.old)
         # Files of another kind (docs, configuration) are only listed: a code rename need not carry to prose.
         suffix, asked = PurePosixPath(self.path).suffix, 0
-        source = FileText(self.path, text)
         for path in sorted(p for p in users if p != self.path and PurePosixPath(p).suffix == suffix):
             why = self._not_ours(path)
             if why is None and asked >= MAX_OTHER_FILES:
                 why = f"past the {MAX_OTHER_FILES} files rewritten in one call"
             if why is None:
                 asked += 1
-                why = self._rewrite(path, [r for r in renames if r.old in users[path]], source)
+                why = self._rewrite(path, [r for r in renames if r.old in users[path]])
             if why is not None:
                 outcome.left.append((path, why))
             else:
@@ -276,8 +250,13 @@ class Spread:
             return "a test, and the task does not ask to change tests"
         return None
 
-    def _rewrite(self, path: str, renames: list[Rename], source: FileText) -> str | None:
-        """One editor request for ``path``, written when judge accepts it; None when written, else why not."""
+    def _rewrite(self, path: str, renames: list[Rename]) -> str | None:
+        """``path`` with the renames made word for word, written; None when written, else why not.
+
+        Word for word, not by the editor: measured on the 1.5B model (py-rename-constant), the editor
+        asked to "rename MAX_RETRY to MAX_RETRIES here too" in client.py wrote MAX_RETRIES_S and
+        BACKOFF_S_S, and the checks failed on names it made up. An identifier replaced as a whole word
+        is the rename and nothing else."""
         try:
             real = resolve_in_workspace(self.ctx.workspace, path, for_write=True)
             may_read = getattr(self.ctx.approval, "reads_without_asking", None)
@@ -287,29 +266,15 @@ class Spread:
             old = data.decode("utf-8")
         except (PathJailError, OSError, UnicodeDecodeError) as e:
             return f"cannot read it: {e}"
-        reply = self.edit(path, old, note_for(renames, self.path), source, word_for_word(old, renames))
-        if reply.text is None:
-            return _reason(reply.problem.replace(f"The rewrite of {path}", "its rewrite"))
-        if not any(uses(r.old, reply.text) < uses(r.old, old) for r in renames):
-            return "its rewrite did not rename anything"
+        new = word_for_word(old, renames)
+        if path.endswith(".py") and module_names(old) is not None and module_names(new) is None:
+            return "renamed word for word it would not parse"
         file_session(self.ctx).record_read(real, data)   # read just now, by this tool
-        written = WRITE_FILE.execute(WRITE_FILE.spec.args(path=path, content=reply.text), self.ctx)
+        written = WRITE_FILE.execute(WRITE_FILE.spec.args(path=path, content=new), self.ctx)
         if not written.ok:
             return _reason(written.output)
         self.originals[path] = old
         return None
-
-    def _users(self, name: str) -> list[tuple[str, list[tuple[int, str]]]]:
-        """The workspace files that use ``name`` as a word, with their lines, as the grep tool finds them."""
-        root, rules = str(workspace_root(self.ctx.workspace)), IgnoreRules(self.ctx.workspace)
-        query = GrepQuery(rf"\b{re.escape(name)}\b")
-        try:
-            hits = (grep_rg(root, ".", query, require_git=rules.require_git) if grep_backend(self.ctx) == "rg"
-                    else grep_python(root, ".", query, rules))
-        except (GrepError, OSError):
-            return []
-        return [(h.path, [(n, t) for n, is_match, t in h.lines() if is_match]) for h in hits
-                if not is_secret_name(h.path)]
 
     def undo(self) -> None:
         """Put the other files back as they were (the main file's rewrite was not kept)."""
@@ -330,7 +295,20 @@ class Spread:
         if self.outcome is None:
             return ""
         for r in self.outcome.renames:
-            self.outcome.still[r.old] = self._users(r.old)
+            self.outcome.still[r.old] = word_users(self.ctx, r.old)
         if written is not None:
             written.files_changed += [p for p in self.outcome.changed if p not in written.files_changed]
         return self.outcome.render()
+
+
+def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, str]]]]:
+    """The workspace files that use ``name`` as a word, with their lines, as the grep tool finds them."""
+    root, rules = str(workspace_root(ctx.workspace)), IgnoreRules(ctx.workspace)
+    query = GrepQuery(rf"\b{re.escape(name)}\b")
+    try:
+        hits = (grep_rg(root, ".", query, require_git=rules.require_git) if grep_backend(ctx) == "rg"
+                else grep_python(root, ".", query, rules))
+    except (GrepError, OSError):
+        return []
+    return [(h.path, [(n, t) for n, is_match, t in h.lines() if is_match]) for h in hits
+            if not is_secret_name(h.path)]

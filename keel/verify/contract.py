@@ -39,7 +39,7 @@ _SAYS = re.compile(r"\b(?:says?|describes?|described|promises?|specif(?:y|ies)|d
 _CALLED = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*)\(\)")   # stats.summarize(): summarize
 _JS_DECL = re.compile(r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\s*\*?\s*([A-Za-z_$][\w$]*)"
                       r"|(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=|(?:static\s+)?([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*\{)")
-_JS_EXTS = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".mts", ".cts")
+JS_EXTS = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".mts", ".cts")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 _RULE = re.compile(r"\b(?:must|shall|should|otherwise|raises?|throws?|error|errors|only|never|not|no|"
                    r"positive|negative|integer|at least|at most|unchanged|modified|empty|order)\b", re.IGNORECASE)
@@ -77,7 +77,7 @@ def doc_comments(path: str, text: str) -> dict[str, str]:
         return {}
     if path.endswith(".py"):
         return _python_docs(text)
-    if path.endswith(_JS_EXTS):
+    if path.endswith(JS_EXTS):
         return _js_docs(text)
     return {}
 
@@ -129,9 +129,67 @@ def _js_block_text(lines: list[str]) -> str:
     return " ".join(" ".join(line.lstrip("*").strip() for line in lines).split())
 
 
+# What a rule's words mean as inputs, for the few words whose edge a small model misses. Measured on
+# the 1.5B model (js-implement-function): given the note "`size` must be a positive integer (RangeError
+# otherwise)", the editor wrote `if (size <= 0) throw new RangeError(…)` and 1.5 went through; the
+# hidden check tried chunk([1], 1.5). Spelled out as the values refused, the edge is in the note.
+# (words, the values they refuse, whether the words name the refused values themselves): "a negative n
+# raises" refuses -1 as it stands; "positive" refuses 0 and -1 only where the sentence requires it
+# ("must be positive", "not positive", "(… otherwise)"), not in "raises ValueError if n is positive".
+_MEANS = (
+    (r"positive\s+(?:whole\s+number|integer|int)", ("0", "-1", "1.5"), False),
+    (r"non-?negative\s+(?:whole\s+number|integer|int)", ("-1", "1.5"), False),
+    (r"non-?(?:integer|whole\s+number)|fractional", ("1.5",), True),
+    (r"non-?positive", ("0", "-1"), True),
+    (r"non-?negative", ("-1",), False),
+    (r"negative", ("-1",), True),
+    (r"whole\s+number|integer", ("1.5",), False),
+    (r"positive", ("0", "-1"), False),
+    (r"non-?empty", ("an empty one",), False),
+)
+_MEANS_RE = tuple((re.compile(rf"(?<![\w-])(?:{words})(?![\w-])", re.IGNORECASE), values, named)
+                  for words, values, named in _MEANS)
+_REQUIRES = re.compile(r"\b(?:must|should|shall|otherwise|not|only|needs?\s+to|has\s+to|at\s+least)\b", re.IGNORECASE)
+_ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")
+
+
 def rules(doc: str) -> tuple[str, ...]:
-    """The sentences of a comment that state a rule, in order."""
-    return tuple(s for s in _SENTENCE_END.split(doc) if _RULE.search(s))
+    """The sentences of a comment that state a rule, in order, each with the values it refuses
+    spelled out when its words have an edge (``spelled_out``)."""
+    return tuple(spelled_out(s) for s in _SENTENCE_END.split(doc) if _RULE.search(s))
+
+
+def refused(rule: str) -> tuple[tuple[str, ...], int | None]:
+    """The values ``rule`` refuses by its words (``_MEANS``), in order, and where the first such word
+    starts: "`size` must be a positive integer" refuses 0, -1 and 1.5. A word inside a longer one
+    already read ("integer" in "positive integer") adds nothing."""
+    values: list[str] = []
+    taken: list[tuple[int, int]] = []
+    requires = _REQUIRES.search(rule) is not None
+    for pattern, refuses, named in _MEANS_RE:
+        for m in pattern.finditer(rule):
+            if (named or requires) and not any(a < m.end() and m.start() < b for a, b in taken):
+                taken.append(m.span())
+                values += [v for v in refuses if v not in values]
+    return tuple(values), min((a for a, _ in taken), default=None)
+
+
+def edge_values(rule: str) -> tuple[str, ...]:
+    """The numbers among the values ``rule`` refuses (``refused``)."""
+    return tuple(v for v in refused(rule)[0] if re.fullmatch(r"-?[\d.]+", v))
+
+
+def spelled_out(rule: str) -> str:
+    """``rule``, then the values it refuses when it uses a word of ``_MEANS``: "`size` must be a positive
+    integer (RangeError otherwise)." gets "Each of 0, -1 and 1.5 gives RangeError." """
+    values = refused(rule)[0]
+    if not values:
+        return rule
+    error = _ERROR.search(rule)
+    outcome = f"gives {error.group(1)}" if error else "is refused"
+    said = values[0] if len(values) == 1 else "Each of " + ", ".join(values[:-1]) + " and " + values[-1]
+    end = "" if rule.rstrip().endswith((".", "!", ";", ")")) else "."
+    return f"{rule.rstrip()}{end} {said[0].upper() + said[1:]} {outcome}."
 
 
 def promises(task: str, files: Mapping[str, str]) -> tuple[Promise, ...]:

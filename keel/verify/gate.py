@@ -168,7 +168,7 @@ def render_feedback(blocking: tuple[CheckOutcome, ...], preexisting: tuple[Check
             status = f"could not run: {o.refused}"
         elif o.exit_code == 0 and not o.output_ok:
             status = "exited 0 but did not print what the task requires"
-        head = f"- [{o.check.category}] `{o.check.command}` {status}"
+        head = f"- [{o.check.category}] `{o.check.shown or o.check.command}` {status}"
         if o.output_path:
             head += f" (full output: {o.output_path})"
         body = "\n".join("    " + line for line in o.summary.splitlines() if line.strip())

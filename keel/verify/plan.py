@@ -32,6 +32,8 @@ class PlannedCheck:
     # Text the output must contain for the check to pass, e.g. "OK" from "`python test_app.py`
     # prints OK": a script that exits 0 without printing it has not passed.
     expect_output: str | None = None
+    # How the check is named to the model when the command is a generated script (keel.verify.probes)
+    shown: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

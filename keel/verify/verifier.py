@@ -28,6 +28,7 @@ from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
 from keel.verify.contract import promises
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckSet, PlannedCheck
+from keel.verify.probes import contract_checks
 from keel.verify.related import narrows_by_path, related_python_tests
 from keel.verify.selfcheck import (
     change_summary,
@@ -128,14 +129,17 @@ class Verifier:
             # Nothing changed yet: this run is the baseline, no need to run the checks twice.
             self.baseline = Baseline.from_results(snap.digest, tuple(r for r in results
                                                                      if r.check.category != "acceptance"))
-        blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged,
-                                               change_requested=self.change_requested, task=self.task)
         changed = {c.path: text for c in changes
                    if c.status != "deleted" and not is_test_file(c.path) and (text := snap.text(c.path)) is not None}
+        contract = promises(self.task, changed)
+        # a probe the policy would not run is no evidence either way: it neither passes nor blocks
+        results += tuple(o for c in contract_checks(contract, changed) if (o := self._run(c, snap.digest, self.ctx)).ran)
+        blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged,
+                                               change_requested=self.change_requested, task=self.task)
         self.last = GateFacts(digest=snap.digest, results=results, blocking=blocking, preexisting=preexisting,
                               tampered=tampered, unchanged=unchanged, change_requested=self.change_requested,
                               plan_empty=self.plan.empty, feedback=render_feedback(blocking, preexisting),
-                              contract=promises(self.task, changed))
+                              contract=contract)
         return self.last
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:
