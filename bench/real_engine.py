@@ -187,10 +187,14 @@ def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str |
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+PROBE_COMMANDS = ("node -e 'const assert", "python3 -c 'import sys")   # keel.verify.probes' checks
+
+
 def acted(events: list[dict[str, Any]]) -> dict[str, int]:
     """How often each of issue 25's rules acted in a keel run (from its events): variant requests (and
-    those that took tools away), change_file's changes made in a file other than the one named (a
-    rename carried, a test's change redirected), and contract reviews. A run where none acted is, at
+    those that took tools away), editor requests for a file other than the one named (a test's change
+    redirected), contract reviews, file moves, renames carried word for word to other files, and runs
+    of the comments' probes by the gate. A run where none acted is, at
     temperature 0, the run the code without those rules makes."""
     calls = [e for e in events if e.get("type") == "model_call"]
     named: dict[int, set[str]] = {}
@@ -198,6 +202,8 @@ def acted(events: list[dict[str, Any]]) -> dict[str, int]:
         if e.get("type") == "tool_call" and e.get("name") == "change_file":
             with contextlib.suppress(json.JSONDecodeError, AttributeError):
                 named.setdefault(e.get("step", 0), set()).add(str(json.loads(e.get("arguments") or "{}").get("path")))
+
+    results = [str(e.get("result_preview") or "") for e in events if e.get("type") == "tool_call"]
 
     def other(e: dict[str, Any]) -> bool:   # the model may name the file by its absolute path
         path = str(e.get("path"))
@@ -207,7 +213,11 @@ def acted(events: list[dict[str, Any]]) -> dict[str, int]:
             "avoided": sum(1 for e in calls if (e.get("variant") or {}).get("avoid")),
             "other_file_edits": sum(1 for e in events if e.get("type") == "change_request" and other(e)),
             "contract_reviews": sum(1 for e in events if e.get("type") == "decision"
-                                    and e.get("pushback_kind") == "contract_review")}
+                                    and e.get("pushback_kind") == "contract_review"),
+            "moves": sum(1 for e in results if e.startswith("Moved ")),
+            "renamed_elsewhere": sum(1 for e in results if "in the other files that used it too" in e),
+            "probe_checks": sum(1 for e in events if e.get("type") == "verification" for c in e.get("checks") or []
+                                if str(c.get("command", "")).startswith(PROBE_COMMANDS))}
 
 
 def phases(events: list[dict[str, Any]]) -> dict[str, Any]:

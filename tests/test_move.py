@@ -32,6 +32,7 @@ from keel.testing import ScriptedEngineServer
     ("lib/utils.js", "fix the bug", "Rename it to lib/strings.js.", None),     # the task's "it" names no file
     ("lib/utils.js", "fix the bug", "Read lib/utils.js. Then rename it to lib/strings.js.", None),  # another sentence
     ("README", "rename it to README.md", "", None),                              # no suffix: not a module
+    ("lib/utils.js", "move it to .git/hooks/pre.js.", "", ".git/hooks/pre.js"),  # read, for the jail to refuse
 ])
 def test_the_move_asked_for(path: str, note: str, task: str, expected: str | None) -> None:
     assert move_asked(path, note, task) == expected
@@ -169,3 +170,14 @@ def test_a_move_into_a_link_out_of_the_workspace_writes_nothing_outside(tmp_path
     assert replies[0].startswith("Cannot move shop/utils.py to out/strings.py:")
     assert list(outside.iterdir()) == []
     assert (ws / "shop" / "utils.py").read_bytes() == UTILS.encode() and (ws / "shop" / "report.py").read_text() == REPORT
+
+
+def test_a_move_into_git_internals_is_refused(tmp_path: Path, run_keel, keel_env) -> None:
+    """A file moved into .git/hooks would run at the user's next commit, outside any sandbox."""
+    small(keel_env)
+    ws = repo_with(tmp_path)
+    _, replies = run_small(ws, [call("change_file", path="shop/utils.py", change="move it to .git/hooks/pre.py")],
+                           keel_env, run_keel, task="Tidy up shop/utils.py.")
+    assert replies[0].startswith("Cannot move shop/utils.py to .git/hooks/pre.py:") and "inside .git" in replies[0]
+    assert not (ws / ".git" / "hooks" / "pre.py").exists()
+    assert (ws / "shop" / "utils.py").read_bytes() == UTILS.encode()

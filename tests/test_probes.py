@@ -109,6 +109,10 @@ def test_an_es_module_or_an_unexported_function_gets_no_probe_command() -> None:
     found = [("chunk", p) for p in probes("chunk", CHUNK_DOC, ["items", "size"], 2, rules(CHUNK_DOC))]
     assert probe_command("c.mjs", "export function chunk(items, size) {}\n", found) is None
     assert probe_command("c.js", "function chunk(items, size) {}\nmodule.exports = { other };\n", found) is None
+    double = [("double", p) for p in probes("double", "double(2) -> 4", ["n"], 1, ())]
+    assert probe_command("my-lib/m.py", "", double) is None             # not an importable module name
+    assert probe_command("a';import os;'.py", "", double) is None
+    assert probe_command("pkg/m.py", "", double) is not None
 
 
 # ---- in a run: the real CLI over the scripted server, the checks in the real sandbox ----------------------

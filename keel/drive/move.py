@@ -33,7 +33,7 @@ JS_KINDS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts")
 PRONOUNS = {"it", "the file", "this file", "that file", "the module", "this module", "that module"}
 # "rename <what> to <path>", "move <what> to <path>"; <what> is short: a file's name or a pronoun
 _MOVE = re.compile(r"\b(?:rename|move)\s+(?P<what>(?:[^.\n]|\.(?=\w)){1,60}?)\s+(?:to|as|into)\s+[`'\"]?"
-                   r"(?P<new>(?:\.{0,2}/)?[\w-]+(?:/[\w.-]+)*\.\w+)", re.IGNORECASE)
+                   r"(?P<new>(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.\w+)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n\n")
 _JS_SPEC = re.compile(r"""(?P<head>(?:\brequire|\bimport)\s*\(\s*|\bfrom\s+|\bimport\s+)(?P<q>["'])"""
                       r"""(?P<spec>\.{1,2}/[^"'\n]*)(?P=q)""")

@@ -150,7 +150,7 @@ _MEANS = (
 _MEANS_RE = tuple((re.compile(rf"(?<![\w-])(?:{words})(?![\w-])", re.IGNORECASE), values, named)
                   for words, values, named in _MEANS)
 _REQUIRES = re.compile(r"\b(?:must|should|shall|otherwise|not|only|needs?\s+to|has\s+to|at\s+least)\b", re.IGNORECASE)
-_ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")
+ERROR_NAME = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")   # RangeError, ValueError, ParseException
 
 
 def rules(doc: str) -> tuple[str, ...]:
@@ -185,7 +185,7 @@ def spelled_out(rule: str) -> str:
     values = refused(rule)[0]
     if not values:
         return rule
-    error = _ERROR.search(rule)
+    error = ERROR_NAME.search(rule)
     outcome = f"gives {error.group(1)}" if error else "is refused"
     said = values[0] if len(values) == 1 else "Each of " + ", ".join(values[:-1]) + " and " + values[-1]
     end = "" if rule.rstrip().endswith((".", "!", ";", ")")) else "."

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from keel.verify.contract import JS_EXTS, Promise, edge_values, refused
+from keel.verify.contract import ERROR_NAME, JS_EXTS, Promise, edge_values, refused
 from keel.verify.plan import PlannedCheck
 
 MAX_PROBES = 12   # per file: a comment with more examples is shown, not all run
@@ -35,7 +35,6 @@ _OPEN, _CLOSE = "([{", ")]}"
 _ARROW = re.compile(r"\s*(?:->|=>|→|==|===|returns|gives)\s*")
 _SHORT_ARROW = re.compile(r"\s*(?:->|=>|→)\s*")
 _ATOM = re.compile(r"-?[\w.$]+")
-_ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ def probes(name: str, doc: str, params: Sequence[str], required: int, rules: Seq
     found = _examples(name, doc, required)
     calls = [p.call for p in found]
     for rule in rules:
-        error, values, param = _ERROR.search(rule), edge_values(rule), _param_in(rule, params)
+        error, values, param = ERROR_NAME.search(rule), edge_values(rule), _param_in(rule, params)
         if error is None or not values or param is None or not calls:
             continue
         args = _split_args(calls[0][len(name) + 1:-1])
@@ -177,7 +176,8 @@ def probe_command(path: str, source: str, found: Sequence[tuple[str, Probe]]) ->
     if path.endswith(".py"):
         module = ".".join(PurePosixPath(path).with_suffix("").parts)
         kept = [(n, p) for n, p in found if _python_ok(p)]
-        return _python(module, names, [p for _, p in kept]) if kept and module.isascii() else None
+        dotted = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", module, re.ASCII) is not None   # importable
+        return _python(module, names, [p for _, p in kept]) if kept and dotted else None
     if path.endswith(JS_EXTS) and not path.endswith((".ts", ".tsx", ".mts", ".cts")) \
             and all(re.search(rf"module\.exports\b[^;]*\b{re.escape(n)}\b|exports\.{re.escape(n)}\b", source)
                     for n in names):
