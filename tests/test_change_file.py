@@ -239,7 +239,7 @@ def test_a_rewrite_that_makes_the_checks_fail_worse_than_before_is_undone(shop: 
 
 
 def test_the_edit_request_gets_the_end_of_each_failing_checks_own_output_or_its_summary():
-    from keel.drive.change import MAX_FAILURE_CHARS, failing_output
+    from keel.drive.check_text import MAX_FAILURE_CHARS, failing_output
     from keel.verify.plan import PlannedCheck
 
     def outcome(command: str, code: int, path: str | None, summary: str = "") -> CheckOutcome:
@@ -256,7 +256,7 @@ def test_the_edit_request_gets_the_end_of_each_failing_checks_own_output_or_its_
 
 
 def test_a_saved_output_is_read_from_its_end_with_the_same_result_as_the_whole_file(tmp_path: Path):
-    from keel.drive.change import MAX_FAILURE_CHARS, _saved_tail, failing_output
+    from keel.drive.check_text import MAX_FAILURE_CHARS, failing_output, saved_tail
     from keel.verify.plan import PlannedCheck
 
     log = tmp_path / "1.log"   # multi-byte characters throughout, so the read starts inside one
@@ -264,6 +264,6 @@ def test_a_saved_output_is_read_from_its_end_with_the_same_result_as_the_whole_f
                    encoding="utf-8")
     failed = [CheckOutcome(PlannedCheck("test", "pytest", "inferred"), 1, 0.1, "d", output_path=str(log))]
     whole = failing_output(failed, lambda p: Path(p).read_text(encoding="utf-8"))
-    assert failing_output(failed, _saved_tail) == whole
+    assert failing_output(failed, saved_tail) == whole
     assert whole.endswith("1 failed") and len(whole) <= MAX_FAILURE_CHARS
-    assert _saved_tail(str(tmp_path / "missing.log")) is None
+    assert saved_tail(str(tmp_path / "missing.log")) is None

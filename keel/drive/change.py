@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
+from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
 from keel.drive.rename import Spread
 from keel.engine.types import Usage
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 EDITOR_PROMPT = "You are a careful programmer who fixes code."   # measured: see change_request
 RELATED_SHARE = 0.2          # of the context window, for the other files shown with the one to change
-MAX_FAILURE_CHARS = 1500
 REPLY_MARGIN = 1.25          # the new file may be longer than the old one
 MIN_KEPT_SHARE = 0.5         # of the file's lines, below which a "change" is a replacement (a stub, a gutted file)
 SMALL_FILE_LINES = 2         # files this short may change entirely
@@ -191,64 +190,8 @@ def fits(current: str | None, reply_cap: int | None) -> bool:
     return len(current) / CHARS_PER_TOKEN * REPLY_MARGIN + 40 <= reply_cap
 
 
-def render_failures(outcomes: Sequence[CheckOutcome]) -> str:
-    """The failing checks, with their summaries, cut to MAX_FAILURE_CHARS; "" when all pass."""
-    lines = []
-    for o in outcomes:
-        if o.passed or o.refused:
-            continue
-        lines.append(f"`{o.check.shown or o.check.command}` " + ("timed out" if o.timed_out else f"fails (exit code {o.exit_code})"))
-        lines += ["  " + line for line in o.summary.strip().splitlines() if line.strip()]
-    text = "\n".join(lines)
-    return text if len(text) <= MAX_FAILURE_CHARS else text[:MAX_FAILURE_CHARS].rstrip() + "\n… (cut)"
-
-
-def failing_output(outcomes: Sequence[CheckOutcome], saved: Callable[[str], str | None]) -> str:
-    """For the edit request: the end of each failing check's own output (``saved(output_path)``, the
-    last MAX_FAILURE_CHARS characters from a line start), or its summary when none was saved. The
-    raw end of pytest's output is what the measured prompt held (change_request)."""
-    texts = []
-    for o in outcomes:
-        if o.passed or o.refused:
-            continue
-        raw = saved(o.output_path) if o.output_path else None
-        if raw and len(raw) > MAX_FAILURE_CHARS:
-            raw = raw[-MAX_FAILURE_CHARS:].split("\n", 1)[-1]
-        texts.append((raw or o.summary).strip())
-    return "\n\n".join(t for t in texts if t)
-
-
-def failure_score(outcomes: Sequence[CheckOutcome]) -> int:
-    """How badly the checks fail: failing tests (at least 1 per failing check); 0 when all pass."""
-    return sum(max(1, len(o.failing_tests)) for o in outcomes if not o.passed and not o.refused)
-
-
-def render_checks_after(outcomes: Sequence[CheckOutcome]) -> str:
-    if not outcomes:
-        return ""
-    failures = render_failures(outcomes)
-    if not failures:
-        commands = ", ".join(f"`{o.check.command}`" for o in outcomes if not o.refused)
-        return f"The project's checks after this change: {commands} pass. If the task is done, call finish."
-    return f"The project's checks after this change:\n{failures}"
-
-
 def _body(text: str) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
-
-
-def _saved_tail(path: str) -> str | None:
-    """The end of a saved check output, as much as failing_output keeps: a saved output may be 16 MB
-    (keel.context.output.SAVE_MAX_BYTES) and only its last MAX_FAILURE_CHARS characters are used.
-    Four bytes per UTF-8 character, plus one partial character cut at the start, give the same
-    last MAX_FAILURE_CHARS characters as reading the whole file."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 4 * (MAX_FAILURE_CHARS + 1)))
-            return f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 def _reply_cap(engine: Any) -> int | None:
@@ -310,7 +253,7 @@ def make_change_tool() -> Tool:
                 return ToolResult.error(words)
             done = execute(ChangeArgs.model_construct(path=target, change=words), ctx)
             return replace(done, output=redirect_notice(shown, target) + done.output)
-        failures = failing_output(known, _saved_tail) if known is not None else ""
+        failures = failing_output(known, saved_tail) if known is not None else ""
         window = run.window_tokens
         files, _ = collect(ctx.workspace, getattr(ctx.approval, "reads_without_asking", None))
         others = [f for f in files if f.path != shown and f.text is not None]
@@ -319,16 +262,15 @@ def make_change_tool() -> Tool:
 
         def ask(note: str | None) -> tuple[Reply, list[str]]:
             started = time.monotonic()
-            path, old = shown, current
-            turn = engine.complete(change_request(task, note, path, old, related, failures), [])
+            turn = engine.complete(change_request(task, note, shown, current, related, failures), [])
             spent.add(turn.usage)
-            run.bus.emit("change_request", step=run.step, path=path, with_note=note is not None,
+            run.bus.emit("change_request", step=run.step, path=shown, with_note=note is not None,
                          latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
                          usage=turn.usage.to_json(), reply=turn.content[:4000])
             new, restored = extract_file(turn.content), list[str]()
-            if new is not None and old is not None and path.endswith(".py"):
-                new, restored = restore_dropped(old, new, note or "")
-            return judge(old, new, path, cut=turn.finish_reason == "length"), restored
+            if new is not None and current is not None and shown.endswith(".py"):
+                new, restored = restore_dropped(current, new, note or "")
+            return judge(current, new, shown, cut=turn.finish_reason == "length"), restored
 
         def write(text: str) -> ToolResult:
             if real.is_file():

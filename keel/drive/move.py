@@ -22,14 +22,14 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from keel.drive.rename import MAX_FILES_LISTED, MAX_LINES_LISTED, word_users
+from keel.drive.rename import hit_lines, read_other, word_users, write_other
 from keel.policy.beneath import anchor, read_beneath, unlink_beneath
 from keel.policy.paths import PathJailError, resolve_in_workspace
 from keel.tools.base import ToolContext, ToolResult, approval_refusal
 from keel.tools.files import WRITE_FILE, file_session
+from keel.verify.contract import JS_EXTS
 from keel.verify.selfcheck import is_test_file, task_allows_test_changes
 
-JS_KINDS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts")
 PRONOUNS = {"it", "the file", "this file", "that file", "the module", "this module", "that module"}
 # "rename <what> to <path>", "move <what> to <path>"; <what> is short: a file's name or a pronoun
 _MOVE = re.compile(r"\b(?:rename|move)\s+(?P<what>(?:[^.\n]|\.(?=\w)){1,60}?)\s+(?:to|as|into)\s+[`'\"]?"
@@ -79,7 +79,7 @@ def retarget(text: str, importer: str, old: str, new: str) -> str:
     (workspace paths); the text as it was when it has none."""
     if old.endswith(".py") and importer.endswith(".py"):
         return _retarget_python(text, importer, old, new)
-    if old.endswith(JS_KINDS) and importer.endswith(JS_KINDS):
+    if old.endswith(JS_EXTS) and importer.endswith(JS_EXTS):
         return _JS_SPEC.sub(lambda m: _js_spec(m, importer, old, new), text)
     return text
 
@@ -231,36 +231,26 @@ def _point_importers(ctx: ToolContext, old: str, new: str,
     for path, _ in word_users(ctx, PurePosixPath(old).stem):
         if path == new:
             continue
-        try:
-            real = resolve_in_workspace(ctx.workspace, path, for_write=True)
-            before = read_beneath(*anchor(real))
-            text = before.decode("utf-8")
-        except (PathJailError, OSError, UnicodeDecodeError):
-            continue
+        read = read_other(ctx, path)
+        if isinstance(read, str):
+            continue   # unread, it may not import the old file at all
+        real, data, text = read
         after = retarget(text, path, old, new)
         if after == text:
             continue
         if protected(path):
             left.append((path, "a test, and the task does not ask to change tests"))
-            continue
-        file_session(ctx).record_read(real, before)   # read just now, by this tool
-        written = WRITE_FILE.execute(WRITE_FILE.spec.args(path=path, content=after), ctx)
-        if written.ok:
-            changed.append(path)
+        elif (why := write_other(ctx, real, path, data, after)) is not None:
+            left.append((path, why))
         else:
-            left.append((path, written.output.split(". ")[0]))
+            changed.append(path)
     return changed, left
 
 
 def _still_mentioned(ctx: ToolContext, old: str) -> str:
     """The lines that still name the old file (a comment, a README, package.json), for the model to judge."""
     stem = PurePosixPath(old).stem
-    files = [(p, hits) for p, hits in word_users(ctx, stem)]
+    files = word_users(ctx, stem)
     if not files:
         return f"No file mentions {stem} any more."
-    lines = [f"Still mentioning {stem} (change these too if they mean the old file):"]
-    for path, hits in files[:MAX_FILES_LISTED]:
-        lines += [f"  {path}:{n}: {text.strip()[:120]}" for n, text in hits[:MAX_LINES_LISTED]]
-    if len(files) > MAX_FILES_LISTED:
-        lines.append(f"  … and {len(files) - MAX_FILES_LISTED} more files")
-    return "\n".join(lines)
+    return "\n".join([f"Still mentioning {stem} (change these too if they mean the old file):", *hit_lines(files)])

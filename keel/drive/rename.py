@@ -20,7 +20,7 @@ import builtins
 import keyword
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from keel.context.ignore import IgnoreRules
@@ -192,13 +192,20 @@ class Outcome:
                 lines.append(f"No file uses {old} any more.")
                 continue
             lines.append(f"Still using {old} (change these too, or say why they keep it):")
-            for path, hits in files[:MAX_FILES_LISTED]:
-                lines += [f"  {path}:{n}: {text.strip()[:LINE_CHARS_LISTED]}" for n, text in hits[:MAX_LINES_LISTED]]
-                if not hits:
-                    lines.append(f"  {path}")
-            if len(files) > MAX_FILES_LISTED:
-                lines.append(f"  … and {len(files) - MAX_FILES_LISTED} more files")
+            lines += hit_lines(files)
         return "\n".join(lines)
+
+
+def hit_lines(files: list[tuple[str, list[tuple[int, str]]]]) -> list[str]:
+    """``word_users``' answer as tool-result lines: a few lines of the first files, then how many more."""
+    lines = []
+    for path, hits in files[:MAX_FILES_LISTED]:
+        lines += [f"  {path}:{n}: {text.strip()[:LINE_CHARS_LISTED]}" for n, text in hits[:MAX_LINES_LISTED]]
+        if not hits:
+            lines.append(f"  {path}")
+    if len(files) > MAX_FILES_LISTED:
+        lines.append(f"  … and {len(files) - MAX_FILES_LISTED} more files")
+    return lines
 
 
 # -- the shell ---------------------------------------------------------------------------------------
@@ -257,22 +264,15 @@ class Spread:
         asked to "rename MAX_RETRY to MAX_RETRIES here too" in client.py wrote MAX_RETRIES_S and
         BACKOFF_S_S, and the checks failed on names it made up. An identifier replaced as a whole word
         is the rename and nothing else."""
-        try:
-            real = resolve_in_workspace(self.ctx.workspace, path, for_write=True)
-            may_read = getattr(self.ctx.approval, "reads_without_asking", None)
-            if may_read is not None and not may_read(real):
-                return "reading it needs approval"
-            data = read_beneath(*anchor(real))
-            old = data.decode("utf-8")
-        except (PathJailError, OSError, UnicodeDecodeError) as e:
-            return f"cannot read it: {e}"
+        read = read_other(self.ctx, path)
+        if isinstance(read, str):
+            return read
+        real, data, old = read
         new = word_for_word(old, renames)
         if path.endswith(".py") and module_names(old) is not None and module_names(new) is None:
             return "renamed word for word it would not parse"
-        file_session(self.ctx).record_read(real, data)   # read just now, by this tool
-        written = WRITE_FILE.execute(WRITE_FILE.spec.args(path=path, content=new), self.ctx)
-        if not written.ok:
-            return _reason(written.output)
+        if (why := write_other(self.ctx, real, path, data, new)) is not None:
+            return why
         self.originals[path] = old
         return None
 
@@ -312,3 +312,25 @@ def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, s
         return []
     return [(h.path, [(n, t) for n, is_match, t in h.lines() if is_match]) for h in hits
             if not is_secret_name(h.path)]
+
+
+def read_other(ctx: ToolContext, path: str) -> tuple[Path, bytes, str] | str:
+    """A file keel rewrites beside the one the model named (a rename carried, an import pointed to a
+    moved file): its real path, bytes and text, or why it cannot be read (the jail, read approval)."""
+    try:
+        real = resolve_in_workspace(ctx.workspace, path, for_write=True)
+        may_read = getattr(ctx.approval, "reads_without_asking", None)
+        if may_read is not None and not may_read(real):
+            return "reading it needs approval"
+        data = read_beneath(*anchor(real))
+        return real, data, data.decode("utf-8")
+    except (PathJailError, OSError, UnicodeDecodeError) as e:
+        return f"cannot read it: {e}"
+
+
+def write_other(ctx: ToolContext, real: Path, path: str, data: bytes, text: str) -> str | None:
+    """Write ``text`` over ``path``, read just now as ``data`` by this tool (write_file: jail, approval,
+    checkpoints); None when written, else why not."""
+    file_session(ctx).record_read(real, data)
+    written = WRITE_FILE.execute(WRITE_FILE.spec.args(path=path, content=text), ctx)
+    return None if written.ok else _reason(written.output)

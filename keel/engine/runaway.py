@@ -75,8 +75,8 @@ class ReplyWatch:
     """Watches one reply. ``cut_reason`` is "repeating" or "deadline" once it should stop.
 
     Repetition is judged on prose only: once a tool call starts (a structured call, or the text
-    form ``<tool_call>`` or ``{"name": …``) its arguments may legitimately repeat (a file of similar lines), and the
-    per-reply token cap bounds them. The deadline applies to everything."""
+    form ``<tool_call>`` or ``{"name": …``) its arguments may legitimately repeat (a file of similar
+    lines), and the per-reply token cap bounds them. The deadline applies to everything."""
 
     deadline: float | None = None
     clock: Callable[[], float] = time.monotonic

@@ -1,0 +1,69 @@
+"""How change_file words what the project's checks said: the failures for the model and for the
+editor request, how badly they fail, and the end of a saved output."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from keel.verify.gate import CheckOutcome
+
+MAX_FAILURE_CHARS = 1500
+
+
+def render_failures(outcomes: Sequence[CheckOutcome]) -> str:
+    """The failing checks, with their summaries, cut to MAX_FAILURE_CHARS; "" when all pass."""
+    lines = []
+    for o in outcomes:
+        if o.passed or o.refused:
+            continue
+        lines.append(f"`{o.check.shown or o.check.command}` " + ("timed out" if o.timed_out else f"fails (exit code {o.exit_code})"))
+        lines += ["  " + line for line in o.summary.strip().splitlines() if line.strip()]
+    text = "\n".join(lines)
+    return text if len(text) <= MAX_FAILURE_CHARS else text[:MAX_FAILURE_CHARS].rstrip() + "\n… (cut)"
+
+
+def failing_output(outcomes: Sequence[CheckOutcome], saved: Callable[[str], str | None]) -> str:
+    """For the edit request: the end of each failing check's own output (``saved(output_path)``, the
+    last MAX_FAILURE_CHARS characters from a line start), or its summary when none was saved. The
+    raw end of pytest's output is what the measured prompt held (change_request)."""
+    texts = []
+    for o in outcomes:
+        if o.passed or o.refused:
+            continue
+        raw = saved(o.output_path) if o.output_path else None
+        if raw and len(raw) > MAX_FAILURE_CHARS:
+            raw = raw[-MAX_FAILURE_CHARS:].split("\n", 1)[-1]
+        texts.append((raw or o.summary).strip())
+    return "\n\n".join(t for t in texts if t)
+
+
+def failure_score(outcomes: Sequence[CheckOutcome]) -> int:
+    """How badly the checks fail: failing tests (at least 1 per failing check); 0 when all pass."""
+    return sum(max(1, len(o.failing_tests)) for o in outcomes if not o.passed and not o.refused)
+
+
+def render_checks_after(outcomes: Sequence[CheckOutcome]) -> str:
+    if not outcomes:
+        return ""
+    failures = render_failures(outcomes)
+    if not failures:
+        commands = ", ".join(f"`{o.check.command}`" for o in outcomes if not o.refused)
+        return f"The project's checks after this change: {commands} pass. If the task is done, call finish."
+    return f"The project's checks after this change:\n{failures}"
+
+
+def saved_tail(path: str) -> str | None:
+    """The end of a saved check output, as much as failing_output keeps: a saved output may be 16 MB
+    (keel.context.output.SAVE_MAX_BYTES) and only its last MAX_FAILURE_CHARS characters are used.
+    Four bytes per UTF-8 character, plus one partial character cut at the start, give the same
+    last MAX_FAILURE_CHARS characters as reading the whole file."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4 * (MAX_FAILURE_CHARS + 1)))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
