@@ -34,9 +34,10 @@ def test_draft_is_capped_and_never_reads_past_the_history() -> None:
 
 
 def _llm():   # noqa: ANN202 - a llama_cpp.Llama
+    model = smoke_model()   # first: it skips, saying why, where llama-cpp-python is not installed
     import llama_cpp
 
-    return llama_cpp.Llama(model_path=str(smoke_model()), n_ctx=2048, n_threads=2, verbose=False)
+    return llama_cpp.Llama(model_path=str(model), n_ctx=2048, n_threads=2, verbose=False)
 
 
 SOURCE = '''def area(width, height):
@@ -124,6 +125,7 @@ TASK = ("<|im_start|>system\nYou are a coding agent. Reply with one tool call: c
 
 
 def test_the_grammar_checked_last_gives_the_grammar_constrained_greedy_reply() -> None:
+    smoke_model()   # skips without llama-cpp-python or the model, before llama_cpp is imported
     from llama_cpp import LlamaGrammar
 
     from keel.engine.grammar import tool_call_grammar
