@@ -179,7 +179,7 @@ def probe_command(path: str, source: str, found: Sequence[tuple[str, Probe]]) ->
         dotted = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", module, re.ASCII) is not None   # importable
         return _python(module, names, [p for _, p in kept]) if kept and dotted else None
     if path.endswith(JS_EXTS) and not path.endswith((".ts", ".tsx", ".mts", ".cts")) \
-            and all(re.search(rf"module\.exports\b[^;]*\b{re.escape(n)}\b|exports\.{re.escape(n)}\b", source)
+            and all(re.search(rf"module\.exports\b[^;]{{0,2000}}\b{re.escape(n)}\b|exports\.{re.escape(n)}\b", source)
                     for n in names):
         return _javascript("./" + path, names, [p for _, p in found])
     return None
@@ -264,8 +264,9 @@ def signature(path: str, text: str, name: str) -> tuple[list[str], int] | None:
                 names = [a.arg for a in node.args.posonlyargs + node.args.args]
                 return names, len(names) - len(node.args.defaults)
         return None
-    m = re.search(rf"(?:\bfunction\s*\*?\s*{re.escape(name)}|(?<![\w$.]){re.escape(name)}\s*=\s*(?:async\s+)?"
-                  r"(?:function\s*)?)\s*\(([^)]*)\)", text)
+    # bounded: tried at every "function" of a file, an unbounded run to the next ")" is quadratic
+    m = re.search(rf"(?:\bfunction[ \t]{{0,8}}\*?[ \t]{{0,8}}{re.escape(name)}|(?<![\w$.]){re.escape(name)}[ \t]{{0,8}}="
+                  r"[ \t]{0,8}(?:async[ \t]{1,8})?(?:function[ \t]{0,8})?)[ \t]{0,8}\(([^)]{0,400})\)", text)
     if m is None:
         return None
     params = [p.strip() for p in m.group(1).split(",") if p.strip()]
