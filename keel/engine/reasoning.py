@@ -9,8 +9,8 @@ is split off first (it becomes the turn's ``reasoning``, as a reasoning parser w
 and calls are recovered from the answer alone.
 
 Where the template opened ``<think>`` itself, the reply starts inside the reasoning and holds only
-the closing tag: everything before it is reasoning, unless that ``</think>`` sits inside a call's
-value (a file about think tags), which the call parsing tells. A reply with no think tag at all is
+the closing tag: everything before it is reasoning, unless the text before that ``</think>`` stops
+inside a call (the tag is then a call's value: a file about think tags). A reply with no think tag at all is
 all answer: keel cannot see that a template opened one. Differences from the engines' parsers:
 docs/parsers.md.
 """
@@ -26,6 +26,7 @@ from keel.engine.types import AssistantTurn, ToolCall
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # Where a call could start: a </think> after one of these may be part of the call's text.
 _CALL_MARKS = ("<tool_call>", "<function=", "<function name=", "<tools>", "{")
+_CALL_ENDS = ("</tool_call>", "</function>", "</tools>", "}", "```")
 
 
 def split_reasoning(content: str, tool_names: set[str] = frozenset(),  # type: ignore[assignment]
@@ -41,11 +42,17 @@ def split_reasoning(content: str, tool_names: set[str] = frozenset(),  # type: i
     close = content.find(THINK_CLOSE)
     if close == -1:
         return "", content
-    if any(mark in content[:close] for mark in _CALL_MARKS):
-        inside = [b for b in find_blocks(content, tool_names, schemas=schemas) if b.start <= close < b.end]
-        if inside:  # the tag is a call's text, not the end of reasoning
-            return "", content
-    return content[:close].strip(), content[close + len(THINK_CLOSE):].lstrip()
+    before = content[:close]
+    if any(mark in before for mark in _CALL_MARKS) and _ends_inside_a_call(before, tool_names, schemas):
+        return "", content  # the tag is a call's text (a file about think tags), not the end of reasoning
+    return before.strip(), content[close + len(THINK_CLOSE):].lstrip()
+
+
+def _ends_inside_a_call(text: str, tool_names: set[str], schemas: Mapping[str, Any] | None) -> bool:
+    """Does ``text`` stop in the middle of a call? Calls drafted and closed before it do not count."""
+    end = len(text.rstrip())
+    return any(b.end >= end and not text[:b.end].rstrip().endswith(_CALL_ENDS)
+               for b in find_blocks(text, tool_names, schemas=schemas))
 
 
 def recover_reply(content: str, tool_names: set[str], *, schemas: Mapping[str, Any] | None = None,
