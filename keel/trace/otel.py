@@ -58,8 +58,10 @@ def _provider(url: str) -> tuple[TracerProvider, BatchSpanProcessor]:
         if url not in _providers:
             # the exporter's own retry warnings would print into the user's terminal on every batch
             logging.getLogger("opentelemetry.exporter.otlp.proto.http").setLevel(logging.CRITICAL)
+            # shutdown at exit is ours: the SDK's own would wait out retries against a dead endpoint
             provider = TracerProvider(resource=Resource.create({"service.name": "keel",
-                                                                "service.version": keel_version()}))
+                                                                "service.version": keel_version()}),
+                                      shutdown_on_exit=False)
             processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=url, timeout=_EXPORT_TIMEOUT_S),
                                            schedule_delay_millis=1000)
             provider.add_span_processor(processor)
