@@ -232,6 +232,23 @@ class Provenance:
         return {**self.record(), "tool_call_formats": dict(self.formats)}
 
 
+def serving_line(serving: dict[str, Any] | None) -> str:
+    """One line for people: server and version, model, quantization, digests, window, sampling, keel."""
+    if not serving:
+        return "not recorded (a session from before keel recorded its serving)"
+    s = serving
+    sampling = s.get("sampling") or {}
+    parts = [f"{s.get('server') or s.get('engine')} {s.get('server_version') or ''}".strip(),
+             f"model {s.get('model_id') or s.get('model')}", s.get("quantization"),
+             f"gguf sha256 {s['gguf_sha256'][:12]}" if s.get("gguf_sha256") else None,
+             f"template {s['chat_template_sha256'][:12]}" if s.get("chat_template_sha256") else None,
+             f"context {s['context_window']}" if s.get("context_window") else None,
+             " ".join(f"{k} {v}" for k, v in sampling.items() if k in ("temperature", "seed", "max_tokens")),
+             ", ".join(f"{k} ×{n}" for k, n in (s.get("tool_call_formats") or {}).items()) or None,
+             f"keel {s.get('keel_version')}"]
+    return " · ".join(p for p in parts if p)
+
+
 # The fields two runs' setups must share to be compared (keel eval compare): what changes answers.
 SETUP_FIELDS = ("engine", "server", "server_version", "model", "model_id", "gguf_sha256", "quantization",
                 "chat_template_sha256", "context_window", "sampling", "keel_version")
