@@ -214,6 +214,11 @@ class Agent:
                               else default_prompt(self.profile) + self.ext.prompt_addendum())
         self.session_id = session_id or new_session_id()  # given: a resumed session (keel.trace.sessions)
         self.bus = EventBus(self.session_id, sinks)
+        from keel.engine.provenance import Provenance
+        from keel.trace.telemetry import attach_telemetry
+        self.provenance = Provenance(self.engine, data_dir())   # what served the run: session_start, result
+        self.bus.subscribe(self.provenance.observe)
+        attach_telemetry(self.bus, self.config)   # OpenTelemetry spans, only where an endpoint is set
         self.log_path: Path | None = None
         if log_path is not False:
             path = log_path if isinstance(log_path, Path) else data_dir() / "sessions" / f"{self.session_id}.jsonl"
@@ -303,7 +308,7 @@ class Agent:
         self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
                       task=task, attended=self.attended, protection=self.protection,
                       sandbox=tier, confining=confining, config=config_summary(self.config),
-                      tools=self.registry.names,
+                      tools=self.registry.names, serving=self.provenance.record(),
                       # the in-process engine's threads (and why) and prefix cache (keel.engine.local)
                       **({"engine_setup": self.engine.describe_setup()} if hasattr(self.engine, "describe_setup") else {}))
         for kind, fields in self._held:   # what the first message's checks emitted, after the start
@@ -326,6 +331,7 @@ class Agent:
             self.recorder.prepare(runner, messages)
         result = runner.run(messages)
         result.log = str(self.log_path) if self.log_path else None
+        result.serving = self.provenance.summary()
         if result.stop_reason.startswith("limit:") and self.ctx.session_dir is not None:
             from keel.context.handoff import facts_from, write_handoff  # what the next session needs
 

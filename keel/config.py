@@ -218,6 +218,12 @@ class ContextSettings(BaseModel):
         return self
 
 
+class TelemetrySettings(_Section):
+    """OpenTelemetry export (keel.trace.telemetry): the OTEL_EXPORTER_OTLP_* variables win over these."""
+    endpoint: str | None = None      # an OTLP/HTTP base URL (traces go to ENDPOINT/v1/traces)
+    content: bool = False            # prompt, reply and tool text in the spans: opt-in
+
+
 class Config(_Section):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
@@ -228,6 +234,7 @@ class Config(_Section):
     context: ContextSettings = Field(default_factory=ContextSettings)  # keel.context: compaction and budget
     hooks: HookSettings = Field(default_factory=HookSettings)
     extensions: ExtensionSettings = Field(default_factory=ExtensionSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
 
 class ConfigError(Exception):
@@ -241,7 +248,8 @@ UNTRUSTED_IN_PROJECT = {("engine", "base_url"), ("engine", "api_key_env"), ("eng
                         ("shell", "network"),
                         # the snapshot is what makes a command's deletions undoable: the person sets it
                         ("shell", "snapshot_max_mb"), ("shell", "snapshot_max_files"),
-                        ("engine", "local_prefix_cache_mb")}   # disk use in the person's data dir
+                        ("engine", "local_prefix_cache_mb"),   # disk use in the person's data dir
+                        ("telemetry", "endpoint"), ("telemetry", "content")}   # where the run's text may go
 
 
 def user_config_path() -> Path:

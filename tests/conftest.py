@@ -55,6 +55,7 @@ class KeelRun:
     stdout: str
     stderr: str
     duration_s: float
+    ended: float = 0.0     # wall clock (time.time()) when the process had exited
 
     @property
     def result(self) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def run_keel(keel_env: dict[str, str]):
         started = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "keel.cli.main", *args], cwd=cwd, env=env or keel_env,
                               capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        return KeelRun(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+        return KeelRun(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started, time.time())
 
     return _run
 

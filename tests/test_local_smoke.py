@@ -98,6 +98,18 @@ def test_local_run_stops_by_itself_after_a_tool_call(tmp_path: Path) -> None:
     assert stop and stop[-1]["reason"] == result["stop_reason"]
     setup = next(e for e in events if e.get("type") == "session_start")["engine_setup"]
     assert setup["threads"] >= 1 and setup["threads_mode"] == "auto", setup   # the choice is on record
+    serving = next(e for e in events if e.get("type") == "session_start")["serving"]   # what served the run
+    import hashlib
+
+    import llama_cpp
+    assert (serving["engine"], serving["server"], serving["server_version"]) == ("local", "llama-cpp-python",
+                                                                                llama_cpp.__version__)
+    assert serving["gguf_sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
+    assert serving["quantization"] and len(serving["chat_template_sha256"]) == 64, serving
+    assert serving["context_window"] == 4096 and serving["sampling"]["max_tokens"] == 96
+    assert result["serving"]["gguf_sha256"] == serving["gguf_sha256"]
+    assert sum(result["serving"]["tool_call_formats"].values()) == sum(1 for e in events
+                                                                       if e.get("type") == "model_call" and e["tool_calls"])
     calls = [e for e in events if e.get("type") == "model_call"]
     assert calls and all(c["usage"]["prompt_tokens"] > 0 for c in calls)
     if len(calls) > 1:  # the KV cache carried the history: later steps evaluate only the new tail

@@ -23,6 +23,8 @@ def render(stats: dict[str, Any], console: Any = None) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from keel.engine.provenance import serving_line
+
     console = console or Console(soft_wrap=False)
     t = stats["totals"]
     est = " (some estimated)" if t["estimated"] else ""
@@ -38,7 +40,7 @@ def render(stats: dict[str, Any], console: Any = None) -> None:
                          ("tokens in / out / cached", f"{t['prompt_tokens']:,} / {t['completion_tokens']:,} / "
                                                       f"{t['cached_tokens']:,}{est}"),
                          ("cache hit", _pct(t["cache_hit"])), ("prefix reuse", _pct(t["prefix_reuse"])),
-                         ("cost", cost)]:
+                         ("cost", cost), ("serving", serving_line(stats.get("serving")))]:
         head.add_row(label, Text(str(value)))  # Text: a task's "[...]" is not rich markup
     console.print(head)
     calls = Table(title="model calls")

@@ -48,6 +48,7 @@ class SessionStart(EventBase):
     tools: list[str]
     config: dict[str, Any]
     engine_setup: NotRequired[dict[str, Any]]
+    serving: NotRequired[dict[str, Any]]
 
 
 class Resume(EventBase):

@@ -20,7 +20,8 @@ from typing import Any
 from keel.engine import sse
 from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
 from keel.engine.constrain import http_tool_choice, is_refusal, narrowed, refusal_notice
-from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
+from keel.engine.reasoning import recover_turn
+from keel.engine.recovery import first_free_text_call_id
 from keel.engine.retry import backoff_delay, parse_retry_after
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
 
@@ -302,17 +303,7 @@ class OpenAICompatEngine:
             return None
 
     def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
-        names, schemas = set(), {}
-        for tool in tools:
-            fn = tool.get("function") or {}
-            if isinstance(fn.get("name"), str):
-                names.add(fn["name"])
-                schemas[fn["name"]] = fn.get("parameters") or {}
-        content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas,
-                                                      id_start=self._next_text_call)
-        if calls:
-            self._next_text_call += len(calls)
-            turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
+        self._next_text_call += recover_turn(turn, tools, id_start=self._next_text_call)
 
 
 def _estimate_usage(messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: AssistantTurn) -> Usage:

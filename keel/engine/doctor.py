@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import openai
 
 from keel.engine.client import OpenAICompatEngine
+from keel.engine.provenance import keel_version, probe_server, serving_line
 from keel.engine.types import AssistantTurn, EngineError
 
 CONNECT_TIMEOUT_S = 3.0
@@ -66,7 +67,7 @@ class _Skip(Exception):
 def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
                constrain_tool_calls: str = "off") -> list[DoctorCheck]:
     checks: list[DoctorCheck] = []
-    names = ["reachable", "API key", "model", "context window", "tool calls", "usage", "cached tokens"]
+    names = ["reachable", "API key", "model", "context window", "serving", "tool calls", "usage", "cached tokens"]
     if constrain_tool_calls == "on":
         names.append(CONSTRAIN_CHECK)
     try:
@@ -76,6 +77,7 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
         entries = {m.id: m for m in listed}
         model = _chosen_model(model, entries, server_kind, checks)
         checks.append(_context_check(entries.get(model)))
+        checks.append(_serving_check(base_url, model, api_key))
         engine = _probe(base_url, model, api_key, server_kind, checks)
     except _Skip as skip:
         done = {c.name for c in checks}
@@ -84,6 +86,17 @@ def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
     if constrain_tool_calls == "on":
         checks.append(_constrain_check(base_url, model, api_key, engine.stream))
     return checks
+
+
+def _serving_check(base_url: str, model: str, api_key: str | None) -> DoctorCheck:
+    """What the server says it is (keel.engine.provenance): the record every run keeps."""
+    facts = probe_server(base_url, model, api_key)
+    named = bool(facts.get("server"))
+    facts.setdefault("server", "openai-compatible")
+    return DoctorCheck("serving", True if named else None,
+                       serving_line({"model": model, **facts, "keel_version": keel_version()}),
+                       None if named else "the server names neither itself nor its version (no /props, "
+                                          "/version, /api/version or /openapi.json): runs record the model only")
 
 
 def _base_url(base_url: str | None, checks: list[DoctorCheck]) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 
 from keel.engine.recovery_json import (
     Block,
+    call_from_object,
     calls_in,
     decode_at,
     hermes_objects,
@@ -51,7 +52,9 @@ from keel.engine.recovery_xml import (
 from keel.engine.types import ToolCall
 
 _FUNCTION_NAMED_OPEN = '<function name="'
-_IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# Qwen2.5-Coder's form: <tools>{"name": ..., "arguments": ...}</tools>, or a JSON list of such objects.
+TOOLS_OPEN, TOOLS_CLOSE = "<tools>", "</tools>"
+_IDENTIFIER_RE = re.compile(r"^[^\W\d][\w.\-]*$")  # any script's letters: 获取天气 is a name
 # Traces of an attempted call in text that was not recovered (the loop tells the model so).
 _CALL_HINT_RE = re.compile(r"<tool_call>|</?function\s*=|(?m:^[ \t]*`?functions\.\w+)|\"name\"\s*:\s*\"\w+\"\s*,\s*\"(?:arguments|parameters)\"")
 # Names that instruction templates use as stand-ins; a model echoing them is not calling anything.
@@ -89,14 +92,7 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     whose only shape is one line of prose without '<' or '{' and then the call; a bare call object
     after that prose is a call by construction (never so in free text, where it may be quoted).
     """
-    if not content:
-        return content, [], ""
-    blocks = (_recover_tagged(content, tool_names, schemas or {}) or recover_json(content, tool_names)
-              or recover_functions_prefix(content, tool_names))
-    if not blocks and after_prose:
-        brace = content.find("{")
-        if brace > 0 and "<" not in content[:brace] and (found := calls_in(content[brace:], tool_names)):
-            blocks = [Block(brace, len(content), found, "json")]
+    blocks = find_blocks(content, tool_names, schemas=schemas, after_prose=after_prose)
     if not blocks:
         return content, [], ""
     blocks.sort(key=lambda b: b.start)
@@ -111,6 +107,20 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     for n, call in enumerate(calls):
         call.id = f"call_txt_{id_start + n}"
     return _tidy(remaining), calls, blocks[0].fmt
+
+
+def find_blocks(content: str, tool_names: set[str], *, schemas: Mapping[str, JsonSchema] | None = None,
+                after_prose: bool = False) -> list[Block]:
+    """Where ``content`` holds calls, in any of the forms, each with its calls (unsorted)."""
+    if not content:
+        return []
+    blocks = (_recover_tagged(content, tool_names, schemas or {}) or recover_json(content, tool_names)
+              or recover_functions_prefix(content, tool_names))
+    if not blocks and after_prose:
+        brace = content.find("{")
+        if brace > 0 and "<" not in content[:brace] and (found := calls_in(content[brace:], tool_names)):
+            blocks = [Block(brace, len(content), found, "json")]
+    return blocks
 
 
 class _NextTag:
@@ -132,12 +142,14 @@ def _recover_tagged(content: str, tool_names: set[str], schemas: Mapping[str, Js
     """``<tool_call>`` blocks and bare ``<function=...>`` blocks, read in order: whatever a call's
     value swallows (a quoted call inside ``content``) is never read as a call of its own."""
     blocks: list[Block] = []
-    markers = _NextTag(content, (TOOL_CALL_OPEN, FUNCTION_OPEN, _FUNCTION_NAMED_OPEN))
+    markers = _NextTag(content, (TOOL_CALL_OPEN, FUNCTION_OPEN, _FUNCTION_NAMED_OPEN, TOOLS_OPEN))
     scanner = Scanner(content)
     pos = 0
     while (start := markers.after(pos)) != -1:
         if content.startswith(TOOL_CALL_OPEN, start):
             calls, end, fmt = _parse_tool_call(scanner, start, schemas)
+        elif content.startswith(TOOLS_OPEN, start):
+            calls, end, fmt = _parse_tools(content, start)
         else:
             calls, end, fmt = _parse_functions(scanner, start, schemas)
         calls = [(n, a) for n, a in calls if not _is_placeholder(n, tool_names)]
@@ -169,6 +181,37 @@ def _parse_tool_call(scanner: Scanner, start: int,
     if content.startswith(TOOL_CALL_CLOSE, end):
         end += len(TOOL_CALL_CLOSE)
     return calls, end, fmt
+
+
+def _parse_tools(content: str, start: int) -> tuple[list[tuple[str, str]], int, str]:
+    """``<tools>`` holding call objects (or one list of them). Qwen2.5's template also lists the tool
+    *definitions* in ``<tools>``: an object with a description or a JSON schema for parameters is
+    a model echoing its instructions, never a call. Malformed JSON is no call (as vLLM reads it)."""
+    body = skip_ws(content, start + len(TOOLS_OPEN))
+    close = content.find(TOOLS_CLOSE, body)
+    limit = len(content) if close == -1 else close
+    decoded = decode_at(content, body) if content.startswith("[", body) else None
+    if decoded is not None and isinstance(decoded[0], list):
+        objects, end = decoded[0], decoded[1]
+    else:
+        objects, end = [], body
+        while end < limit and content.startswith("{", end) and (one := decode_at(content, end)) is not None:
+            objects.append(one[0])
+            end = skip_ws(content, one[1])
+    calls = [call for obj in objects if not _is_definition(obj) and (call := call_from_object(obj))]
+    end = skip_ws(content, end)
+    if content.startswith(TOOLS_CLOSE, end):
+        end += len(TOOLS_CLOSE)
+    return calls, end, "hermes"
+
+
+def _is_definition(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return True
+    function = obj.get("function")
+    inner: dict[str, Any] = function if isinstance(function, dict) and "name" not in obj else obj
+    params = inner.get("parameters")
+    return "description" in inner or (isinstance(params, dict) and ("properties" in params or params.get("type") == "object"))
 
 
 def _parse_functions(scanner: Scanner, pos: int,

@@ -179,27 +179,32 @@ def _value_end(scanner: Scanner, start: int, props: Mapping[str, Any], taken: se
 
 def _unframe(value: str) -> str:
     """The value without the template's framing: Qwen3-Coder's template puts a value on lines of
-    its own, so one newline each side is framing (vLLM). A model that indents the tags
+    its own, so one newline each side is framing (vLLM, Ollama). A model that indents the tags
     (``    </parameter>``) pretty-prints the whole block; then the value is trimmed as llama.cpp
-    trims it. With the native unindented layout, indentation inside the value (code) survives."""
+    trims it. Anything else is the value: indentation inside it (code) and a value of spaces alone
+    (``"   "``) survive."""
+    first_line = value.split("\n", 1)[0]
     if value.startswith("\n"):
         value = value[1:]
+        if not value.strip(" \t"):  # only the closing tag's indentation: an empty value
+            return ""
     last_line = value.rfind("\n")
     tail = value[last_line + 1:] if last_line != -1 else ""
     if last_line != -1 and not tail.strip(" \t"):
-        value = value[:last_line]
-        if tail:  # the closing tag was indented: pretty-printed tags
-            return value.strip()
-    return value if value.strip() else ""
+        if not tail:
+            return value[:last_line]
+        if first_line.strip() or not first_line:  # the closing tag was indented: pretty-printed tags
+            return value[:last_line].strip()
+    return value
 
 
 # ---- typing by schema ----------------------------------------------------------------------
 
 
-def schema_type(schema: Any) -> tuple[str | None, bool]:
-    """(first non-null declared type, nullable) from ``type``, a type list, ``anyOf`` or ``oneOf``."""
+def schema_types(schema: Any) -> tuple[list[str], bool]:
+    """(declared non-null types in order, nullable) from ``type``, a type list, ``anyOf`` or ``oneOf``."""
     if not isinstance(schema, Mapping):
-        return None, False
+        return [], False
     declared = schema.get("type")
     types: list[Any] = []
     if isinstance(declared, str):
@@ -213,38 +218,51 @@ def schema_type(schema: Any) -> tuple[str | None, bool]:
                 types = [o.get("type") for o in options if isinstance(o, Mapping)]
                 break
     nullable = "null" in types or schema.get("nullable") is True
-    first = next((t for t in types if isinstance(t, str) and t != "null"), None)
-    return first, nullable
+    return [t for t in types if isinstance(t, str) and t != "null"], nullable
+
+
+# A value that may be several types is read as the most specific one it parses as (Ollama's order):
+# "42.5" for ["integer", "number"] is 42.5, {"k": "v"} for ["array", "object"] an object, and text
+# only when nothing else fits ("hello" for ["string", "number"] stays "hello").
+_PRECEDENCE = ("integer", "int", "number", "float", "double", "boolean", "bool", "object", "dict", "array", "list")
+_NO_VALUE = object()
 
 
 def typed_value(value: str, schema: Any) -> Any:
-    """A raw parameter text as the type the tool's schema declares (as vLLM/SGLang convert it)."""
-    declared, nullable = schema_type(schema)
+    """A raw parameter text as the type the tool's schema declares (as vLLM/SGLang/Ollama convert it)."""
+    types, nullable = schema_types(schema)
     candidate = value.strip()
-    if declared == "string" and not nullable:
+    if types == ["string"] and not nullable:
         return value
-    if candidate in ("null", "None") and (nullable or declared not in (None, "string")):
+    if candidate.lower() in ("null", "none") and (nullable or (types and "string" not in types)):
         return None
-    if declared == "string":
+    if not types:
+        if _JSONISH_RE.match(candidate):
+            try:
+                return json.loads(candidate)
+            except (json.JSONDecodeError, RecursionError):
+                return value
         return value
-    if declared in ("integer", "int"):
-        return _number(candidate, value, integer=True)
-    if declared in ("number", "float", "double"):
-        return _number(candidate, value, integer=False)
-    if declared in ("boolean", "bool"):
-        lowered = candidate.lower()
-        return lowered == "true" if lowered in ("true", "false") else value
-    if declared in ("object", "array", "dict", "list"):
-        return _container(candidate, value, dict if declared in ("object", "dict") else list)
-    if declared is None and _JSONISH_RE.match(candidate):
-        try:
-            return json.loads(candidate)
-        except (json.JSONDecodeError, RecursionError):
-            return value
+    for declared in sorted(types, key=lambda t: _PRECEDENCE.index(t) if t in _PRECEDENCE else len(_PRECEDENCE)):
+        converted = _as_type(declared, candidate)
+        if converted is not _NO_VALUE:
+            return converted
     return value
 
 
-def _number(candidate: str, value: str, *, integer: bool) -> Any:
+def _as_type(declared: str, candidate: str) -> Any:
+    """``candidate`` as ``declared``, or _NO_VALUE when it is not one (the raw text is kept then)."""
+    if declared in ("integer", "int", "number", "float", "double"):
+        return _number(candidate, integer=declared in ("integer", "int"))
+    if declared in ("boolean", "bool"):
+        lowered = candidate.lower()
+        return lowered == "true" if lowered in ("true", "false") else _NO_VALUE
+    if declared in ("object", "array", "dict", "list"):
+        return _container(candidate, dict if declared in ("object", "dict") else list)
+    return _NO_VALUE
+
+
+def _number(candidate: str, *, integer: bool) -> Any:
     if integer:
         try:
             return int(candidate)
@@ -253,17 +271,17 @@ def _number(candidate: str, value: str, *, integer: bool) -> Any:
     try:
         parsed = float(candidate)
     except ValueError:
-        return value
+        return _NO_VALUE
     if not math.isfinite(parsed):
-        return value  # JSON has no Infinity/NaN: keep the text for the validator to report
-    return int(parsed) if parsed.is_integer() else (value if integer else parsed)
+        return _NO_VALUE  # JSON has no Infinity/NaN: keep the text for the validator to report
+    return int(parsed) if parsed.is_integer() else (_NO_VALUE if integer else parsed)
 
 
-def _container(candidate: str, value: str, kind: type) -> Any:
+def _container(candidate: str, kind: type) -> Any:
     parsed = _loads(candidate)
     if isinstance(parsed, str):  # double-encoded: a JSON string holding the literal
         parsed = _loads(parsed.strip())
-    return parsed if isinstance(parsed, kind) else value
+    return parsed if isinstance(parsed, kind) else _NO_VALUE
 
 
 def _loads(text: str) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from keel.engine.provenance import SETUP_FIELDS, setup_differences
 from keel.eval.metrics import aggregate, by_agent, case_table
 
 # (label, how to read it from an aggregate, higher is better)
@@ -74,11 +75,29 @@ def compare(records_a: Sequence[Mapping[str, Any]], records_b: Sequence[Mapping[
             "cases": len(shared),
             "only_in_a": sorted({r["case"]["id"] for r in rows_a} - shared),
             "only_in_b": sorted({r["case"]["id"] for r in rows_b} - shared),
-            "metrics": metrics, "flips": flips,
+            "metrics": metrics, "flips": flips, "setup_differences": _setups(rows_a, rows_b),
         }
     out["only_agents_a"] = sorted(set(groups_a) - set(groups_b))
     out["only_agents_b"] = sorted(set(groups_b) - set(groups_a))
     return out
+
+
+def _setups(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]]) -> list[str]:
+    """How the serving setups of the two runs differ (keel.engine.provenance): the same model through
+    another server, template, quantization or context size is another experiment. Within one run the
+    first recorded setup stands for it; a run whose cases had several setups says so."""
+    out: list[str] = []
+    firsts = []
+    for side, rows in (("A", rows_a), ("B", rows_b)):
+        setups = {_setup_key(r["serving"]): r["serving"] for r in rows if r.get("serving")}
+        if len(setups) > 1:
+            out.append(f"run {side} itself mixes {len(setups)} setups")
+        firsts.append(next(iter(setups.values()), None))
+    return out + setup_differences(firsts[0], firsts[1])
+
+
+def _setup_key(serving: Mapping[str, Any]) -> str:
+    return repr([serving.get(k) for k in SETUP_FIELDS])
 
 
 def _fmt(value: float | None) -> str:
@@ -111,6 +130,8 @@ def format_compare(result: Mapping[str, Any], name_a: str, name_b: str) -> str:
                 lines.append(f"    {f['kind']:<18} {f['case']}: {f['a']} → {f['b']}{fd}")
         else:
             lines.append("  no case changed outcome")
+        for difference in data.get("setup_differences") or []:
+            lines.append(f"  setups differ: {difference}")
         for side, key in (("A", "only_in_a"), ("B", "only_in_b")):
             if data[key]:
                 lines.append(f"  only in {side}: {', '.join(data[key])}")

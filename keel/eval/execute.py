@@ -114,7 +114,8 @@ def _record(base: dict[str, Any], run: AgentRun, graded: Grade, wall_s: float) -
     return {**base, "status": run.status, "stop_reason": run.stop_reason, "exit_code": run.exit_code,
             "summary": str((run.result or {}).get("summary") or "")[:500], "passed": graded.passed,
             "outcome": word, "false_done": word == "false_done", "error": error, "grade": graded.to_dict(),
-            "metrics": metrics, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "metrics": metrics, "serving": (run.result or {}).get("serving"),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 def scripted_server(case: Case) -> Any:

@@ -30,6 +30,7 @@ class RunResult:
     changes: dict[str, Any] | None = None
     handoff: str | None = None  # on a limit stop: the note for whoever carries on (keel.context.handoff)
     plan: str | None = None  # plan mode: the plan awaiting approval
+    serving: dict[str, Any] | None = None  # what served the run (keel.engine.provenance)
     messages: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -65,6 +66,8 @@ class RunResult:
             out["handoff"] = self.handoff
         if self.plan is not None:
             out["plan"] = self.plan
+        if self.serving is not None:
+            out["serving"] = self.serving
         if self.error:
             out["error"] = self.error
         return out

@@ -89,7 +89,21 @@ def session_stats(events: list[Event], prices: Prices | None = None) -> dict[str
         "compactions": sum(1 for e in events if e.get("type") == "compaction"),
         "duration_s": round(max(ts) - min(ts), 3) if ts else 0.0,
         "hotspots": hotspots(tool_events),
+        "serving": _serving(events),
     }
+
+
+def _serving(events: list[Event]) -> dict[str, Any] | None:
+    """The session's serving record (session_start) with the tool-call formats its replies used."""
+    start = next((e for e in events if e.get("type") == "session_start"), {})
+    if not start.get("serving"):
+        return None
+    formats: dict[str, int] = {}
+    for e in events:
+        if e.get("type") == "model_call" and e.get("tool_calls"):
+            fmt = str(e.get("tool_call_format") or "structured")
+            formats[fmt] = formats.get(fmt, 0) + 1
+    return {**start["serving"], "tool_call_formats": formats}
 
 
 def tool_table(tool_events: list[Event]) -> list[dict[str, Any]]:
