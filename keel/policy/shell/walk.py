@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from keel.policy.shell.bashcd import Budget, CdModel, cap
-from keel.policy.shell.heredoc import heredoc_disagreements
+from keel.policy.shell.heredoc import body_disagreements, heredoc_disagreements
 from keel.policy.shell.parse import (
     Cwds,
     Issue,
@@ -32,6 +32,7 @@ from keel.policy.shell.parse import (
     Word,
     parse_tree,
 )
+from keel.policy.shell.reader import bash_text
 from keel.policy.shell.taint import ArithmeticTaint
 from keel.policy.shell.unwrap import env_name_risk
 from keel.policy.shell.words import REDIRECTS, WORDLIKE, WordReader
@@ -177,11 +178,16 @@ class Walker(WordReader, ArithmeticTaint):
                 return self._pipeline(elements, cwds, [])
             finally:
                 self._tail_redirects = None
+        # `cat <<EOF > f arg`: tree-sitter puts what follows the delimiter inside the here-document
+        # node; to bash they are the command's own redirects and arguments
+        attached = [c for r in redirects if r.type == "heredoc_redirect" for c in _attached(r)]
+        redirects += [c for c in attached if c.type in REDIRECTS]
+        words = [c for c in attached if c.type not in REDIRECTS]
         if body is not None and body.type == "command":
-            ok, fail = self._command(body, cwds, redirects)
+            ok, fail = self._command(body, cwds, redirects, words)
             cmd = self.commands[self._last_own]
             # the part names the command with its redirects, up to a here-document's body
-            ends = [r.end_byte for r in redirects if r.type != "heredoc_redirect"]
+            ends = [r.end_byte for r in redirects + words if r.type != "heredoc_redirect"]
             ends += [c.end_byte for r in redirects if r.type == "heredoc_redirect"
                      for c in r.children if c.type == "heredoc_start"]
             cmd.text = self.data[node.start_byte:max(ends + [body.end_byte])].decode("utf-8", "replace").strip()
@@ -191,7 +197,7 @@ class Walker(WordReader, ArithmeticTaint):
             where = cwds | ok | fail
             red_words: list[Word] = []
             reds = [self.redirect(r, where, red_words) for r in redirects]
-            cmd = SimpleCommand(self.src(node), [], red_words, reds, where)
+            cmd = SimpleCommand(self.src(node), [], red_words + [self.word(w, where) for w in words], reds, where)
             self._add(cmd)
         for red in (r for r in redirects if r.type == "heredoc_redirect"):
             self._heredoc_tail(red, cmd, cwds)
@@ -199,9 +205,10 @@ class Walker(WordReader, ArithmeticTaint):
 
     def _heredoc_tail(self, node: Any, cmd: SimpleCommand, cwds: Cwds) -> None:
         """tree-sitter puts what follows ``<<EOF`` on its line (``| sh``, ``&& ls``) inside the redirect."""
+        own = {(c.start_byte, c.end_byte) for c in _attached(node)}
         for child in node.children:
-            if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end", "file_redirect",
-                              "herestring_redirect", "comment", "&&", "||", ";"):
+            if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end", "comment", "&&", "||",
+                              ";") or (child.start_byte, child.end_byte) in own:
                 continue
             if child.type == "pipeline":
                 self._pipeline([c for c in child.named_children if c.type != "comment"], cwds, [cmd])
@@ -303,7 +310,8 @@ class Walker(WordReader, ArithmeticTaint):
 
     # -- simple commands -------------------------------------------------------------------
 
-    def _command(self, node: Any, cwds: Cwds, outer_redirects: list[Any]) -> tuple[Cwds, Cwds]:
+    def _command(self, node: Any, cwds: Cwds, outer_redirects: list[Any],
+                 outer_words: list[Any] = ()) -> tuple[Cwds, Cwds]:  # type: ignore[assignment]
         if self._tail_redirects is not None and self._tail_redirects[0] == node.start_byte:
             outer_redirects = outer_redirects + self._tail_redirects[1]
             self._tail_redirects = None
@@ -321,6 +329,7 @@ class Walker(WordReader, ArithmeticTaint):
                 redirect_nodes.append(child)
             elif child.type != "comment":
                 self.issue("ask", f"unsupported part of a command ({child.type})", child)
+        words += [self.word(w, cwds) for w in outer_words]
         extra: list[Word] = []
         redirects = [self.redirect(r, cwds, extra) for r in redirect_nodes + outer_redirects]
         return self._simple(node, assignments, words + extra, redirects, cwds)
@@ -398,6 +407,18 @@ class Walker(WordReader, ArithmeticTaint):
         return self.commands[start:]
 
 
+def _attached(heredoc: Any) -> list[Any]:
+    """The redirects and words a here-document node holds before any ``&&``/``|``/``;``: the command's."""
+    out = []
+    for child in heredoc.children:
+        if child.type in ("<<", "<<-", "heredoc_start", "comment"):
+            continue
+        if child.type not in REDIRECTS and child.type not in WORDLIKE:
+            break
+        out.append(child)
+    return out
+
+
 def _same(a: Any, b: Any) -> bool:
     """tree-sitter hands out a new Node object on every access: compare positions."""
     return b is not None and (a.start_byte, a.end_byte, a.type) == (b.start_byte, b.end_byte, b.type)
@@ -407,10 +428,10 @@ def walk_script(source: str, home: Path, cwds: Cwds, budget: Budget | None = Non
                 ) -> tuple[list[SimpleCommand], list[Issue]]:
     """Parse and flatten ``source``; raise ShellParseError when it cannot be parsed, TooComplex
     when ``budget`` runs out."""
-    root, data = parse_tree(source)
-    walker = Walker(data, home, CdModel(source, home, cwds), budget or Budget())
-    for issue in heredoc_disagreements(root, data):
-        walker.issues.append(issue)
+    reading = bash_text(source)              # lines joined and carriage returns kept as bash does
+    root, data = parse_tree(reading.text)
+    walker = Walker(data, home, CdModel(reading.text, home, cwds), budget or Budget())
+    walker.issues += heredoc_disagreements(root, data) + body_disagreements(root, reading.text, reading.bodies)
     try:
         walker.walk(root, cwds)
     except RecursionError as exc:
