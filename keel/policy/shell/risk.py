@@ -288,17 +288,9 @@ class Analysis:
                 return [ask(f"{name} runs a script produced by another command")]
         if not shell_tools.reads_code_from_stdin(inv):
             return []
-        if cmd.upstream:
-            if self._feeds_code(cmd.upstream):
-                return [deny(f"pipes downloaded or decoded data into {name}")]
-            source = cmd.upstream[-1]
-            if name in SHELLS and len(cmd.upstream) == 1 and source.words and source.words[0].value in ("echo", "printf"):
-                words = source.words[1:]
-                text = " ".join(w.value for w in words)
-                self.sub_code(Word(text, text, tuple(p for w in words for p in w.params),
-                                   tuple(s for w in words for s in w.subs)), cmd.cwds, f"{name} (piped)")
-            return [ask(f"{name} runs code from a pipe")]
-        for redirect in reversed(cmd.redirects):
+        if self._feeds_code(cmd.upstream):
+            return [deny(f"pipes downloaded or decoded data into {name}")]
+        for redirect in reversed(cmd.redirects):     # a redirect of stdin wins over a pipe (bash applies it last)
             if redirect.op in ("<<", "<<-", "<<<") and redirect.target is not None:
                 if name in SHELLS:
                     self.sub_code(_heredoc_code(redirect), cmd.cwds, f"{name} here-document")
@@ -309,6 +301,14 @@ class Analysis:
             if redirect.op == "<" and redirect.target is not None:
                 return [runs_code(f"{name} runs a script file")] if is_python or name == "node" else \
                     [ask(f"{name} runs a script file")]
+        if cmd.upstream:
+            source = cmd.upstream[-1]
+            if name in SHELLS and len(cmd.upstream) == 1 and source.words and source.words[0].value in ("echo", "printf"):
+                words = source.words[1:]
+                text = " ".join(w.value for w in words)
+                self.sub_code(Word(text, text, tuple(p for w in words for p in w.params),
+                                   tuple(s for w in words for s in w.subs)), cmd.cwds, f"{name} (piped)")
+            return [ask(f"{name} runs code from a pipe")]
         return [ask(f"{name} waits for a program on stdin")]
 
     def _feeds_code(self, commands: list[SimpleCommand]) -> bool:

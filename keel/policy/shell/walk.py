@@ -56,7 +56,10 @@ class Walker(WordReader, ArithmeticTaint):
         self.vars = Variables(home)
         self.uncertain = 0          # > 0 while walking code that may not run or runs in a subshell
         self.depth = 0              # substitutions nested around this point
-        self._tail_redirects: tuple[int, list[Any]] | None = None
+        # `a && b <<EOF > f`: redirects and words tree-sitter hangs on the list or pipeline, for the
+        # last command (where bash binds them): (its start, redirect nodes, word nodes, the record made)
+        self._tail: tuple[int, list[Any], list[Any]] | None = None
+        self._tail_owner: SimpleCommand | None = None
         self.tainted: set[str] = set()   # variables given run-time input (read, mapfile, printf -v)
 
     def _maybe(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
@@ -169,21 +172,21 @@ class Walker(WordReader, ArithmeticTaint):
     def _redirected(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
         body = node.child_by_field_name("body")
         redirects = [c for c in node.named_children if c.type in REDIRECTS]
-        elements = [c for c in body.named_children if c.type != "comment"] if body is not None else []
-        if body is not None and body.type == "pipeline" and elements and elements[-1].type == "command" \
-                and not any(r.type == "heredoc_redirect" for r in redirects):
-            # `a | b > f`: bash binds the redirect to the last command (tree-sitter to the pipeline)
-            self._tail_redirects = (elements[-1].start_byte, redirects)
-            try:
-                return self._pipeline(elements, cwds, [])
-            finally:
-                self._tail_redirects = None
         # `cat <<EOF > f arg`: tree-sitter puts what follows the delimiter inside the here-document
         # node; to bash they are the command's own redirects and arguments
         attached = [c for r in redirects if r.type == "heredoc_redirect" for c in _attached(r)]
         redirects += [c for c in attached if c.type in REDIRECTS]
         words = [c for c in attached if c.type not in REDIRECTS]
-        if body is not None and body.type == "command":
+        last = _last_command(body) if body is not None and body.type in ("pipeline", "list") else None
+        cmd: SimpleCommand | None
+        if last is not None:
+            # `a | b > f`, `a && b <<EOF`: bash binds them to the last command (tree-sitter to the whole)
+            self._tail, self._tail_owner = (last.start_byte, redirects, words), None
+            try:
+                ok, fail = self.walk(body, cwds)
+            finally:
+                self._tail, cmd = None, self._tail_owner
+        elif body is not None and body.type == "command":
             ok, fail = self._command(body, cwds, redirects, words)
             cmd = self.commands[self._last_own]
             # the part names the command with its redirects, up to a here-document's body
@@ -199,6 +202,9 @@ class Walker(WordReader, ArithmeticTaint):
             reds = [self.redirect(r, where, red_words) for r in redirects]
             cmd = SimpleCommand(self.src(node), [], red_words + [self.word(w, where) for w in words], reds, where)
             self._add(cmd)
+        if cmd is None:
+            self.issue("ask", "a redirect whose command could not be found", node)
+            return ok, fail
         for red in (r for r in redirects if r.type == "heredoc_redirect"):
             self._heredoc_tail(red, cmd, cwds)
         return ok, fail
@@ -312,9 +318,12 @@ class Walker(WordReader, ArithmeticTaint):
 
     def _command(self, node: Any, cwds: Cwds, outer_redirects: list[Any],
                  outer_words: list[Any] = ()) -> tuple[Cwds, Cwds]:  # type: ignore[assignment]
-        if self._tail_redirects is not None and self._tail_redirects[0] == node.start_byte:
-            outer_redirects = outer_redirects + self._tail_redirects[1]
-            self._tail_redirects = None
+        tail = self._tail
+        if tail is not None and tail[0] == node.start_byte:
+            outer_redirects, outer_words, self._tail = list(outer_redirects) + tail[1], list(outer_words) + tail[2], None
+            ok, fail = self._command(node, cwds, outer_redirects, outer_words)
+            self._tail_owner = self.commands[self._last_own]
+            return ok, fail
         assignments: list[Word] = []
         words: list[Word] = []
         redirect_nodes: list[Any] = []
@@ -405,6 +414,17 @@ class Walker(WordReader, ArithmeticTaint):
             self.uncertain -= 1
             self.vars = saved
         return self.commands[start:]
+
+
+def _last_command(node: Any) -> Any:
+    """The simple command a list or pipeline ends with (None: it ends with a group or a loop)."""
+    while node is not None and node.type in ("list", "pipeline", "redirected_statement"):
+        if node.type == "redirected_statement":
+            node = node.child_by_field_name("body")
+            continue
+        elements = [c for c in node.named_children if c.type != "comment"]
+        node = elements[-1] if elements else None
+    return node if node is not None and node.type == "command" else None
 
 
 def _attached(heredoc: Any) -> list[Any]:
