@@ -19,6 +19,7 @@ from keel.policy.shell.commands import (
     judge_write,
     ws_write,
 )
+from keel.policy.shell.gitrepo import configured_programs
 from keel.policy.shell.parse import Word
 from keel.policy.shell.secrets import tracked_secret
 
@@ -168,23 +169,25 @@ _NO_PATCH = re.compile(r"--stat(=.*)?|--name-only|--name-status|--numstat|--shor
                        r"|--exit-code|--summary|--raw|--dirstat(=.*)?|--compact-summary|--check")
 
 
+def shows_contents(sub: str, values: list[str]) -> bool:
+    """Does ``git SUB VALUES`` print file contents (a patch, a blob)?"""
+    if sub == "cat-file":
+        return any(v in ("-p", "blob", "--batch") or v.startswith("--batch") for v in values) and any(
+            re.fullmatch(r"[0-9a-fA-F]{4,64}", v) for v in values)
+    if sub in _PATCH_ALWAYS:
+        shows = not any(_NO_PATCH.fullmatch(v) for v in values) or any(_PATCH_FLAGS.fullmatch(v) for v in values)
+        revs = [v for v in (values[:values.index("--")] if "--" in values else values) if not v.startswith("-")]
+        return shows and not (sub == "show" and revs and all(":" in v for v in revs))  # REV:PATH: that file only
+    if sub in _PATCH_ON_REQUEST:
+        return any(_PATCH_FLAGS.fullmatch(v) or re.fullmatch(r"-p\w*|-\w*p", v) for v in values)
+    return sub in ("blame", "annotate")
+
+
 def tracked_secret_shown(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
     """``git show``, ``git log -p``, ``git cat-file -p SHA``: file contents from the repository,
     among them a tracked secret-looking file unless a pathspec leaves it out."""
     values = [w.value for w in rest]
-    if sub == "cat-file":
-        shows = any(v in ("-p", "blob", "--batch") or v.startswith("--batch") for v in values) and any(
-            re.fullmatch(r"[0-9a-fA-F]{4,64}", v) for v in values)
-    elif sub in _PATCH_ALWAYS:
-        shows = not any(_NO_PATCH.fullmatch(v) for v in values) or any(_PATCH_FLAGS.fullmatch(v) for v in values)
-        revs = [v for v in (values[:values.index("--")] if "--" in values else values) if not v.startswith("-")]
-        if sub == "show" and revs and all(":" in v for v in revs):
-            shows = False                   # git show REV:PATH: that file only (its name is judged)
-    elif sub in _PATCH_ON_REQUEST:
-        shows = any(_PATCH_FLAGS.fullmatch(v) or re.fullmatch(r"-p\w*|-\w*p", v) for v in values)
-    else:
-        return []
-    if not shows:
+    if sub in ("blame", "annotate") or not shows_contents(sub, values):
         return []
     for cwd in inv.cwds or {None}:
         if cwd is None:
@@ -207,8 +210,26 @@ def _contains(parent: Path, child: Path) -> bool:
     return child == parent or parent in child.parents
 
 
+def repository_programs(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """``git diff`` in a repository whose config sets diff.external, a textconv driver, core.fsmonitor …"""
+    values = inv.values
+    before = values[:values.index(sub)] if sub in values else values
+    dirs: set[Path | None] = set(inv.cwds)
+    if before.count("-C") == 1:                 # git -C DIR: the repository of DIR
+        dirs = {p.real for p in env.paths.places(inv.args[before.index("-C") + 1], inv.cwds)}
+    elif before.count("-C") > 1:
+        dirs = {None}
+    own = [w.value for w in rest]
+    patch = shows_contents(sub, own[1:] if sub == "stash" else own)      # git stash show -p
+    for directory in dirs:
+        why = configured_programs(directory, sub, set(own), patch)
+        if why is not None:
+            return [ask(f"git {sub} may run a program: {why}")]
+    return []
+
+
 def _read_only_args(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    out: list[Finding] = tracked_secret_shown(sub, rest, inv, env)
+    out: list[Finding] = tracked_secret_shown(sub, rest, inv, env) + repository_programs(sub, rest, inv, env)
     for i, word in enumerate(rest):
         value = word.value
         name, eq, attached = value.partition("=")
@@ -312,7 +333,8 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if sub == "remote" and (not values or values in (["-v"], ["--verbose"]) or values[:1] == ["get-url"]):
         return out + [allow("git remote lists remotes"), holds_tokens]
     if sub in ("stash", "worktree", "notes") and values[:1] in (["list"], ["show"]):
-        return out + [allow(f"git {sub} {values[0]} only reads")] + tracked_secret_shown(sub, rest, inv, env)
+        return out + [allow(f"git {sub} {values[0]} only reads")] + tracked_secret_shown(sub, rest, inv, env) + \
+            (repository_programs(sub, rest, inv, env) if sub == "stash" and values[0] == "show" else [])
     if sub == "reflog" and (not values or values[0] == "show" or values[0].startswith("-")):
         return out + [allow("git reflog only reads")] + tracked_secret_shown(sub, rest, inv, env)
     if sub == "submodule" and "foreach" in values:

@@ -153,7 +153,7 @@ LISTS: dict[str, str] = {
            "--type= -T= --type-not= --type-list --hidden -. --no-ignore --no-ignore-vcs --no-ignore-parent "
            "--no-ignore-dot --no-ignore-global --no-ignore-exclude -u -uu -uuu -L --follow -d= --max-depth= "
            "--max-filesize= --color= --colors= -p --pretty --json --vimgrep --column --byte-offset -b -0 --null "
-           "-q --quiet --sort= --sortr= -j= --threads= --trim --stats --no-messages -a --text -z --search-zip "
+           "-q --quiet --sort= --sortr= -j= --threads= --trim --stats --no-messages -a --text "
            "-E= --encoding= -M= --max-columns= --max-columns-preview --passthru -r= --replace= --null-data "
            "--crlf --no-config --debug --engine= --unrestricted --binary --no-unicode --one-file-system "
            "--line-buffered --block-buffered --field-match-separator= --field-context-separator= "
