@@ -26,7 +26,6 @@ REQUIRED_RATE = 0.95
 
 # Deliberate differences, each explained in docs/parsers.md under the same id.
 KNOWN_DIFFERENCES = {
-    "vllm_hermes:non_streaming_tool_call_invalid_json",
     "llamacpp_hermes_2_pro:object_after_prose",
     "llamacpp_qwen3_coder_xml:big_integer",
     "llamacpp_qwen3_coder_xml:mixed_content",

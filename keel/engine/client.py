@@ -20,7 +20,7 @@ from typing import Any
 from keel.engine import sse
 from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
 from keel.engine.constrain import http_tool_choice, is_refusal, narrowed, refusal_notice
-from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
+from keel.engine.recovery import first_free_text_call_id, recover_turn_calls
 from keel.engine.retry import backoff_delay, parse_retry_after
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
 
@@ -138,6 +138,11 @@ class OpenAICompatEngine:
                     on_delta(StreamDelta("retry", f"{failure.reason}; retrying in {delay:.1f} s"))
                 self._sleep(delay)
                 retries += 1
+        if self.max_tokens and not turn.usage.estimated and turn.usage.completion_tokens == self.max_tokens:
+            # vLLM and Ollama report "tool_calls" for a reply cut at max_tokens that their parser read a
+            # call from (the generation stops at exactly max_tokens); its arguments may be cut too, so it
+            # counts as cut and the loop never runs it
+            turn.finish_reason = "length"
         if turn.tool_calls:
             turn.tool_call_format = "structured"
         elif turn.content and turn.finish_reason != "length":
@@ -302,17 +307,7 @@ class OpenAICompatEngine:
             return None
 
     def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
-        names, schemas = set(), {}
-        for tool in tools:
-            fn = tool.get("function") or {}
-            if isinstance(fn.get("name"), str):
-                names.add(fn["name"])
-                schemas[fn["name"]] = fn.get("parameters") or {}
-        content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas,
-                                                      id_start=self._next_text_call)
-        if calls:
-            self._next_text_call += len(calls)
-            turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
+        self._next_text_call += recover_turn_calls(turn, tools, self._next_text_call)
 
 
 def _estimate_usage(messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: AssistantTurn) -> Usage:

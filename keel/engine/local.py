@@ -26,7 +26,7 @@ from keel.engine.local_cpu import ThreadFit, model_params, read_cpuinfo, use_ext
 from keel.engine.local_draft import DraftStats, greedy_tokens
 from keel.engine.local_prefix import DiskPrefix, static_prefix_len
 from keel.engine.prefix_cache import PrefixCache
-from keel.engine.recovery import first_free_text_call_id, recover_text_tool_calls
+from keel.engine.recovery import first_free_text_call_id, recover_turn_calls
 from keel.engine.runaway import ReplyCut
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
 
@@ -388,17 +388,7 @@ class LocalEngine:
             self._llm.eval(prompt[at:min(end, at + PROMPT_CHUNK)])
 
     def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]], *, after_prose: bool) -> None:
-        names, schemas = set(), {}
-        for tool in tools:
-            fn = tool.get("function") or {}
-            if isinstance(fn.get("name"), str):
-                names.add(fn["name"])
-                schemas[fn["name"]] = fn.get("parameters") or {}
-        content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas,
-                                                      id_start=self._next_text_call, after_prose=after_prose)
-        if calls:
-            self._next_text_call += len(calls)
-            turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
+        self._next_text_call += recover_turn_calls(turn, tools, self._next_text_call, after_prose=after_prose)
 
     def close(self) -> None:
         self._llm.close()

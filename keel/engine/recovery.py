@@ -33,6 +33,7 @@ from keel.engine.recovery_json import (
     calls_in,
     decode_at,
     hermes_objects,
+    object_cut,
     recover_functions_prefix,
     recover_json,
     salvage_body,
@@ -48,7 +49,7 @@ from keel.engine.recovery_xml import (
     tag_name,
     typed_value,
 )
-from keel.engine.types import ToolCall
+from keel.engine.types import AssistantTurn, ToolCall
 
 _FUNCTION_NAMED_OPEN = '<function name="'
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
@@ -61,6 +62,9 @@ _PLACEHOLDER_NAMES = frozenset({
 })
 
 JsonSchema = Mapping[str, Any]
+# The format ``recover_text_tool_calls`` reports for a reply that ends inside a call: nothing is
+# recovered from it, since a value cut short (half a file for write_file) must never run.
+CUT = "cut"
 
 
 _TEXT_CALL_ID = re.compile(r"call_txt_(\d+)")
@@ -74,13 +78,34 @@ def first_free_text_call_id(messages: list[dict[str, Any]], start: int) -> int:
     return max([start, *(n + 1 for n in used)])
 
 
+def recover_turn_calls(turn: AssistantTurn, tools: list[dict[str, Any]], id_start: int, *,
+                       after_prose: bool = False) -> int:
+    """The calls ``turn`` (a reply without structured calls) writes as text, moved into
+    ``turn.tool_calls``; returns how many. A reply that ends inside a call gets none and
+    ``turn.cut_reason = "call"``: the loop tells the model it was cut and nothing ran."""
+    names, schemas = set(), {}
+    for tool in tools:
+        fn = tool.get("function") or {}
+        if isinstance(fn.get("name"), str):
+            names.add(fn["name"])
+            schemas[fn["name"]] = fn.get("parameters") or {}
+    content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas, id_start=id_start,
+                                                  after_prose=after_prose)
+    if fmt == CUT:
+        turn.cut_reason = "call"
+    elif calls:
+        turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
+    return len(calls)
+
+
 def recover_text_tool_calls(content: str, tool_names: set[str], *,
                             schemas: Mapping[str, JsonSchema] | None = None,
                             id_start: int = 1, after_prose: bool = False) -> tuple[str, list[ToolCall], str]:
     """Return (content without the recovered call text, calls, format).
 
     ``format`` is "hermes", "qwen3_coder", "json", "functions" or "" when nothing was recovered,
-    in which case the content comes back unchanged. ``schemas`` maps tool name to its JSON-schema
+    in which case the content comes back unchanged; ``CUT`` ("cut") when the text ends inside a
+    call (no closing tag, an unterminated object): then no call is recovered at all. ``schemas`` maps tool name to its JSON-schema
     parameters; with it, Qwen3-Coder parameter values are typed the way the tool expects (a
     ``content`` of ``42`` stays the string "42") and only the tool's own parameter names can end a
     value. Ids are ``call_txt_<n>`` from ``id_start``.
@@ -97,9 +122,11 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
         brace = content.find("{")
         if brace > 0 and "<" not in content[:brace] and (found := calls_in(content[brace:], tool_names)):
             blocks = [Block(brace, len(content), found, "json")]
+    blocks.sort(key=lambda b: b.start)
+    if _ends_inside_call(content, blocks, tool_names):
+        return content, [], CUT
     if not blocks:
         return content, [], ""
-    blocks.sort(key=lambda b: b.start)
     # Text after the last call was written before its result existed: small models go on to
     # "assume the output is …" and later answer from that invention. Keep only what precedes it.
     pieces, done = [], 0
@@ -111,6 +138,28 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     for n, call in enumerate(calls):
         call.id = f"call_txt_{id_start + n}"
     return _tidy(remaining), calls, blocks[0].fmt
+
+
+def _closed(content: str, end: int, tags: tuple[str, ...]) -> bool:
+    """Does ``content[:end]`` end, blanks aside, with one of ``tags``? (No copy: blocks can be many.)"""
+    while end > 0 and content[end - 1] in " \t\r\n":
+        end -= 1
+    return any(content.startswith(tag, end - len(tag)) for tag in tags if end >= len(tag))
+
+
+def _ends_inside_call(content: str, blocks: list[Block], tool_names: set[str]) -> bool:
+    """Does the reply stop before its last call does? The last call reaches the end of the text
+    without its closing tag or object end, or an opening with no call read from it is the last thing."""
+    end = len(content.rstrip())
+    if blocks and not blocks[-1].whole and blocks[-1].end >= end:
+        return True
+    after = blocks[-1].end if blocks else 0
+    opening = max(content.rfind(TOOL_CALL_OPEN), content.rfind(FUNCTION_OPEN), content.rfind(_FUNCTION_NAMED_OPEN))
+    if opening >= after and content.find(TOOL_CALL_CLOSE, opening) == -1 and content.find(FUNCTION_CLOSE, opening) == -1:
+        tail = content[opening + len(TOOL_CALL_OPEN):] if content.startswith(TOOL_CALL_OPEN, opening) else ""
+        return not tail.strip() or tail.lstrip().startswith(("<", "{")) and (
+            not tail.lstrip().startswith("{") or object_cut(tail, tool_names))
+    return not blocks and object_cut(content, tool_names)
 
 
 class _NextTag:
@@ -137,22 +186,26 @@ def _recover_tagged(content: str, tool_names: set[str], schemas: Mapping[str, Js
     pos = 0
     while (start := markers.after(pos)) != -1:
         if content.startswith(TOOL_CALL_OPEN, start):
-            calls, end, fmt = _parse_tool_call(scanner, start, schemas)
+            calls, end, fmt, whole = _parse_tool_call(scanner, start, schemas)
         else:
             calls, end, fmt = _parse_functions(scanner, start, schemas)
+            whole = _closed(content, end, (FUNCTION_CLOSE, TOOL_CALL_CLOSE))
         calls = [(n, a) for n, a in calls if not _is_placeholder(n, tool_names)]
         if calls:
-            blocks.append(Block(start, end, calls, fmt))
+            blocks.append(Block(start, end, calls, fmt, whole))
         pos = max(end, start + 1)
     return blocks
 
 
 def _parse_tool_call(scanner: Scanner, start: int,
-                     schemas: Mapping[str, JsonSchema]) -> tuple[list[tuple[str, str]], int, str]:
+                     schemas: Mapping[str, JsonSchema]) -> tuple[list[tuple[str, str]], int, str, bool]:
+    """(calls, end, format, whether the call's syntax ended: a closing tag or a complete object)."""
     content = scanner.text
     body = skip_ws(content, start + len(TOOL_CALL_OPEN))
+    whole = True
     if content.startswith((FUNCTION_OPEN, _FUNCTION_NAMED_OPEN), body):
         calls, end, fmt = _parse_functions(scanner, body, schemas)
+        whole = _closed(content, end, (FUNCTION_CLOSE,))
     else:
         next_open = content.find(TOOL_CALL_OPEN, body)
         limit = len(content) if next_open == -1 else next_open
@@ -165,10 +218,12 @@ def _parse_tool_call(scanner: Scanner, start: int,
             close = content.find(TOOL_CALL_CLOSE, body, limit)
             end = limit if close == -1 else close
             calls = salvage_body(content[body:end])
+            whole = False
     end = skip_ws(content, end)
     if content.startswith(TOOL_CALL_CLOSE, end):
         end += len(TOOL_CALL_CLOSE)
-    return calls, end, fmt
+        whole = True
+    return calls, end, fmt, whole
 
 
 def _parse_functions(scanner: Scanner, pos: int,

@@ -119,12 +119,6 @@ def _replay_deltas(step: ScriptStep, on_delta: DeltaCallback) -> None:
 
 def _recover_calls(turn: AssistantTurn, tools: list[dict[str, Any]], id_start: int) -> int:
     # Imported here: recovery belongs to the engine client and is only needed for text-form steps.
-    from keel.engine.recovery import recover_text_tool_calls
+    from keel.engine.recovery import recover_turn_calls
 
-    functions = [t.get("function", {}) for t in tools if isinstance(t, dict)]
-    names = {f["name"] for f in functions if isinstance(f.get("name"), str)}
-    schemas = {f["name"]: f.get("parameters") or {} for f in functions if isinstance(f.get("name"), str)}
-    content, calls, fmt = recover_text_tool_calls(turn.content, names, schemas=schemas, id_start=id_start)
-    if calls:
-        turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
-    return len(calls)
+    return recover_turn_calls(turn, tools, id_start)
