@@ -19,6 +19,7 @@ from keel.policy.shell.commands import (
     judge_write,
     ws_write,
 )
+from keel.policy.shell.facts import EMPTY, parse, table, values_of
 from keel.policy.shell.gitrepo import configured_programs
 from keel.policy.shell.parse import Word
 from keel.policy.shell.secrets import tracked_secret
@@ -46,80 +47,24 @@ _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--bare", "--no-replace-objects",
                            "--no-advice", "--version", "--help", "-h", "--no-lazy-fetch"})
 
 
-# Local repository changes a confining tier allows unasked (workspace-write), with the options
-# known to be safe for each, spelled exactly; "=" marks an option that takes a value. Anything
-# else (an editor, -i, --exec, gpg signing, an abbreviation) keeps asking.
+# Local repository changes a confining tier allows unasked (workspace-write) when every option is
+# on the subcommand's known-safe list in facts.toml, spelled exactly. Anything else (an editor, -i,
+# --exec, gpg signing, an abbreviation) keeps asking.
+_LOCAL = frozenset({"add", "commit", "checkout", "switch", "stash", "restore", "branch", "merge", "rebase"})
 _MERGE_STRATEGIES = frozenset({"ort", "recursive", "resolve", "octopus", "ours", "subtree"})
-LOCAL_OPTIONS = _LOCAL = {
-    "add": "-A --all -u --update -v --verbose -f --force -n --dry-run -N --intent-to-add --ignore-errors "
-           "--no-all --ignore-removal --chmod=",
-    "commit": "-m= --message= -a --all -q --quiet -v --verbose --amend --no-edit --allow-empty "
-              "--allow-empty-message -s --signoff --no-verify -n --author= --date= -F= --file= --no-gpg-sign "
-              "--only -o --include -i --dry-run --short --porcelain --fixup= --squash= -C= --reuse-message= "
-              "--reset-author --no-status",
-    "checkout": "-b= -B= -f --force -q --quiet --detach -t --track --no-track --orphan= --ours --theirs -m --merge",
-    "switch": "-c= --create= -C= --force-create= --detach -d -f --force --discard-changes -q --quiet -t --track "
-              "--no-track --orphan= -m --merge",
-    "stash": "-u --include-untracked -k --keep-index --no-keep-index -q --quiet -m= --message= -a --all --index "
-             "-S --staged",
-    "restore": "-s= --source= -S --staged -W --worktree -q --quiet --ours --theirs -m --merge --ignore-unmerged "
-               "--overlay --no-overlay",
-    "branch": "-d -D --delete -m -M --move -c -C --copy -f --force -u= --set-upstream-to= --unset-upstream -t "
-              "--track --no-track -q --quiet -a -r -v -vv -l --list --show-current",
-    "merge": "--no-ff --ff --ff-only --squash --no-squash --no-commit --commit -m= --message= --no-edit --abort "
-             "--continue --quit -q --quiet -v --stat -n --no-stat --allow-unrelated-histories -s= --strategy= -X= "
-             "--strategy-option= --no-verify --log --no-log",
-    "rebase": "--continue --abort --skip --quit --onto= -q --quiet -v --autostash --no-autostash --keep-empty "
-              "--root --committer-date-is-author-date --ignore-date --reset-author-date -f --force-rebase "
-              "--no-verify --update-refs --autosquash --no-autosquash -s= --strategy= -X= --strategy-option=",
-}
-_LOCAL_OPTS = {sub: frozenset(text.split()) for sub, text in _LOCAL.items()}
 _STASH_SUBS = frozenset({"push", "pop", "apply", "drop", "save", "clear", "branch", "create", "store"})
 
 
 def _local_write(sub: str, rest: list[Word]) -> Finding:
-    """A local git change: workspace-write when every option is known-safe and every word literal."""
-    known = _LOCAL_OPTS[sub]
+    """A local git change: workspace-write when every option is known-safe (facts.toml)."""
     words = rest[1:] if sub == "stash" and rest and rest[0].value in _STASH_SUBS else rest
-    i = 0
-    while i < len(words):
-        word = words[i]
-        text = word.value
-        if not word.literal:
-            return ask(f"git {sub} with {text!r}, only known when it runs", destructive=True)
-        if text == "--":
-            break
-        if text.startswith("-") and text != "-":
-            name, eq, value = text.partition("=")
-            if (eq and name.startswith("--") and f"{name}=" in known) or (not eq and name in known):
-                pass
-            elif not eq and f"{name}=" in known and i + 1 < len(words):
-                value = words[i + 1].value
-                i += 1
-            elif not eq and not name.startswith("--") and (cluster := _short_cluster(name, known)) is not None:
-                name, attached = cluster
-                if name and not attached and i + 1 < len(words):
-                    attached, i = words[i + 1].value, i + 1
-                value = attached
-            else:
-                return ask(f"git {sub} option {text!r} is not on the list of known-safe options", destructive=True)
-            if name in ("-s", "--strategy") and value not in _MERGE_STRATEGIES:
-                return ask(f"git {sub} --strategy {value!r} runs a program", destructive=True)
-        i += 1
+    parsed = parse(table().spec(f"git {sub}") or EMPTY, words)
+    if parsed.problem:
+        return ask(f"git {sub}: {parsed.problem}", destructive=True)
+    for value in values_of(parsed, "-s", "--strategy"):
+        if value.value not in _MERGE_STRATEGIES:
+            return ask(f"git {sub} --strategy {value.value!r} runs a program", destructive=True)
     return ws_write(f"git {sub} changes the local repository", destructive=True)
-
-
-def _short_cluster(text: str, known: frozenset[str]) -> tuple[str, str] | None:
-    """``-am``, ``-qm``, ``-mmsg``: flags in a row, the last may take a value (attached or next).
-
-    Returns (the option that takes a value or "", its attached value), or None when a letter is
-    not on the known-safe list."""
-    for j, ch in enumerate(text[1:], start=1):
-        if f"-{ch}=" in known:
-            return f"-{ch}", text[j + 1:]
-        if f"-{ch}" not in known:
-            return None
-    return "", ""
 
 
 def config_key_risk(assignment: str) -> Finding:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from keel.policy.shell.parse import Issue
+from keel.policy.shell.words import REDIRECTS, WORDLIKE
 
 
 def bash_delimiter(raw: str) -> str | None:
@@ -111,3 +112,28 @@ def body_disagreements(root: Any, text: str, bodies: list[tuple[int, int]] | Non
 def _misplaced(text: str) -> Issue:
     return Issue("ask", "here-document bodies are not where bash reads them; lines around them could run "
                         "unchecked", text[:80])
+
+
+# -- where bash binds what follows a here-document ------------------------------------------------
+
+def last_command(node: Any) -> Any:
+    """The simple command a list or pipeline ends with (None: it ends with a group or a loop)."""
+    while node is not None and node.type in ("list", "pipeline", "redirected_statement"):
+        if node.type == "redirected_statement":
+            node = node.child_by_field_name("body")
+            continue
+        elements = [c for c in node.named_children if c.type != "comment"]
+        node = elements[-1] if elements else None
+    return node if node is not None and node.type == "command" else None
+
+
+def attached(heredoc: Any) -> list[Any]:
+    """The redirects and words a here-document node holds before any ``&&``/``|``/``;``: the command's."""
+    out = []
+    for child in heredoc.children:
+        if child.type in ("<<", "<<-", "heredoc_start", "comment"):
+            continue
+        if child.type not in REDIRECTS and child.type not in WORDLIKE:
+            break
+        out.append(child)
+    return out

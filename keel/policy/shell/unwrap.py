@@ -33,8 +33,18 @@ _SAFE_ENV = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO
                        "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT",
                        "GIT_OPTIONAL_LOCKS", "TMPDIR", "DEBUG", "VERBOSE"})
 _CODE_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_", "BASH", "LESS", "RIPGREP_", "PERL5", "RUBY", "MAKE",
-                      "PYTHONSTARTUP", "PYTHONHOME", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
-_CODE_ENV = frozenset({"PATH", "IFS", "HOME", "CDPATH", "SHELL", "PYTHONINSPECT"})
+                      "PYTHON", "NODE_OPTIONS", "JAVA_", "_JAVA_OPTIONS",
+                      # the toolchains' own configuration by environment: which compiler, wrapper, proxy,
+                      # plugin or runner they take, where they build (a name is "plain" only outside these)
+                      "NPM_CONFIG_", "YARN_", "PNPM_", "PIP_", "UV_", "POETRY_", "PYTEST_", "TOX_", "NOX_",
+                      "GO", "CGO_", "RUSTC", "RUSTDOC", "RUSTUP_", "CARGO_", "JEST_", "VITEST_", "MAVEN_",
+                      "GRADLE_", "CMAKE_", "CONDA_", "VIRTUAL_ENV", "COMPOSER_", "BUNDLE_", "GEM_", "DOCKER_")
+_CODE_ENV = frozenset({"PATH", "IFS", "HOME", "CDPATH", "SHELL", "CC", "CXX", "CPP", "LD", "AR", "AS", "FC", "NM",
+                       "RANLIB", "STRIP", "OBJCOPY", "OBJDUMP"})
+# Suffixes naming a program, a plugin or a place a tool writes to.
+_CODE_ENV_SUFFIX = re.compile(r"(PATH|OPTIONS|OPTS|OPT|FLAGS|_WRAPPER|_PLUGINS?|_RUNNER|_ADDOPTS|_LOADER|_HOOKS?|"
+                              r"_PRELOAD|_EXEC|_EXECUTABLE|_BIN|_PROGRAM|_COMPILER|_INTERPRETER|_DIR|_HOME|_ROOT|"
+                              r"_PREFIX|_CACHE|_PROXY|_CONFIG|_RC|_INCLUDE|_LIB|_MODULES?)$")
 
 
 def classify_env(name: str) -> str:
@@ -45,7 +55,7 @@ def classify_env(name: str) -> str:
         return "deny"
     if name in _COMMAND_ENV or re.search(r"(PAGER|EDITOR|_COMMAND|_CMD|ASKPASS)$", name):
         return "command"
-    if name in _CODE_ENV or name.startswith(_CODE_ENV_PREFIXES) or re.search(r"(PATH|OPTIONS|OPTS|OPT|FLAGS)$", name):
+    if name in _CODE_ENV or name.upper().startswith(_CODE_ENV_PREFIXES) or _CODE_ENV_SUFFIX.search(name.upper()):
         return "code"
     return "plain"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from keel.policy.shell.bashcd import Budget, CdModel, cap
-from keel.policy.shell.heredoc import body_disagreements, heredoc_disagreements
+from keel.policy.shell.heredoc import attached, body_disagreements, heredoc_disagreements, last_command
 from keel.policy.shell.parse import (
     Cwds,
     Issue,
@@ -174,10 +174,10 @@ class Walker(WordReader, ArithmeticTaint):
         redirects = [c for c in node.named_children if c.type in REDIRECTS]
         # `cat <<EOF > f arg`: tree-sitter puts what follows the delimiter inside the here-document
         # node; to bash they are the command's own redirects and arguments
-        attached = [c for r in redirects if r.type == "heredoc_redirect" for c in _attached(r)]
+        attached = [c for r in redirects if r.type == "heredoc_redirect" for c in attached(r)]
         redirects += [c for c in attached if c.type in REDIRECTS]
         words = [c for c in attached if c.type not in REDIRECTS]
-        last = _last_command(body) if body is not None and body.type in ("pipeline", "list") else None
+        last = last_command(body) if body is not None and body.type in ("pipeline", "list") else None
         cmd: SimpleCommand | None
         if last is not None:
             # `a | b > f`, `a && b <<EOF`: bash binds them to the last command (tree-sitter to the whole)
@@ -211,7 +211,7 @@ class Walker(WordReader, ArithmeticTaint):
 
     def _heredoc_tail(self, node: Any, cmd: SimpleCommand, cwds: Cwds) -> None:
         """tree-sitter puts what follows ``<<EOF`` on its line (``| sh``, ``&& ls``) inside the redirect."""
-        own = {(c.start_byte, c.end_byte) for c in _attached(node)}
+        own = {(c.start_byte, c.end_byte) for c in attached(node)}
         for child in node.children:
             if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end", "comment", "&&", "||",
                               ";") or (child.start_byte, child.end_byte) in own:
@@ -414,29 +414,6 @@ class Walker(WordReader, ArithmeticTaint):
             self.uncertain -= 1
             self.vars = saved
         return self.commands[start:]
-
-
-def _last_command(node: Any) -> Any:
-    """The simple command a list or pipeline ends with (None: it ends with a group or a loop)."""
-    while node is not None and node.type in ("list", "pipeline", "redirected_statement"):
-        if node.type == "redirected_statement":
-            node = node.child_by_field_name("body")
-            continue
-        elements = [c for c in node.named_children if c.type != "comment"]
-        node = elements[-1] if elements else None
-    return node if node is not None and node.type == "command" else None
-
-
-def _attached(heredoc: Any) -> list[Any]:
-    """The redirects and words a here-document node holds before any ``&&``/``|``/``;``: the command's."""
-    out = []
-    for child in heredoc.children:
-        if child.type in ("<<", "<<-", "heredoc_start", "comment"):
-            continue
-        if child.type not in REDIRECTS and child.type not in WORDLIKE:
-            break
-        out.append(child)
-    return out
 
 
 def _same(a: Any, b: Any) -> bool:
