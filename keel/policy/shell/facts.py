@@ -19,6 +19,8 @@ module (``pytest``):
   git, argparse), so ``--outp=F`` is spelled out to ``--output=F`` before the judges see it.
 - ``subcommands``: ``TOOL SUB`` entries (``git log``) apply after the tool's own options.
 - ``same_as``: the entry reads another's options (``egrep`` reads ``grep``'s).
+- ``wrapper``: a command that runs another (``timeout``, ``sudo``, ``xargs``): keel.policy.shell.unwrap
+  skips its options, read from here, to find the command it runs.
 - ``match`` / ``not_match``: command lines whose options the entry accepts / does not accept;
   ``writes``: ``[command line, path]`` pairs — the path must be found as written. A wrong example
   stops the table from loading (``FactsError``), so the data cannot drift from what it says.
@@ -278,7 +280,7 @@ def load(text: str) -> Table:
 
 
 _ENTRY_KEYS = frozenset({"options", "uses", "danger", "abbrev", "subcommands", "same_as", "match", "not_match",
-                         "writes"})
+                         "writes", "wrapper"})
 
 
 def _entry_spec(key: str, entry: Mapping[str, Any], raw: Mapping[str, Any], groups: Mapping[str, str]) -> Spec:

@@ -174,9 +174,9 @@ class Walker(WordReader, ArithmeticTaint):
         redirects = [c for c in node.named_children if c.type in REDIRECTS]
         # `cat <<EOF > f arg`: tree-sitter puts what follows the delimiter inside the here-document
         # node; to bash they are the command's own redirects and arguments
-        attached = [c for r in redirects if r.type == "heredoc_redirect" for c in attached(r)]
-        redirects += [c for c in attached if c.type in REDIRECTS]
-        words = [c for c in attached if c.type not in REDIRECTS]
+        trailing = [c for r in redirects if r.type == "heredoc_redirect" for c in attached(r)]
+        redirects += [c for c in trailing if c.type in REDIRECTS]
+        words = [c for c in trailing if c.type not in REDIRECTS]
         last = last_command(body) if body is not None and body.type in ("pipeline", "list") else None
         cmd: SimpleCommand | None
         if last is not None:
