@@ -95,7 +95,12 @@ def option_writes(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     writes are judged from its entry), and past a described command's options (``npm test --
     --outputFile=F``); an unknown ``--opt=PATH`` there counts as a possible write."""
     found = resolve(inv.argv)
-    args = parse(found[1], found[2]).operands if found is not None and found[1] is not EMPTY else inv.args
+    own: set[int] = set()                  # the words a described command's entry read as its own options
+    if found is not None and found[1] is not EMPTY:
+        parsed = parse(found[1], found[2])
+        operands = {id(w) for w in parsed.operands}
+        own = {id(w) for w in found[2] if id(w) not in operands}
+    args = [w for w in inv.args if id(w) not in own]
     out: list[Finding] = []
     for i, word in enumerate(args):
         name, eq, value = word.value.partition("=")

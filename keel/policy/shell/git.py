@@ -187,17 +187,23 @@ def _read_only_args(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) 
             out.append(ask(f"git {sub} {name} runs configured programs"))
         elif sub == "help" and name in ("-w", "--web", "-i", "--info", "-m", "--man"):
             out.append(ask("git help opens a browser or viewer"))
+        elif name == "--show-signature" or (name in ("--format", "--pretty") and "%G" in attached) or \
+                sub in ("verify-commit", "verify-tag"):
+            out.append(ask(f"git {sub} runs gpg to check signatures (gpg reads the user's keyrings)"))
     return out
 
 
 def _listing(sub: str, rest: list[Word], destructive_flags: set[str], list_flags: set[str]) -> Finding:
     """branch/tag: listing is read-only; any create/delete/rename flag or a bare name asks."""
     values = [w.value for w in rest]
-    flags = [v.split("=", 1)[0] for v in values if v.startswith("-")]
+    end = values.index("--") if "--" in values else len(values)
+    flags = [v.split("=", 1)[0] for v in values[:end] if v.startswith("-")]
     if any(f in destructive_flags or re.fullmatch(r"-[a-zA-Z]*[dDmMcCfsau][a-zA-Z]*", f) and f not in list_flags
            for f in flags):
         return ask(f"git {sub} {' '.join(values)} changes {sub}es", destructive=True)
-    positional = [v for v in values if not v.startswith("-")]
+    if values[end + 1:]:                     # `git branch -- --list`: after `--` a word is a name, never an option
+        return ask(f"git {sub} {values[end + 1]!r} may create a {sub}")
+    positional = [v for v in values[:end] if not v.startswith("-")]
     if positional and not any(f in ("--list", "-l", "--contains", "--no-contains", "--merged", "--no-merged",
                                     "--points-at") for f in flags):
         return ask(f"git {sub} {positional[0]!r} creates a {sub}")

@@ -223,8 +223,8 @@ def scan_unquoted(raw: str) -> tuple[bool, bool, bool]:
             continue
         if ch == "'" and (unquoted[i] or in_single):
             in_single = not in_single
-        if ch == "\\" and not in_single:
-            escaped = True
+        if (ch == "\\" or raw.startswith("$$", i)) and not in_single:
+            escaped = True                  # the next character is text: \$(x), $$ (the PID) then (x)
             continue
         if unquoted[i] and ch in "*?[":
             glob = True

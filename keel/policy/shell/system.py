@@ -159,6 +159,9 @@ def _names_assigned(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     parsed = options(inv.name, inv.args)
     names = values_of(parsed, "-v", "-a") + (parsed.operands if inv.name == "read" else [])
     out = [allow(f"{inv.name} only prints or reads input")]
+    if parsed.problem and "may expand to an option" in parsed.problem:
+        # printf "$FMT" x: a first word built at run time may be `-v NAME`, which assigns NAME
+        out.append(ask(f"{inv.name}: {parsed.problem}", lift=None))
     for word in names:
         if not word.literal:
             out.append(ask(f"{inv.name} assigns {word.raw!r}, a variable named only at run time", lift=None))
