@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import subprocess
 from pathlib import Path
 
@@ -146,7 +147,7 @@ def test_rg_search_zip_asks(tmp_path: Path, tier_env: dict[str, str], run_keel) 
     ws = _workspace(tmp_path, "ws")
     for command in ("rg -z pwned .", "rg --search-zip pwned ."):
         r = _tool(run_keel, command, ws, tier_env)
-        assert r.code == 1 and ("'-z'" in r.stdout or "--search-zip" in r.stdout), r.stdout
+        assert r.code == 1 and ("rg -z" in r.stdout or "search-zip" in r.stdout), r.stdout
 
 
 # -- item 3: a call cut short never runs --------------------------------------------------------
@@ -207,3 +208,44 @@ def test_control_the_complete_call_writes(tmp_path: Path, tier_env: dict[str, st
         r = run_keel("run", "write out.txt with three lines", "--cwd", str(ws), "--base-url", server.base_url,
                      "--model", "scripted", "--output-format", "json", env=tier_env, timeout=120)
     assert (ws / "out.txt").read_text() == CONTENT, r.stderr
+
+
+# -- the same shapes as an unprivileged user ---------------------------------------------------
+
+def _kuser() -> str | None:
+    from bwrap_runner import ensure_unprivileged_user
+
+    return ensure_unprivileged_user()
+
+
+@pytest.mark.bubblewrap
+@pytest.mark.parametrize("tier", ["off", "bubblewrap"])
+def test_the_hidden_commands_never_run_for_an_unprivileged_user(tier: str) -> None:
+    """As `kuser`, in a workspace it owns: the policy refuses each shape; the control, plain bash as
+    the same user, runs it."""
+    from bwrap_runner import as_user, make_workspace, remove_workspace, user_env
+
+    user = _kuser()
+    if user is None:
+        pytest.skip("needs root and an unprivileged user that can run keel")
+    root = make_workspace(user)
+    try:
+        env = {**user_env(user), "XDG_CONFIG_HOME": str(root / "xdg"), "KEEL_HOME": str(root / "keel-home")}
+        (root / "xdg" / "keel").mkdir(parents=True)
+        (root / "xdg" / "keel" / "config.toml").write_text(f'[shell]\nsandbox = "{tier}"\n')
+        for i, (shape, command, target) in enumerate(h for h in HIDDEN if not h[2].startswith("~")):
+            control, ws = root / f"control{i}", root / f"ws{i}"
+            for place in (control, ws):
+                place.mkdir()
+                (place / "README.md").write_text("notes\n")
+            subprocess.run(["chown", "-R", user, str(root)], check=True)
+            subprocess.run([*as_user(user), "bash", "-c", command], cwd=control, env=env, capture_output=True,
+                           timeout=30)
+            assert _written(control / target), f"control ({shape}): bash runs the hidden command"
+            r = subprocess.run([*as_user(user), sys.executable, "-m", "keel.cli.main", "tool", "run_shell",
+                                json.dumps({"command": command}), "--cwd", str(ws)], env=env, capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 1 and "refused" in r.stdout.lower(), (shape, r.stdout, r.stderr[-500:])
+            assert not _written(ws / target), shape
+    finally:
+        remove_workspace(root)
