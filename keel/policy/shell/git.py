@@ -39,7 +39,7 @@ _READ_ONLY = frozenset({"status", "diff", "log", "show", "blame", "annotate", "r
                         "cat-file", "grep", "describe", "shortlog", "rev-list", "name-rev", "merge-base",
                         "count-objects", "show-ref", "for-each-ref", "check-ignore", "check-attr", "whatchanged",
                         "cherry", "version", "var", "diff-tree", "diff-files", "diff-index", "range-diff",
-                        "show-branch", "help", "fsck", "verify-commit", "verify-tag", "show-index"})
+                        "show-branch", "help", "fsck", "show-index"})
 _NETWORK = frozenset({"push", "pull", "fetch", "clone", "ls-remote", "submodule", "archive", "send-email",
                       "request-pull", "remote"})
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--bare", "--no-replace-objects", "--literal-pathspecs",
@@ -187,8 +187,7 @@ def _read_only_args(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) 
             out.append(ask(f"git {sub} {name} runs configured programs"))
         elif sub == "help" and name in ("-w", "--web", "-i", "--info", "-m", "--man"):
             out.append(ask("git help opens a browser or viewer"))
-        elif name == "--show-signature" or (name in ("--format", "--pretty") and "%G" in attached) or \
-                sub in ("verify-commit", "verify-tag"):
+        elif name == "--show-signature" or (name in ("--format", "--pretty") and "%G" in attached):
             out.append(ask(f"git {sub} runs gpg to check signatures (gpg reads the user's keyrings)"))
     return out
 
@@ -253,6 +252,8 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
             out.append(config_key_risk(setting or (values[values.index(value) + 1] if value in values[:-1] else "")))
         if name == "--template" and sub in ("clone", "init"):
             out.append(deny(f"git {sub} --template can install hooks"))
+    if sub in ("verify-commit", "verify-tag"):
+        return out + [ask(f"git {sub} runs gpg to check signatures (gpg reads the user's keyrings)")]
     if sub in _READ_ONLY:
         tokens = [Finding("allow", "git var prints configuration that may hold tokens", secret=True)] \
             if sub == "var" else []

@@ -27,7 +27,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     "diff": _EXTERNAL + _TEXTCONV + _FSMONITOR, "stash": _EXTERNAL + _TEXTCONV,
     "log": _TEXTCONV + _GPG, "show": _TEXTCONV + _GPG, "whatchanged": _TEXTCONV + _GPG, "reflog": _TEXTCONV,
     "range-diff": _TEXTCONV, "blame": _TEXTCONV, "annotate": _TEXTCONV,
-    "status": _FSMONITOR, "describe": _FSMONITOR, "verify-commit": _GPG, "verify-tag": _GPG,
+    "status": _FSMONITOR, "describe": _FSMONITOR,
 }
 _INCLUDES = ("include.path", "includeif.*.path")
 # Values that switch the feature off rather than name a program.
