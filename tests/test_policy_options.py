@@ -1,61 +1,30 @@
 """Allow only on positive knowledge (issue 7, item 6): a table test over EVERY command the policy can
-allow. For each, a known-good invocation is allowed (under a confining tier, where the most is
-allowed), and the same invocation with an unknown option, an unknown ``--opt=value`` form or an
-abbreviation of one of its own long options is not.
+allow. Each entry of keel/policy/shell/facts.toml names known-good invocations (``match``, checked
+against the entry when the table loads); its first one must be allowed by the whole policy (under a
+confining tier, where the most is allowed), and the same invocation with an unknown option, an
+unknown ``--opt=value`` form or an abbreviation of one of its own long options must not be.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from keel.policy.shell.options import FREE, option_list
-from keel.policy.shell.optlists import LISTS
+from keel.policy.shell.facts import FACTS_FILE, FREE, FactsError, load, table
 from keel.policy.shell.risk import JUDGES, classify_command
 
-# Where the option goes and what follows it, for commands that need operands to be allowed at
-# all. Default: "<key> ↓ f.py".
-SAMPLES: dict[str, tuple[str, str]] = {
-    "git commit": ("git commit", "-m x"), "git checkout": ("git checkout", "-b topic"),
-    "git switch": ("git switch", "-c topic"), "git merge": ("git merge", "main"),
-    "git rebase": ("git rebase", "main"), "git restore": ("git restore", "f.py"), "git add": ("git add", "f.py"),
-    "git stash": ("git stash", ""), "git branch": ("git branch", ""), "git tag": ("git tag", ""),
-    "git config": ("git config", "--get user.name"), "git remote": ("git remote", ""),
-    "git worktree": ("git worktree", "list"), "git notes": ("git notes", "list"), "git reflog": ("git reflog", ""),
-    "git help": ("git help", ""), "git var": ("git var", "-l"), "git version": ("git version", ""),
-    "git cat-file": ("git cat-file", "-t HEAD"), "git show-index": ("git show-index", ""),
-    "git": ("git", "status"),
-    "sed": ("sed", "-n p f.py"), "awk": ("awk", "1 f.py"), "tr": ("tr", "a b"), "cut": ("cut", "-f1 f.py"),
-    "jq": ("jq", ". f.py"), "find": ("find", "."), "fd": ("fd", "x"), "rg": ("rg", "x"), "ag": ("ag", "x f.py"),
-    "grep": ("grep", "x f.py"), "egrep": ("egrep", "x f.py"), "fgrep": ("fgrep", "x f.py"),
-    "zgrep": ("zgrep", "x f.py"), "tar": ("tar", "-tf a.tar"), "unzip": ("unzip", "-l a.zip"),
-    "gzip": ("gzip", "-c f.py"), "bzip2": ("bzip2", "-c f.py"), "xz": ("xz", "-c f.py"), "zstd": ("zstd", "-c f.py"),
-    "gunzip": ("gunzip", "-c f.gz"), "bunzip2": ("bunzip2", "-c f.bz2"), "unxz": ("unxz", "-c f.xz"),
-    "unzstd": ("unzstd", "-c f.zst"), "diff": ("diff", "f.py g.py"), "cmp": ("cmp", "f.py g.py"),
-    "comm": ("comm", "f.py g.py"), "join": ("join", "f.py g.py"), "hostname": ("hostname", ""),
-    "date": ("date", ""), "seq": ("seq", "3"), "sleep": ("sleep", "0"), "mkdir": ("mkdir", "newdir"),
-    "touch": ("touch", "new.txt"), "cp": ("cp", "f.py g.py"), "mv": ("mv", "f.py g.py"),
-    "tee": ("tee", "out.txt"), "truncate": ("truncate", "-s 0 f.py"), "rmdir": ("rmdir", "emptydir"),
-    "python": ("python", "-c pass"), "pytest": ("pytest", ""), "py.test": ("py.test", ""),
-    "node": ("node", "--test"), "nodejs": ("nodejs", "--test"), "npm": ("npm", "test"), "yarn": ("yarn", "test"),
-    "pnpm": ("pnpm", "test"), "cargo": ("cargo", "test"), "go": ("go", "test ./..."), "go run": ("go run", "."),
-    "pip": ("pip", "list"), "pip3": ("pip3", "list"), "make": ("make", "test"), "ruff": ("ruff", "check ."),
-    "coverage": ("coverage", "report"), "mypy": ("mypy", "src"), "dmypy": ("dmypy", "check src"),
-    "unittest": ("python -m unittest", ""), "doctest": ("python -m doctest", "f.py"),
-    "py_compile": ("python -m py_compile", "f.py"), "compileall": ("python -m compileall", "src"),
-    "black": ("black", "--check ."), "isort": ("isort", "--check ."), "prettier": ("prettier", "--check ."),
-    "eslint": ("eslint", "src"), "tsc": ("tsc", "--noEmit"), "vitest": ("vitest", "run"),
-    "apt": ("apt", "list"), "brew": ("brew", "list"), "dnf": ("dnf", "list"), "yum": ("yum", "list"),
-    "apk": ("apk", "info"), "pacman": ("pacman", "-Q"), "zypper": ("zypper", "search x"), "snap": ("snap", "list"),
-    "gem": ("gem", "list"), "conda": ("conda", "list"), "mamba": ("mamba", "list"), "bundle": ("bundle", "list"),
-    "pyright": ("pyright", "src"), "flake8": ("flake8", "src"), "pylint": ("pylint", "src"),
-    "pycodestyle": ("pycodestyle", "src"), "pyflakes": ("pyflakes", "src"), "jest": ("jest", ""),
-    "mocha": ("mocha", ""), "rm": ("rm", "f.py"), "unlink": ("unlink", "f.py"),
-}
+RAW = tomllib.loads(FACTS_FILE.read_text())
+ENTRIES = {k: v for k, v in RAW.items() if k != "groups"}
+# Entries only the judges read to parse a command they ask for anyway (no match example).
+PARSE_ONLY = frozenset(k for k, v in ENTRIES.items() if not v.get("match"))
 # Keys whose commands are never allowed, whatever their options (the list documents them only).
-NEVER_ALLOWED = frozenset({"apt-get", "git clean"})   # git clean: asks unless a snapshot holds the files
+NEVER_ALLOWED = frozenset({"git clean", "shred", "install", "chown", "chgrp", "curl", "wget", "scp", "rsync", "ssh",
+                           "sftp"})   # git clean: asks unless a snapshot holds the files
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +45,15 @@ def allowed(command: str, ws: Path) -> bool:
 
 
 def _sample(key: str) -> tuple[str, str]:
-    return SAMPLES.get(key, (key, "f.py"))
+    """The entry's first match example, split where an option may go: after the command (and its
+    subcommand or ``-m MODULE``)."""
+    words = shlex.split(ENTRIES[key]["match"][0])
+    at = len(key.split(" ")) + (2 if words[1:2] == ["-m"] else 0)
+    return shlex.join(words[:at]), shlex.join(words[at:])
 
 
 def _abbreviations(key: str) -> list[str]:
-    spec = option_list(key)
+    spec = table().spec(key)
     assert spec is not None
     out = []
     for option in sorted(spec.known):
@@ -93,13 +66,13 @@ def _abbreviations(key: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("key", sorted(k for k in LISTS if k not in NEVER_ALLOWED))
+@pytest.mark.parametrize("key", sorted(k for k in ENTRIES if k not in NEVER_ALLOWED | PARSE_ONLY))
 def test_every_listed_command_asks_on_unknown_and_abbreviated_options(key: str, ws: Path) -> None:
     head, tail = _sample(key)
     base = f"{head} {tail}".strip()
     assert allowed(base, ws), f"the sample {base!r} must be allowed, or the table proves nothing"
     probes = [f"{head} --zz-unknown-option {tail}", f"{head} --zz-unknown=./out.txt {tail}"]
-    if not (option_list(key) and option_list(key).single_dash):  # type: ignore[union-attr]
+    if not table().spec(key).single_dash:  # type: ignore[union-attr]
         probes.append(f"{head} -\u00e9 {tail}")          # a short option no tool has
     probes += [f"{head} {abbreviation} {tail}" for abbreviation in _abbreviations(key)]
     passed = [p.strip() for p in probes if allowed(p.strip(), ws)]
@@ -112,7 +85,7 @@ def test_every_judged_command_asks_on_an_unknown_option(ws: Path) -> None:
     for name in sorted(JUDGES) + ["python3"]:
         if name in FREE:
             continue
-        head, tail = _sample(name)
+        head, tail = _sample(name) if name in ENTRIES and name not in PARSE_ONLY else (name, "f.py")
         command = f"{head} --zz-unknown-option {tail}".strip()
         if allowed(command, ws):
             passed.append(command)
@@ -157,3 +130,33 @@ def test_output_options_are_writes(command: str, ws: Path) -> None:
 ])
 def test_common_agent_commands_stay_allowed(command: str, ws: Path) -> None:
     assert allowed(command, ws), classify_command(command, ws, confined=True)
+
+
+def test_the_table_loads_and_every_example_agrees() -> None:
+    """Each entry's match/not_match/writes examples were checked when it loaded; count them."""
+    counts = [len(v.get(kind, ())) for v in ENTRIES.values() for kind in ("match", "not_match", "writes")]
+    assert sum(counts) >= 500 and len(table().specs) == len(ENTRIES)
+
+
+@pytest.mark.parametrize(("entry", "problem"), [
+    ('[sort]\noptions = "-o=W"\nmatch = ["sort --output=x f"]', "match 'sort --output=x f'"),
+    ('[sort]\noptions = "-o=W"\nnot_match = ["sort -o x f"]', "not_match 'sort -o x f': accepted"),
+    ('[sort]\noptions = "-o="\nwrites = [["sort -o x f", "x"]]', "'x' not found as written"),
+    ('[sort]\noptions = "-o=W"\nmatches = []', "unknown key(s) matches"),
+    ('[egrep]\nsame_as = "nothing"', "same_as names no entry"),
+])
+def test_a_wrong_example_stops_the_table_from_loading(entry: str, problem: str) -> None:
+    with pytest.raises(FactsError, match=re.escape(problem)):
+        load(entry)
+
+
+def test_one_table_holds_each_fact_once() -> None:
+    """pytest's --junitxml once (a write), mv without install's -m/-o/-g, cp's --sparse taking its value."""
+    text = FACTS_FILE.read_text()
+    assert text.count("--junitxml=W") == 1
+    mv, install, cp = table().spec("mv"), table().spec("install"), table().spec("cp")
+    assert mv is not None and install is not None and cp is not None
+    assert not {"-m", "-o", "-g"} & mv.known and {"-m", "-o", "-g"} <= install.valued
+    assert "--sparse" in cp.valued
+    keel = Path(__file__).parent.parent / "keel" / "policy" / "shell"
+    assert not [p.name for p in keel.glob("*.py") if "junitxml" in p.read_text()], "a second table"

@@ -61,6 +61,10 @@ WORKSPACE_WRITES = [
     "git rebase main", "git rebase --continue", "cat f.py | tee copy.py", "cd src && touch b.py",
     "[[ -d build ]] || mkdir build", "git commit -qm msg", "git stash push -m wip",
     "git commit -m \"$(cat <<'EOF'\nfix: x\nEOF\n)\"", "find . -name '*.pyc' -delete", ": > notes.txt",
+    # issue 33: everyday work the tier confines and the snapshot undoes
+    "chmod +x f.py", "chmod -R u+w src", "ln -s f.py g.py", "ln -s src/a.py link.py", "tar czf out.tgz src",
+    "zip -r out.zip src", "gzip notes.txt", "black src", "ruff format .", "ruff check --fix .", "cargo fmt",
+    "go fmt ./...", "prettier --write src", "eslint --fix app.js", "make format", "npm run format",
 ]
 STILL_ASK = [
     "git push", "git fetch", "git pull", "git clone https://example.com/x", "git remote add o https://x",
@@ -68,10 +72,11 @@ STILL_ASK = [
     "touch .mcp.json", "echo '{}' > .vscode/tasks.json", "cp f.py .husky/pre-commit", "mkdir -p .devcontainer",
     "echo x > .keel/config.toml", "sed -i s/a/b/ .envrc", "mv f.py .claude/settings.json", "rm -r .git/objects",
     "git rebase -i main", "git rebase --exec make main", "git commit -S -m x", "git merge -s evil topic",
-    "git commit --amen -m x", "git commit -m x --template=t", "mv $X g.py", "cp $(cat list) dst", "chmod +x f.py",
-    "ln -s f.py g.py", "git -c core.x=y commit -m x", "touch \"$F\"", "for f in a b; do touch $f.txt; done", "echo x > ~+/f",
+    "git commit --amen -m x", "git commit -m x --template=t", "mv $X g.py", "cp $(cat list) dst",
+    "git -c core.x=y commit -m x", "touch \"$F\"", "for f in a b; do touch $f.txt; done", "echo x > ~+/f",
     "git config user.name bob", "git reset --hard", "git clean -fdx", "xargs rm < list", "tee .envrc",
-    "git commit -F \"$F\"", "echo x > .git/HEAD",
+    "git commit -F \"$F\"", "echo x > .git/HEAD", "chmod u+s f.py", "chmod 4755 f.py", "ln -s /etc/passwd p",
+    "ln ../x hard", "chown me f.py", "tar xzf a.tgz", "unzip a.zip",
 ]
 DENIED = [
     "echo x > ~/x", "touch /tmp/x", "echo x > .git/hooks/pre-commit", "cp f.py ../x", "rm -rf .", "rm -rf .git", "rm -r .*",

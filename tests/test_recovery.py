@@ -94,9 +94,10 @@ CASES = [
     ("qwen3_coder_bare_without_wrapper",
      "Checking.\n<function=read_file>\n<parameter=path>\na.py\n</parameter>\n</function>",
      [("read_file", {"path": "a.py"})], "qwen3_coder", "Checking."),
+    # the text ends inside the call: its value may be cut short, so nothing is recovered (issue 33)
     ("qwen3_coder_missing_final_closes",
      "<tool_call>\n<function=run_shell>\n<parameter=command>\npytest -q\n",
-     [("run_shell", {"command": "pytest -q"})], "qwen3_coder", ""),
+     [], "cut", "<tool_call>\n<function=run_shell>\n<parameter=command>\npytest -q\n"),
     ("qwen3_coder_missing_parameter_close",
      "<tool_call>\n<function=run_shell>\n<parameter=command>\nls\n</function>\n</tool_call>",
      [("run_shell", {"command": "ls"})], "qwen3_coder", ""),

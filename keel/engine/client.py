@@ -139,6 +139,11 @@ class OpenAICompatEngine:
                     on_delta(StreamDelta("retry", f"{failure.reason}; retrying in {delay:.1f} s"))
                 self._sleep(delay)
                 retries += 1
+        if self.max_tokens and not turn.usage.estimated and turn.usage.completion_tokens == self.max_tokens:
+            # vLLM and Ollama report "tool_calls" for a reply cut at max_tokens that their parser read a
+            # call from (the generation stops at exactly max_tokens); its arguments may be cut too, so it
+            # counts as cut and the loop never runs it
+            turn.finish_reason = "length"
         if turn.tool_calls:
             turn.tool_call_format = "structured"
         elif turn.content and turn.finish_reason != "length":

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from keel.engine.recovery import find_blocks, recover_text_tool_calls
+from keel.engine.recovery import CUT, find_blocks, recover_text_tool_calls
 from keel.engine.types import AssistantTurn, ToolCall
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -66,7 +66,8 @@ def recover_reply(content: str, tool_names: set[str], *, schemas: Mapping[str, A
 
 def recover_turn(turn: AssistantTurn, tools: list[dict[str, Any]], *, id_start: int,
                  after_prose: bool = False) -> int:
-    """Split reasoning off ``turn.content`` and recover its text calls in place; the number of calls."""
+    """Split reasoning off ``turn.content`` and recover its text calls in place; the number of calls.
+    An answer that ends inside a call gets none and ``turn.cut_reason = "call"``."""
     functions = [t.get("function") or {} for t in tools if isinstance(t, dict)]
     schemas = {f["name"]: f.get("parameters") or {} for f in functions if isinstance(f.get("name"), str)}
     reasoning, answer = split_reasoning(turn.content, set(schemas), schemas)
@@ -75,6 +76,8 @@ def recover_turn(turn: AssistantTurn, tools: list[dict[str, Any]], *, id_start: 
         turn.content = answer
     content, calls, fmt = recover_text_tool_calls(answer, set(schemas), schemas=schemas, id_start=id_start,
                                                   after_prose=after_prose)
-    if calls:
+    if fmt == CUT:  # the answer ends inside a call: none runs, the loop says it was cut
+        turn.cut_reason = "call"
+    elif calls:
         turn.content, turn.tool_calls, turn.tool_call_format = content, calls, fmt
     return len(calls)

@@ -34,6 +34,7 @@ from keel.engine.recovery_json import (
     calls_in,
     decode_at,
     hermes_objects,
+    object_cut,
     recover_functions_prefix,
     recover_json,
     salvage_body,
@@ -64,6 +65,9 @@ _PLACEHOLDER_NAMES = frozenset({
 })
 
 JsonSchema = Mapping[str, Any]
+# The format ``recover_text_tool_calls`` reports for a reply that ends inside a call: nothing is
+# recovered from it, since a value cut short (half a file for write_file) must never run.
+CUT = "cut"
 
 
 _TEXT_CALL_ID = re.compile(r"call_txt_(\d+)")
@@ -83,7 +87,8 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     """Return (content without the recovered call text, calls, format).
 
     ``format`` is "hermes", "qwen3_coder", "json", "functions" or "" when nothing was recovered,
-    in which case the content comes back unchanged. ``schemas`` maps tool name to its JSON-schema
+    in which case the content comes back unchanged; ``CUT`` ("cut") when the text ends inside a
+    call (no closing tag, an unterminated object): then no call is recovered at all. ``schemas`` maps tool name to its JSON-schema
     parameters; with it, Qwen3-Coder parameter values are typed the way the tool expects (a
     ``content`` of ``42`` stays the string "42") and only the tool's own parameter names can end a
     value. Ids are ``call_txt_<n>`` from ``id_start``.
@@ -93,9 +98,11 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     after that prose is a call by construction (never so in free text, where it may be quoted).
     """
     blocks = find_blocks(content, tool_names, schemas=schemas, after_prose=after_prose)
+    blocks.sort(key=lambda b: b.start)
+    if _ends_inside_call(content, blocks, tool_names):
+        return content, [], CUT
     if not blocks:
         return content, [], ""
-    blocks.sort(key=lambda b: b.start)
     # Text after the last call was written before its result existed: small models go on to
     # "assume the output is …" and later answer from that invention. Keep only what precedes it.
     pieces, done = [], 0
@@ -107,6 +114,28 @@ def recover_text_tool_calls(content: str, tool_names: set[str], *,
     for n, call in enumerate(calls):
         call.id = f"call_txt_{id_start + n}"
     return _tidy(remaining), calls, blocks[0].fmt
+
+
+def _closed(content: str, end: int, tags: tuple[str, ...]) -> bool:
+    """Does ``content[:end]`` end, blanks aside, with one of ``tags``? (No copy: blocks can be many.)"""
+    while end > 0 and content[end - 1] in " \t\r\n":
+        end -= 1
+    return any(content.startswith(tag, end - len(tag)) for tag in tags if end >= len(tag))
+
+
+def _ends_inside_call(content: str, blocks: list[Block], tool_names: set[str]) -> bool:
+    """Does the reply stop before its last call does? The last call reaches the end of the text
+    without its closing tag or object end, or an opening with no call read from it is the last thing."""
+    end = len(content.rstrip())
+    if blocks and not blocks[-1].whole and blocks[-1].end >= end:
+        return True
+    after = blocks[-1].end if blocks else 0
+    opening = max(content.rfind(TOOL_CALL_OPEN), content.rfind(FUNCTION_OPEN), content.rfind(_FUNCTION_NAMED_OPEN))
+    if opening >= after and content.find(TOOL_CALL_CLOSE, opening) == -1 and content.find(FUNCTION_CLOSE, opening) == -1:
+        tail = content[opening + len(TOOL_CALL_OPEN):] if content.startswith(TOOL_CALL_OPEN, opening) else ""
+        return not tail.strip() or tail.lstrip().startswith(("<", "{")) and (
+            not tail.lstrip().startswith("{") or object_cut(tail, tool_names))
+    return not blocks and object_cut(content, tool_names)
 
 
 def find_blocks(content: str, tool_names: set[str], *, schemas: Mapping[str, JsonSchema] | None = None,
@@ -147,24 +176,29 @@ def _recover_tagged(content: str, tool_names: set[str], schemas: Mapping[str, Js
     pos = 0
     while (start := markers.after(pos)) != -1:
         if content.startswith(TOOL_CALL_OPEN, start):
-            calls, end, fmt = _parse_tool_call(scanner, start, schemas)
+            calls, end, fmt, whole = _parse_tool_call(scanner, start, schemas)
         elif content.startswith(TOOLS_OPEN, start):
             calls, end, fmt = _parse_tools(content, start)
+            whole = True  # objects that parsed are whole; a cut one is no call (and object_cut sees it)
         else:
             calls, end, fmt = _parse_functions(scanner, start, schemas)
+            whole = _closed(content, end, (FUNCTION_CLOSE, TOOL_CALL_CLOSE))
         calls = [(n, a) for n, a in calls if not _is_placeholder(n, tool_names)]
         if calls:
-            blocks.append(Block(start, end, calls, fmt))
+            blocks.append(Block(start, end, calls, fmt, whole))
         pos = max(end, start + 1)
     return blocks
 
 
 def _parse_tool_call(scanner: Scanner, start: int,
-                     schemas: Mapping[str, JsonSchema]) -> tuple[list[tuple[str, str]], int, str]:
+                     schemas: Mapping[str, JsonSchema]) -> tuple[list[tuple[str, str]], int, str, bool]:
+    """(calls, end, format, whether the call's syntax ended: a closing tag or a complete object)."""
     content = scanner.text
     body = skip_ws(content, start + len(TOOL_CALL_OPEN))
+    whole = True
     if content.startswith((FUNCTION_OPEN, _FUNCTION_NAMED_OPEN), body):
         calls, end, fmt = _parse_functions(scanner, body, schemas)
+        whole = _closed(content, end, (FUNCTION_CLOSE,))
     else:
         next_open = content.find(TOOL_CALL_OPEN, body)
         limit = len(content) if next_open == -1 else next_open
@@ -177,10 +211,12 @@ def _parse_tool_call(scanner: Scanner, start: int,
             close = content.find(TOOL_CALL_CLOSE, body, limit)
             end = limit if close == -1 else close
             calls = salvage_body(content[body:end])
+            whole = False
     end = skip_ws(content, end)
     if content.startswith(TOOL_CALL_CLOSE, end):
         end += len(TOOL_CALL_CLOSE)
-    return calls, end, fmt
+        whole = True
+    return calls, end, fmt, whole
 
 
 def _parse_tools(content: str, start: int) -> tuple[list[tuple[str, str]], int, str]:

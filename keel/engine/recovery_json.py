@@ -35,6 +35,7 @@ class Block:
     end: int
     calls: list[tuple[str, str]]  # (name, raw JSON arguments)
     fmt: str
+    whole: bool = True            # the call's own syntax ended (a closing tag, a complete object)
 
 
 def call_from_object(obj: Any) -> tuple[str, str] | None:
@@ -196,16 +197,40 @@ def recover_functions_prefix(content: str, tool_names: set[str]) -> list[Block]:
         line_end = len(content) if line_end == -1 else line_end
         start = skip_ws(content, match.end())
         end, args = match.end(), "{}"
+        whole = True
         if content.startswith("{", start):
             decoded = decode_at(content, start)
             if decoded is None:
                 raw_end = content.find("\n", start)
                 raw_end = len(content) if raw_end == -1 else raw_end
-                args, end = content[start:raw_end], raw_end
+                args, end, whole = content[start:raw_end], raw_end, False
             else:
                 obj, end = decoded
                 args = json.dumps(obj, ensure_ascii=False) if isinstance(obj, dict) else content[start:end]
         elif content[match.end():line_end].strip():
             continue  # prose after the name on the same line: a mention, not a call
-        blocks.append(Block(match.start(), end, [(name, args)], "functions"))
+        blocks.append(Block(match.start(), end, [(name, args)], "functions", whole))
     return blocks
+
+
+def object_cut(text: str, tool_names: set[str]) -> bool:
+    """Is ``text`` (a reply, or what follows an unclosed ``<tool_call>``) a call object for an offered
+    tool that the text ends inside of (an unterminated string, a missing closing brace)?"""
+    text = text.strip()
+    if text.startswith("```"):
+        newline = text.find("\n", 3, 3 + _MAX_FENCE_INFO)
+        text = text[newline + 1:].lstrip() if newline != -1 else ""
+    if text.startswith("<"):
+        gt = text.find(">", 1, 20)
+        if gt != -1 and text[1:gt].strip().lower() in WRAPPER_TAGS:
+            text = text[gt + 1:].lstrip()
+    name = _NAME_RE.search(text, 0, 400)
+    if not text.startswith("{") or name is None or name.group(1) not in tool_names:
+        return False
+    try:
+        _DECODER.raw_decode(text)
+    except json.JSONDecodeError as exc:
+        return exc.msg.startswith("Unterminated string") or exc.pos >= len(text) - 1
+    except RecursionError:
+        return False
+    return False

@@ -46,8 +46,8 @@ class TurnOutcome:
     finished: bool = False           # the model called finish(summary)
     asked_user: str | None = None    # the model called ask_user(question)
     plan_submitted: bool = False     # in plan mode, the model presented its plan
-    truncated: bool = False          # the reply hit the output-token cap (finish_reason "length")
-    cut_reason: str = ""             # set when keel cut it: "repeating" (runaway guard) or "deadline"
+    truncated: bool = False          # cut short: the output-token cap, keel's own cut, or text ending inside a call
+    cut_reason: str = ""             # "repeating", "deadline" (keel cut it) or "call" (the text stopped inside a call)
     malformed_call: bool = False     # no call was recovered, but the text carries an attempted one
     engine_failure: Literal["context", "retries"] | None = None
     verification: GateFacts | None = None  # the gate's facts for this claim, once the runner ran it

@@ -162,6 +162,10 @@ def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") ->
             "call that runs the tests; if they fail, fix the code and run them again.",
         ][level]
     if kind == "truncated":
+        if detail == "call":      # the text stopped inside a call (finish "stop"): no output limit to blame
+            return ("Your reply ended inside a tool call (its text stopped before the call's closing tag or "
+                    "brace), so nothing ran. Send the call again, complete, as one tool call; write a long file "
+                    "in parts (write_file with the first part, then edit_file).")
         if detail == "repeating":   # measured: a 1.5B model's new_text repeating one added line until cut
             how = ("change_file's change is a sentence or two, and keel writes the file" if _changes_by_description(state)
                    else "in an edit, old_text is only the lines to change and new_text only their replacement, "

@@ -33,6 +33,20 @@ if TYPE_CHECKING:
 _REPORTS_CHANGES = frozenset({"run_shell", "edit_file", "write_file", "change_file", "todo_write", "remember",
                               "finish", "ask_user"})
 INTERRUPTED = "Interrupted by the user before this call finished; it may not have run."
+# A reply cut short (the output-token limit, keel's own cut, text that stops inside a call) may
+# carry a call whose arguments are cut too: half a file for write_file. Its calls never run.
+CUT_CALL = ("This call was cut off before it ended ({why}), so it did not run. Send it again, complete, "
+            "as one call; write a long file in parts (write_file with the first part, then edit_file).")
+
+
+def cut_short(turn: AssistantTurn) -> str | None:
+    """Why the reply stopped before it ended, or None: the engine's output limit, keel's own cut
+    (repeating, the deadline), or text that stops inside a call."""
+    if turn.cut_reason == "call":
+        return "the reply stopped inside the call"
+    if turn.cut_reason:
+        return f"keel cut the reply short: {turn.cut_reason}"
+    return "the reply hit the output-token limit" if turn.finish_reason == "length" else None
 
 
 class Runner:
@@ -158,7 +172,7 @@ class Runner:
         try:  # an interrupt from here on (the baseline's checks too) answers every call: history stays valid
             if calls and self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
                 self.verifier.ensure_baseline()  # which checks fail before anything changes
-            for call, result, skip in self._execute(calls):
+            for call, result, skip in self._execute(calls, cut_short(turn)):
                 self.state.record_tool_call()
                 if isinstance(spent := result.meta.get("usage"), Usage):  # spent also when it repeated
                     self.usage.add(spent)   # a sub-agent's or change_file's model tokens are the run's
@@ -192,13 +206,20 @@ class Runner:
         outcome = TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress,
                               malformed_call=malformed, finished=finished is not None, asked_user=asked,
                               plan_submitted=self.plan_mode and planned,
-                              truncated=turn.finish_reason == "length", cut_reason=turn.cut_reason or "")
+                              truncated=cut_short(turn) is not None, cut_reason=turn.cut_reason or "")
         return outcome, finished, (struck, invalid)
 
-    def _execute(self, calls: list[ToolCall]) -> Iterator[tuple[ToolCall, ToolResult, Skip | None]]:
+    def _execute(self, calls: list[ToolCall], cut: str | None = None
+                 ) -> Iterator[tuple[ToolCall, ToolResult, Skip | None]]:
         """Run the calls the repetition guard lets through, in order, answering the others without
         running them. Decided call by call, after the calls before it ran, so a second
         `echo x >> f` in one reply or the next sees the first one's change."""
+        if cut is not None:       # answered, never run: the model is told to send it again
+            for call in calls:
+                text = CUT_CALL.format(why=cut)
+                yield call, ToolResult(ok=False, output=text, meta={"not_run": True, "invalid": True, "cut": True}), \
+                    Skip(text, 0)
+            return
         first_at: dict[str, int] = {}
         i = 0
         while i < len(calls):

@@ -1,7 +1,8 @@
 """Rules every command's arguments pass, whatever its own judge says: allow only on positive knowledge.
 
 - **Abbreviated long options** (``sort --o=F`` is ``--output=F``: getopt_long and git accept any
-  unambiguous prefix) are spelled out before a judge sees them, so every judge checks the real option.
+  unambiguous prefix; ``abbrev`` in facts.toml) are spelled out before a judge sees them, so every
+  judge checks the real option.
 - **Options that write**: ``--output=F``, ``--log-file F``, ``--index-file=F`` ... on any command
   are judged as writes of F; an unknown ``--opt=PATH`` is judged as a possible write of PATH.
 - **Paths built at run time** (variables, ``${…}``, ``$'…'``, ``$(…)``, ``~+``, loop and ``read``
@@ -16,16 +17,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from keel.policy.shell.commands import (
-    Finding,
-    Invocation,
-    ask,
-    deny,
-    has,
-    judge_write,
-    parse_options,
-    values_of,
-)
+from keel.policy.shell.commands import Finding, Invocation, ask, deny, judge_write
+from keel.policy.shell.facts import EMPTY, has, options, parse, resolve, table, values_of
 from keel.policy.shell.parse import Cwds, Word
 from keel.policy.shell.secrets import git_object_path, glob_matches_secret, is_secret, secret_under
 
@@ -33,38 +26,9 @@ if TYPE_CHECKING:
     from keel.policy.shell.commands import JudgeEnv
     from keel.policy.shell.paths import PathJudge
 
-# Per tool whose option parser accepts unambiguous prefixes of long options (GNU getopt_long,
-# git's parse-options, Python's argparse): the options that write, run a program or point the
-# tool elsewhere. An abbreviation of one is spelled out so the judges see it; the exact options
-# listed in _EXACT are the tool's own and are never taken for an abbreviation.
-_COREUTILS_FILES = ("--files0-from",)
-TOOL_LONG: dict[str, tuple[str, ...]] = {
-    "sort": ("--output", "--compress-program", "--random-source", "--temporary-directory", *_COREUTILS_FILES),
-    "shuf": ("--output", "--random-source"),
-    "git": ("--output", "--exec-path", "--git-dir", "--work-tree", "--ext-diff", "--textconv", "--upload-pack",
-            "--receive-pack", "--exec", "--template", "--config-env", "--open-files-in-pager",
-            "--separate-git-dir", "--output-directory", "--interactive", "--no-verify"),
-    "pytest": ("--override-ini", "--basetemp", "--rootdir", "--debug", "--junitxml", "--junit-xml",
-               "--result-log", "--report-log", "--confcutdir", "--config-file", "--pyargs"),
-    "mypy": ("--html-report", "--txt-report", "--xml-report", "--junit-xml", "--cache-dir", "--config-file",
-             "--install-types", "--cobertura-xml-report", "--linecount-report", "--any-exprs-report"),
-    "tar": ("--index-file", "--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
-            "--new-volume-script", "--rsh-command", "--rmt-command", "--file", "--directory", "--remove-files",
-            "--create", "--extract", "--append", "--update", "--delete"),
-    "grep": ("--file", "--recursive", "--dereference-recursive", "--directories", "--devices"),
-    "sed": ("--in-place", "--file", "--expression"),
-    "date": ("--set", "--file"), "wc": _COREUTILS_FILES, "du": _COREUTILS_FILES,
-    "diff": ("--to-file", "--from-file"), "jq": ("--rawfile", "--slurpfile", "--from-file"),
-    "rm": ("--recursive", "--no-preserve-root"), "cp": ("--target-directory", "--backup", "--recursive"),
-    "mv": ("--target-directory", "--backup"), "tee": ("--append",), "find": (), "xargs": ("--arg-file",),
-}
-TOOL_LONG["egrep"] = TOOL_LONG["fgrep"] = TOOL_LONG["grep"]
-TOOL_LONG["py.test"] = TOOL_LONG["pytest"]
-_EXACT = {"git": {"--text", "--temp", "--config", "--exec", "--output", "--output-indicator-new", "--output-indicator-old"},
-          "sort": {"--check"}, "grep": {"--files-with-matches", "--files-without-match"}}
 # Long options whose value a tool writes to (the value may follow as the next word).
 WRITE_LONG = frozenset({"--output", "--output-file", "--outfile", "--out-file", "--log-file", "--logfile",
-                        "--index-file", "--report-log", "--result-log", "--junitxml", "--junit-xml", "--debug-file",
+                        "--index-file", "--report-log", "--result-log", "--debug-file",
                         "--html-report", "--txt-report", "--xml-report", "--cobertura-xml-report",
                         "--linecount-report", "--lineprecision-report", "--any-exprs-report", "--xslt-html-report",
                         "--basetemp", "--trace-file", "--output-dir", "--output-directory", "--junit-file",
@@ -96,39 +60,49 @@ _PROC_PID_BUILT = re.compile(r"/proc/+([^/\s]*[*?\[$`{][^/\s]*/*|[^/\s]+/+([^/\s
 
 
 def spell_out(argv: list[Word]) -> tuple[list[Word], list[Finding]]:
-    """Replace abbreviated dangerous long options by their full spelling; ambiguous ones ask."""
-    out: list[Word] = [argv[0]] if argv else []
+    """Replace abbreviated long options by their full spelling for tools whose parser accepts
+    prefixes (``abbrev`` in facts.toml: ``sort --o=F`` is ``--output=F``), so every judge checks
+    the real option; a prefix of several asks. An exact option is never taken for a prefix."""
+    found = resolve(argv)
+    if found is None:
+        return argv, []
+    key, spec, _ = found
+    base = table().spec(key.split(" ")[0]) if " " in key else None
+    if not (spec.abbrev or (base is not None and base.abbrev)):
+        return argv, []
+    known = spec.long_options | (base.long_options if base is not None else frozenset())
+    out: list[Word] = [argv[0]]
     issues: list[Finding] = []
-    tool = argv[0].value.rsplit("/", 1)[-1] if argv else ""
-    values = [w.value for w in argv]
-    if re.fullmatch(r"python[\d.]*|pypy3?", tool) and "-m" in values[:-1]:
-        tool = values[values.index("-m") + 1]         # python -m pytest: pytest's options
-    dangerous = TOOL_LONG.get(tool, ())
-    exact = _EXACT.get(tool, set())
     for word in argv[1:]:
         name, eq, value = word.value.partition("=")
         if word.value == "--":
             out.extend(argv[len(out):])
             break
-        if not name.startswith("--") or len(name) < 3 or name in dangerous or name in exact:
-            out.append(word)
-            continue
-        matches = sorted(full for full in dangerous if full.startswith(name))
+        matches = sorted(full for full in known if full.startswith(name)) if name.startswith("--") and \
+            len(name) >= 3 and name not in known else []
         if len(matches) == 1:
             text = matches[0] + eq + value
             out.append(Word(text, word.raw, word.params, word.subs, word.glob, word.brace))
         else:
             if matches:
-                issues.append(ask(f"{name!r} abbreviates one of {', '.join(matches)}", lift=None))
+                issues.append(ask(f"{name!r} abbreviates one of {', '.join(matches[:6])}", lift=None))
             out.append(word)
     return out, issues
 
 
 def option_writes(env: JudgeEnv, inv: Invocation) -> list[Finding]:
-    """``--output=F`` / ``--log-file F`` on any command; unknown ``--opt=PATH`` as a possible write."""
+    """``--output=F`` / ``--log-file F`` on a command facts.toml does not describe (a described one's
+    writes are judged from its entry), and past a described command's options (``npm test --
+    --outputFile=F``); an unknown ``--opt=PATH`` there counts as a possible write."""
+    found = resolve(inv.argv)
+    own: set[int] = set()                  # the words a described command's entry read as its own options
+    if found is not None and found[1] is not EMPTY:
+        parsed = parse(found[1], found[2])
+        operands = {id(w) for w in parsed.operands}
+        own = {id(w) for w in found[2] if id(w) not in operands}
+    args = [w for w in inv.args if id(w) not in own]
     out: list[Finding] = []
-    args = inv.args
-    for i, word in enumerate(args):                 # past `--` too: npm test -- --outputFile=F
+    for i, word in enumerate(args):
         name, eq, value = word.value.partition("=")
         if not name.startswith("--"):
             continue
@@ -178,19 +152,12 @@ _NOT_PATH_VALUES = {"git": frozenset({"-m", "--message", "--author", "--date", "
                                       "-S", "-G", "--since", "--until", "--after", "--before", "--committer"}),
                     "grep": frozenset({"-e", "--regexp"}), "rg": frozenset({"-e", "--regexp"}),
                     "pytest": frozenset({"-k", "-m"})}
-_GREP_VALUED = frozenset({"-e", "--regexp", "-f", "--file", "-m", "--max-count", "-A", "--after-context", "-B",
-                          "--before-context", "-C", "--context", "-d", "--directories", "-D", "--devices",
-                          "--label", "--binary-files", "--include", "--exclude", "--exclude-dir", "--color",
-                          "--colour"})
-_RG_VALUED = frozenset({"-e", "--regexp", "-f", "--file", "-g", "--glob", "--iglob", "-t", "--type", "-T",
-                        "--type-not", "-m", "--max-count", "-A", "-B", "-C", "--context", "-j", "--threads", "-M",
-                        "-r", "--replace", "--sort", "--sortr", "--type-add", "--colors", "-E", "--encoding",
-                        "--max-depth", "-d", "--max-filesize", "--path-separator", "--color", "--engine"})
 _NAMES_FROM_FILE = frozenset({"--files0-from", "--files-from", "--arg-file", "--exclude-from", "--pathspec-from-file"})
 
 
-def secret_reads(inv: Invocation, words: list[Word], cwds: Cwds) -> list[Finding]:
-    """Secrets named through globs, git object paths and /proc/*/environ."""
+def secret_reads(inv: Invocation, words: list[Word], cwds: Cwds, contents: bool = True) -> list[Finding]:
+    """Secrets named through globs, git object paths and /proc/*/environ; ``contents``: the command
+    reads what the files hold (``chmod +x scripts/*`` does not)."""
     out: list[Finding] = []
     for word in words:
         value = word.value
@@ -200,7 +167,7 @@ def secret_reads(inv: Invocation, words: list[Word], cwds: Cwds) -> list[Finding
         elif _PROC_PID_BUILT.search(value) and (word.glob or not word.literal):
             out.append(ask(f"{value!r} under /proc is only known when it runs (a process's environment?)",
                            lift=None, secret=True))
-        if word.glob:
+        if word.glob and contents:
             for cwd in cwds or {None}:
                 if glob_matches_secret(value, cwd):
                     out.append(ask(f"the glob {value!r} can match a secret-looking file", lift=None, secret=True))
@@ -222,9 +189,10 @@ def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
         return _archived_secrets(env, inv)
     if name not in RECURSIVE_READERS:
         return []
-    options, operands = parse_options(inv.args, _GREP_VALUED if name != "rg" else _RG_VALUED)
-    recursive = name in ("rg", "ag", "ack") or has(options, "-r", "-R", "--recursive", "--dereference-recursive") \
-        or any(w.value == "recurse" for w in values_of(options, "-d", "--directories"))
+    parsed = options(name, inv.args)
+    operands = parsed.operands
+    recursive = name in ("rg", "ag", "ack") or has(parsed, "-r", "-R", "--recursive", "--dereference-recursive") \
+        or any(w.value == "recurse" for w in values_of(parsed, "-d", "--directories"))
     if not recursive:
         return []
     hidden = name not in ("rg", "ag") or any(v in ("--hidden", "-.", "--no-ignore", "-uu", "-uuu", "-u")
@@ -235,9 +203,9 @@ def recursive_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     excluded += [v.split("=", 1)[1].lstrip("!") for v in values if v.startswith(("--glob=!", "--iglob=!"))]
     # Only these names are read (grep --include, rg -g GLOB): a glob with a slash or brace is not
     # modelled, so it includes nothing here and the scan stays whole.
-    included = [w.value for w in values_of(options, "--include", "-g", "--glob", "--iglob")
+    included = [w.value for w in values_of(parsed, "--include", "-g", "--glob", "--iglob")
                 if w.literal and not w.value.startswith("!") and not set(w.value) & set("/{}")]
-    if not has(options, "-e", "--regexp", "-f", "--file"):
+    if not has(parsed, "-e", "--regexp", "-f", "--file"):
         operands = operands[1:]                      # the first operand is the pattern
     return _scan(env, inv, name, operands or [Word(".", ".")], hidden, excluded, included)
 
@@ -252,33 +220,34 @@ def _archived_secrets(env: JudgeEnv, inv: Invocation) -> list[Finding]:
     if inv.name in ("tar", "bsdtar"):
         reading = any(v in ("-c", "--create", "-r", "--append", "-u", "--update") for v in values) or bool(
             re.fullmatch(r"-?[a-zA-Z]*[cru][a-zA-Z]*", first) and not first.startswith("--"))
-        options, operands = parse_options(inv.args[1:] if not first.startswith("-") else inv.args,
-                                          {"-f", "--file", "-C", "--directory", "-T", "-X", "--exclude"})
+        parsed = options("tar", inv.args[1:] if not first.startswith("-") else inv.args)
+        operands = parsed.operands
         if not first.startswith("-") and "f" in first and operands:
             operands = operands[1:]                        # tar czf OUT.tgz SRC...: OUT is written
     elif inv.name in ("zip", "7z"):
-        options, operands = parse_options(inv.args, {"-x", "-i", "-b", "-t", "-tt", "-P"})
-        reading = has(options, "-r", "-R") or inv.name == "7z"
-        operands = operands[1:]                            # the archive itself
+        parsed = options(inv.name, inv.args)
+        reading = has(parsed, "-r", "-R", "--recurse-paths") or inv.name == "7z"
+        operands = parsed.operands[1:]                     # the archive itself
     else:
-        options, operands = parse_options(inv.args, {"-e", "--rsh", "-i", "-P", "-p", "-o", "-F", "-l", "-c", "-S",
-                                                     "--exclude", "--include", "--filter", "-f"})
-        reading = has(options, "-r", "-a", "--recursive", "--archive")
-        operands = [w for w in operands[:-1] if ":" not in w.value]
+        parsed = options(inv.name, inv.args)
+        reading = has(parsed, "-r", "-a", "--recursive", "--archive")
+        operands = [w for w in parsed.operands[:-1] if ":" not in w.value]
     if not reading:
         return []
-    excluded = [w.value for w in values_of(options, "--exclude", "-x")] + \
+    excluded = [w.value for w in values_of(parsed, "--exclude", "-x")] + \
         [v.split("=", 1)[1] for v in values if v.startswith("--exclude=")]
     return _scan(env, inv, inv.name, operands, True, excluded)
 
 
 def _scan(env: JudgeEnv, inv: Invocation, name: str, targets: list[Word], hidden: bool,
           excluded: list[str], included: list[str] | None = None) -> list[Finding]:
+    # the files the OS tier itself hides from the command (bubblewrap mounts an empty file over them)
+    unseen = frozenset(env.tier_hidden()) if env.tier_hidden is not None else frozenset()
     for word in targets:
         for place in env.paths.places(word, inv.cwds):
             if place.real is None or place.where not in ("inside", "root"):
                 continue
-            found = secret_under(place.real, hidden=hidden, excluded=excluded, included=included)
+            found = secret_under(place.real, hidden=hidden, excluded=excluded, included=included, unseen=unseen)
             if found is not None:
                 return [ask(f"{name} reads recursively through {found.name}, a secret-looking file (exclude it, "
                             "e.g. --exclude=.env, or use the grep tool, which skips secrets)", lift=None, secret=True)]

@@ -17,24 +17,28 @@ from keel.policy.shell.commands import (
     allow,
     ask,
     judge_write,
-    parse_options,
+    rewrites,
     runs_code,
-    values_of,
+    ws_write,
 )
+from keel.policy.shell.facts import EMPTY, options, table, values_of
 from keel.policy.shell.parse import Word
 
 RUN = "runs code (allowed unasked only when an OS tier confines it)"
 
 
-def subcommand(args: list[Word], flags: set[str], with_value: set[str] = frozenset()  # type: ignore[assignment]
-                ) -> tuple[str, list[Word]] | None:
-    """The first word after global options; None when an unknown option comes first."""
+def subcommand(args: list[Word], tool: str | None) -> tuple[str, list[Word]] | None:
+    """The first word after the tool's own options (its entry in facts.toml says which take a
+    value; ``tool`` None: it takes none); None when an option it does not list comes first."""
+    spec = (table().spec(tool) if tool else None) or EMPTY
     i = 0
     while i < len(args) and args[i].value.startswith(("-", "+")):
         opt = args[i].value.split("=", 1)[0]
-        if opt in with_value and "=" not in args[i].value:
+        if args[i].value.startswith("+") and tool == "cargo":
+            i += 1
+        elif opt in spec.valued and "=" not in args[i].value:
             i += 2
-        elif opt in flags or opt in with_value or args[i].value.startswith("+"):
+        elif opt in spec.known:
             i += 1
         else:
             return None
@@ -50,8 +54,7 @@ def unclear(inv: Invocation) -> list[Finding]:
 # -- package managers and builds -----------------------------------------------------------------
 
 def _pip(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    found = subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--version", "-V", "--no-color",
-                                   "--disable-pip-version-check", "--isolated", "--no-input", "-h", "--help"})
+    found = subcommand(inv.args, inv.name)
     if found is None:
         return unclear(inv)
     sub, _ = found
@@ -70,8 +73,7 @@ _NPM_INSTALL = frozenset({"install", "i", "ci", "add", "uninstall", "un", "remov
 
 def _node_packages(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     """npm / yarn / pnpm."""
-    found = subcommand(inv.args, {"-s", "--silent", "-q", "--quiet", "--no-color", "--if-present",
-                                   "--version", "-v", "--yes", "-y"})
+    found = subcommand(inv.args, inv.name)
     if found is None:
         return unclear(inv)
     sub, rest = found
@@ -90,12 +92,14 @@ def _node_packages(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     if sub in _NPM_INSTALL:
         return [ask(f"{name} {sub} installs or publishes packages", network=True,
                     destructive=sub in ("uninstall", "un", "remove", "rm"))]
-    return [ask(f"{name} {sub} runs a package script")]
+    if sub in ("run", "run-script", "start", "stop", "restart") or name in ("yarn", "pnpm"):
+        # npm run format, yarn lint:fix: the project's own script, code a confining tier runs unasked
+        return [runs_code(f"{name} {sub} {first} runs a script of the project; {RUN}".replace("  ", " "))]
+    return [ask(f"{name} {sub} is not understood")]
 
 
 def _cargo(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    found = subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--locked", "--offline", "--frozen",
-                                   "--version", "-V"})
+    found = subcommand(inv.args, "cargo")
     if found is None:
         return unclear(inv)
     sub, rest = found
@@ -108,12 +112,18 @@ def _cargo(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     if sub in ("test", "check", "build", "clippy", "doc", "bench", "tree", "metadata", "run", "") \
             or (sub == "fmt" and any(w.value == "--check" for w in rest)):
         return [runs_code(f"cargo {sub} {RUN}") if sub == "run" else allow(f"cargo {sub} builds or checks")]
-    network = sub in ("install", "add", "update", "fetch", "publish", "search", "login", "vendor")
-    return [ask(f"cargo {sub} needs approval", network=network)]
+    if sub == "fmt" or sub == "fix" or (sub == "clippy" and any(w.value == "--fix" for w in rest)):
+        return [ws_write(f"cargo {sub} rewrites the project's sources in place", destructive=True)]
+    if sub in ("install", "add", "remove", "update", "fetch", "publish", "search", "login", "logout", "owner",
+               "vendor", "yank", "new", "init", "generate-lockfile", "uninstall"):
+        network = sub not in ("remove", "new", "init", "uninstall")
+        return [ask(f"cargo {sub} needs approval", network=network)]
+    # cargo make, cargo insta, cargo xtask: a plugin or an alias of the project, code a confining tier runs
+    return [runs_code(f"cargo {sub} runs a cargo plugin or project alias; {RUN}")]
 
 
 def _go(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    found = subcommand(inv.args, set())
+    found = subcommand(inv.args, None)
     if found is None:
         return unclear(inv)
     sub, rest = found
@@ -136,6 +146,9 @@ def _go(inv: Invocation, env: JudgeEnv) -> list[Finding]:
                 if target is not None:
                     out += judge_write(env, target, inv.cwds)
         return out
+    if sub == "fmt":
+        packages = [Word(w.value.removesuffix("/...") or ".", w.raw) for w in rest if not w.value.startswith("-")]
+        return rewrites(inv, env, packages, "go fmt")
     network = sub in ("get", "install", "mod")
     return [ask(f"go {sub} needs approval", network=network)]
 
@@ -159,29 +172,28 @@ def _make(inv: Invocation, env: JudgeEnv) -> list[Finding]:
         skip_number = word.value in ("-j", "--jobs", "-l", "--load-average")
         if not (skip_number or re.fullmatch(r"-[jl]\d*(\.\d+)?|--(jobs|load-average)=\S*", word.value)):
             args.append(word)
-    options, operands = parse_options(args, {"-C", "-f", "--directory", "--file", "--makefile"})
-    unknown = [opt for opt, _ in options if opt not in ("-k", "-s", "--silent", "--quiet", "-C", "-f", "--directory",
-                                                         "--file", "--makefile", "--keep-going", "-B", "--always-make",
-                                                         "-n", "--just-print", "--dry-run", "-q", "--question")]
-    if unknown:
-        return [ask(f"make option {unknown[0]!r} is not understood")]
+    parsed = options("make", args)
+    operands = parsed.operands
+    if parsed.problem:
+        return [ask(f"make: {parsed.problem}")]
     if any("=" in w.value for w in operands):
         return [ask("make variables on the command line can change recipes")]
-    for word in values_of(options, "-f", "--file", "--makefile"):
+    for word in values_of(parsed, "-f", "--file", "--makefile"):
         if not word.literal or word.value == "-" or re.match(r"/dev/(stdin|fd/)|/proc/(self|\d+)/fd/", word.value):
             return [ask(f"make reads its makefile from {word.raw!r}, whose recipes the checker cannot see", lift=None)]
-    for word in values_of(options, "-C", "--directory", "-f", "--file", "--makefile"):
+    for word in values_of(parsed, "-C", "--directory", "-f", "--file", "--makefile"):
         if any(p.where not in ("inside", "root") for p in env.paths.places(word, inv.cwds)):
             return [ask(f"make uses {word.value!r}, outside the workspace")]
     targets = [w.value for w in operands]
     if all(t in _MAKE_TARGETS for t in targets):
         return [allow(f"make {' '.join(targets) or '(default)'} builds or checks the project")]
-    return [ask(f"make {' '.join(targets)} runs project recipes that are not checks")]
+    # make format, make docs: the project's own recipes, code a confining tier runs unasked
+    return [runs_code(f"make {' '.join(targets)} runs the project's recipes; {RUN}")]
 
 
 def _system_packages(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     """apt, apt-get, brew, dnf, yum, apk, pacman, gem, conda: installing asks."""
-    found = subcommand(inv.args, {"-y", "--yes", "-q", "--quiet"})
+    found = subcommand(inv.args, inv.name)
     sub = found[0] if found else ""
     if sub in ("list", "show", "search", "info", "policy", "--version"):
         return [allow(f"{inv.name} {sub} only reads")]

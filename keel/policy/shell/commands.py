@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from keel.policy.shell.facts import has, options, values_of
 from keel.policy.shell.parse import Cwds, Word
 from keel.policy.shell.paths import PathJudge
 
@@ -76,6 +77,8 @@ class Invocation:
 class JudgeEnv(Protocol):
     paths: PathJudge
     snapshot: bool                 # the workspace is snapshotted before the command (its files can be restored)
+    # the workspace files the OS tier hides from commands (bubblewrap: .env files), None when it hides none
+    tier_hidden: Callable[[], list[Path]] | None
 
     def sub_command(self, argv: list[Word], cwds: Cwds, extra_args: bool, label: str) -> str: ...
 
@@ -85,55 +88,6 @@ class JudgeEnv(Protocol):
 
 
 Judge = Callable[[Invocation, JudgeEnv], list[Finding]]
-
-
-def parse_options(args: list[Word], with_value: frozenset[str] | set[str] = frozenset()
-                  ) -> tuple[list[tuple[str, Word | None]], list[Word]]:
-    """Split into ([(option, value word)], operands). ``-rf`` becomes ``-r``, ``-f``."""
-    options: list[tuple[str, Word | None]] = []
-    operands: list[Word] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        text = word.value
-        if text == "--":
-            operands.extend(args[i + 1:])
-            break
-        if text.startswith("--") and len(text) > 2:
-            name, eq, value = text.partition("=")
-            if eq:
-                options.append((name, Word(value, value, word.params, word.subs)))
-            elif name in with_value and i + 1 < len(args):
-                options.append((name, args[i + 1]))
-                i += 1
-            else:
-                options.append((name, None))
-        elif text.startswith("-") and len(text) > 1 and not re.fullmatch(r"-\d+", text):
-            for j, ch in enumerate(text[1:], start=1):
-                opt = "-" + ch
-                if opt in with_value:
-                    rest = text[j + 1:]
-                    if rest:
-                        options.append((opt, Word(rest, rest, word.params, word.subs)))
-                    elif i + 1 < len(args):
-                        options.append((opt, args[i + 1]))
-                        i += 1
-                    else:
-                        options.append((opt, None))
-                    break
-                options.append((opt, None))
-        else:
-            operands.append(word)
-        i += 1
-    return options, operands
-
-
-def has(options: list[tuple[str, Word | None]], *names: str) -> bool:
-    return any(opt in names for opt, _ in options)
-
-
-def values_of(options: list[tuple[str, Word | None]], *names: str) -> list[Word]:
-    return [value for opt, value in options if opt in names and value is not None]
 
 
 # -- writing and deleting --------------------------------------------------------------------
@@ -159,6 +113,17 @@ def judge_write(env: JudgeEnv, word: Word, cwds: Cwds, verb: str = "writes") -> 
             out.append(ws_write(f"{verb} {word.value!r}", destructive=True))
         else:
             out.append(ask(f"{verb} {word.value!r}", destructive=True))
+    return out
+
+
+def rewrites(inv: Invocation, env: JudgeEnv, targets: list[Word], what: str) -> list[Finding]:
+    """A formatter or fixer rewriting files in place: a workspace write of each path it is given
+    (the current directory when none), which a confining tier allows and the snapshot undoes."""
+    out = [ws_write(f"{what} rewrites files in place", destructive=True)]
+    for word in targets or [Word(".", ".")]:
+        if all(p.where == "root" for p in env.paths.places(word, inv.cwds)):
+            continue                       # the whole workspace: its files, each inside
+        out += judge_write(env, word, inv.cwds, verb=f"{what} rewrites")
     return out
 
 
@@ -195,10 +160,11 @@ def judge_delete(env: JudgeEnv, word: Word, cwds: Cwds, recursive: bool, verb: s
 
 
 def _rm(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, operands = parse_options(inv.args)
-    if has(options, "--no-preserve-root"):
+    parsed = options(inv.name, inv.args)
+    operands = parsed.operands
+    if has(parsed, "--no-preserve-root"):
         return [deny("rm --no-preserve-root", destructive=True)]
-    recursive = inv.name == "rm" and has(options, "-r", "-R", "--recursive")
+    recursive = inv.name == "rm" and has(parsed, "-r", "-R", "--recursive")
     out = [ws_write(f"{inv.name} deletes files", destructive=True)]
     if inv.extra_args:
         out.append(ask(f"{inv.name} of paths only known when it runs", destructive=True))
@@ -212,23 +178,29 @@ def _rm(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 
 
 def _shred(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    _, operands = parse_options(inv.args, {"-n", "-s", "--iterations", "--size", "--random-source"})
     out = [ask("shred destroys file contents", destructive=True)]
-    for word in operands:
+    for word in options("shred", inv.args).operands:
         out += judge_delete(env, word, inv.cwds, recursive=False, verb="shred")
     return out
 
 
 def _move_or_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, operands = parse_options(inv.args, {"-t", "--target-directory", "-S", "--suffix", "-m", "--mode",
-                                                 "-o", "--owner", "-g", "--group"})
-    targets = values_of(options, "-t", "--target-directory")
+    parsed = options(inv.name, inv.args)
+    operands = parsed.operands
+    targets = values_of(parsed, "-t", "--target-directory")
     if not targets and inv.name == "ln" and len(operands) == 1:
         targets = [Word(".", ".")]
     elif not targets and operands:
         targets, operands = operands[-1:], operands[:-1]
-    generic = ws_write if inv.name in ("mv", "cp") else ask
+    generic = ws_write if inv.name in ("mv", "cp", "ln") else ask
     out = [generic(f"{inv.name} changes files", destructive=True)]
+    if inv.name == "ln":
+        # a link to a file outside the workspace would carry writes (a hard link) or reads out; a
+        # symbolic link's text is resolved from the link's directory, not from here
+        relative = has(parsed, "-s", "--symbolic") and not has(parsed, "-r", "--relative") and targets
+        for word in (_from_link_dir(w, targets[0]) if relative else w for w in operands):
+            if any(p.where not in ("inside", "root") for p in env.paths.places(word, inv.cwds)):
+                out.append(ask(f"ln to {word.value!r}, which is not inside the workspace", destructive=True))
     for word in operands:
         if inv.name in ("mv", "cp") and any(p.where == "unknown" for p in env.paths.places(word, inv.cwds)):
             out.append(ask(f"{inv.name} of {word.value!r}, a path only known when it runs"))
@@ -248,6 +220,18 @@ def _move_or_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     return out
 
 
+def _from_link_dir(source: Word, target: Word) -> Word:
+    """``ln -s ../src dir/link``: the link points to ``dir/../src`` (a relative source is read from
+    the directory the link is in)."""
+    if not source.literal or source.value.startswith(("/", "~")):
+        return source
+    base = target.value if target.value.endswith("/") else target.value.rpartition("/")[0]
+    if not base or base == ".":
+        return source
+    joined = f"{base.rstrip('/')}/{source.value}"
+    return Word(joined, joined)
+
+
 def _remember_link(env: JudgeEnv, source: Word, target: Word, cwds: Cwds) -> None:
     """``ln [-s] SOURCE TARGET``: later words through the new link resolve to SOURCE."""
     expanded = env.paths.expand(source)
@@ -263,9 +247,7 @@ def _remember_link(env: JudgeEnv, source: Word, target: Word, cwds: Cwds) -> Non
 
 def _make_targets(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     """mkdir, touch, truncate, tee: every operand is written."""
-    with_value = {"mkdir": {"-m", "--mode"}, "touch": {"-r", "--reference", "-d", "--date", "-t"},
-                  "truncate": {"-s", "--size", "-r", "--reference"}, "tee": set()}[inv.name]
-    _, operands = parse_options(inv.args, with_value)
+    operands = options(inv.name, inv.args).operands
     out = [ws_write(f"{inv.name} writes files", destructive=inv.name != "mkdir")] if operands \
         else [allow("tee to stdout")]
     for word in operands:
@@ -274,11 +256,17 @@ def _make_targets(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 
 
 def _change_mode(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, operands = parse_options(inv.args)
-    if not has(options, "--reference") and operands:
-        operands = operands[1:]
-    recursive = has(options, "-R", "--recursive")
-    out = [ask(f"{inv.name} changes file permissions", destructive=True)]
+    parsed = options(inv.name, inv.args)
+    operands = parsed.operands
+    mode = ""
+    if not has(parsed, "--reference") and operands:
+        mode, operands = operands[0].value, operands[1:]
+    recursive = has(parsed, "-R", "--recursive")
+    special = inv.name == "chmod" and bool(re.search(r"[st]", mode.split("=")[-1]) if not mode.isdigit()
+                                           else len(mode) == 4 and mode[0] != "0")
+    generic = ws_write if inv.name == "chmod" and not special and not parsed.problem else ask
+    why = "sets setuid, setgid or sticky bits" if special else "changes file permissions"
+    out = [generic(f"{inv.name} {why}", destructive=True)]
     for word in operands:
         for place in env.paths.places(word, inv.cwds):
             protected = env.paths.protected_reason(place)
@@ -289,6 +277,10 @@ def _change_mode(inv: Invocation, env: JudgeEnv) -> list[Finding]:
                                 destructive=True))
             elif place.where == "unknown" and recursive and place.leading_unknown:
                 out.append(deny(f"{inv.name} -R on {word.value!r}, which may be '/'", destructive=True))
+            elif place.where == "unknown":
+                out.append(ask(f"{inv.name} on {word.value!r}, a path only known when it runs", destructive=True))
+            elif (later := env.paths.runs_later_reason(place)) is not None:
+                out.append(ask(f"{inv.name} on {word.value!r}: {later}", destructive=True))
     return out
 
 
@@ -305,29 +297,22 @@ def _read_only(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     return [allow(f"{inv.name} only reads")]
 
 
-def _read_only_output(option_names: set[str], with_value: set[str]) -> Judge:
-    """A reader with options that write a file (sort -o, tree -o)."""
-
-    def judge(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-        options, operands = parse_options(inv.args, with_value | option_names)
-        out = [allow(f"{inv.name} only reads")]
-        for word in values_of(options, *option_names):
-            out += judge_write(env, word, inv.cwds)
-        if inv.name == "sort" and has(options, "--compress-program"):
-            out.append(ask("sort --compress-program runs a program"))
-        if inv.name in ("uniq", "xxd") and len(operands) >= 2:
-            out += judge_write(env, operands[1], inv.cwds)
-        return out
-
-    return judge
+def _read_only_output(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """A reader that may write a file: sort -o, tree -o (their ``=W`` options, judged with every
+    command's options), uniq IN OUT and xxd IN OUT (the second operand)."""
+    operands = options(inv.name, inv.args).operands
+    out = [allow(f"{inv.name} only reads")]
+    if inv.name in ("uniq", "xxd") and len(operands) >= 2:
+        out += judge_write(env, operands[1], inv.cwds)
+    return out
 
 
 def _setter(what: str, setting: set[str], operands_set: bool = False) -> Judge:
     """file/date/hostname: read-only unless an option (or any operand) changes the system."""
 
     def judge(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-        options, operands = parse_options(inv.args, {"-f", "-d", "-r", "-m", "--file", "--date", "--reference"})
-        if has(options, *setting) or (operands_set and operands):
+        parsed = options(inv.name, inv.args)
+        if has(parsed, *setting) or (operands_set and parsed.operands):
             return [ask(f"{inv.name} {what}")]
         return [allow(f"{inv.name} only reads")]
 
@@ -344,11 +329,8 @@ READ_ONLY = ("ls", "cat", "head", "tail", "wc", "pwd", "echo", "true", "false", 
 
 JUDGES: dict[str, Judge] = {name: _read_only for name in READ_ONLY}
 JUDGES.update({
-    "sort": _read_only_output({"-o", "--output"}, {"-k", "-t", "-S", "-T", "--compress-program"}),
-    "tree": _read_only_output({"-o"}, {"-L", "-P", "-I", "--charset"}),
-    "shuf": _read_only_output({"-o", "--output"}, {"-n", "-i", "--random-source"}),
-    "uniq": _read_only_output(set(), {"-f", "-s", "-w"}),
-    "xxd": _read_only_output(set(), {"-c", "-g", "-l", "-s", "-o"}),
+    "sort": _read_only_output, "tree": _read_only_output, "shuf": _read_only_output, "uniq": _read_only_output,
+    "xxd": _read_only_output,
     "file": _setter("compiles a magic file", {"-C", "--compile"}),
     "date": _setter("sets the clock", {"-s", "--set"}),
     "hostname": _setter("sets the host name", {"-F", "--file"}, operands_set=True),

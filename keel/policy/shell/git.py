@@ -19,6 +19,8 @@ from keel.policy.shell.commands import (
     judge_write,
     ws_write,
 )
+from keel.policy.shell.facts import EMPTY, parse, table, values_of
+from keel.policy.shell.gitrepo import configured_programs
 from keel.policy.shell.parse import Word
 from keel.policy.shell.secrets import tracked_secret
 
@@ -37,7 +39,7 @@ _READ_ONLY = frozenset({"status", "diff", "log", "show", "blame", "annotate", "r
                         "cat-file", "grep", "describe", "shortlog", "rev-list", "name-rev", "merge-base",
                         "count-objects", "show-ref", "for-each-ref", "check-ignore", "check-attr", "whatchanged",
                         "cherry", "version", "var", "diff-tree", "diff-files", "diff-index", "range-diff",
-                        "show-branch", "help", "fsck", "verify-commit", "verify-tag", "show-index"})
+                        "show-branch", "help", "fsck", "show-index"})
 _NETWORK = frozenset({"push", "pull", "fetch", "clone", "ls-remote", "submodule", "archive", "send-email",
                       "request-pull", "remote"})
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--bare", "--no-replace-objects", "--literal-pathspecs",
@@ -45,80 +47,24 @@ _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--bare", "--no-replace-objects",
                            "--no-advice", "--version", "--help", "-h", "--no-lazy-fetch"})
 
 
-# Local repository changes a confining tier allows unasked (workspace-write), with the options
-# known to be safe for each, spelled exactly; "=" marks an option that takes a value. Anything
-# else (an editor, -i, --exec, gpg signing, an abbreviation) keeps asking.
+# Local repository changes a confining tier allows unasked (workspace-write) when every option is
+# on the subcommand's known-safe list in facts.toml, spelled exactly. Anything else (an editor, -i,
+# --exec, gpg signing, an abbreviation) keeps asking.
+_LOCAL = frozenset({"add", "commit", "checkout", "switch", "stash", "restore", "branch", "merge", "rebase"})
 _MERGE_STRATEGIES = frozenset({"ort", "recursive", "resolve", "octopus", "ours", "subtree"})
-LOCAL_OPTIONS = _LOCAL = {
-    "add": "-A --all -u --update -v --verbose -f --force -n --dry-run -N --intent-to-add --ignore-errors "
-           "--no-all --ignore-removal --chmod=",
-    "commit": "-m= --message= -a --all -q --quiet -v --verbose --amend --no-edit --allow-empty "
-              "--allow-empty-message -s --signoff --no-verify -n --author= --date= -F= --file= --no-gpg-sign "
-              "--only -o --include -i --dry-run --short --porcelain --fixup= --squash= -C= --reuse-message= "
-              "--reset-author --no-status",
-    "checkout": "-b= -B= -f --force -q --quiet --detach -t --track --no-track --orphan= --ours --theirs -m --merge",
-    "switch": "-c= --create= -C= --force-create= --detach -d -f --force --discard-changes -q --quiet -t --track "
-              "--no-track --orphan= -m --merge",
-    "stash": "-u --include-untracked -k --keep-index --no-keep-index -q --quiet -m= --message= -a --all --index "
-             "-S --staged",
-    "restore": "-s= --source= -S --staged -W --worktree -q --quiet --ours --theirs -m --merge --ignore-unmerged "
-               "--overlay --no-overlay",
-    "branch": "-d -D --delete -m -M --move -c -C --copy -f --force -u= --set-upstream-to= --unset-upstream -t "
-              "--track --no-track -q --quiet -a -r -v -vv -l --list --show-current",
-    "merge": "--no-ff --ff --ff-only --squash --no-squash --no-commit --commit -m= --message= --no-edit --abort "
-             "--continue --quit -q --quiet -v --stat -n --no-stat --allow-unrelated-histories -s= --strategy= -X= "
-             "--strategy-option= --no-verify --log --no-log",
-    "rebase": "--continue --abort --skip --quit --onto= -q --quiet -v --autostash --no-autostash --keep-empty "
-              "--root --committer-date-is-author-date --ignore-date --reset-author-date -f --force-rebase "
-              "--no-verify --update-refs --autosquash --no-autosquash -s= --strategy= -X= --strategy-option=",
-}
-_LOCAL_OPTS = {sub: frozenset(text.split()) for sub, text in _LOCAL.items()}
 _STASH_SUBS = frozenset({"push", "pop", "apply", "drop", "save", "clear", "branch", "create", "store"})
 
 
 def _local_write(sub: str, rest: list[Word]) -> Finding:
-    """A local git change: workspace-write when every option is known-safe and every word literal."""
-    known = _LOCAL_OPTS[sub]
+    """A local git change: workspace-write when every option is known-safe (facts.toml)."""
     words = rest[1:] if sub == "stash" and rest and rest[0].value in _STASH_SUBS else rest
-    i = 0
-    while i < len(words):
-        word = words[i]
-        text = word.value
-        if not word.literal:
-            return ask(f"git {sub} with {text!r}, only known when it runs", destructive=True)
-        if text == "--":
-            break
-        if text.startswith("-") and text != "-":
-            name, eq, value = text.partition("=")
-            if (eq and name.startswith("--") and f"{name}=" in known) or (not eq and name in known):
-                pass
-            elif not eq and f"{name}=" in known and i + 1 < len(words):
-                value = words[i + 1].value
-                i += 1
-            elif not eq and not name.startswith("--") and (cluster := _short_cluster(name, known)) is not None:
-                name, attached = cluster
-                if name and not attached and i + 1 < len(words):
-                    attached, i = words[i + 1].value, i + 1
-                value = attached
-            else:
-                return ask(f"git {sub} option {text!r} is not on the list of known-safe options", destructive=True)
-            if name in ("-s", "--strategy") and value not in _MERGE_STRATEGIES:
-                return ask(f"git {sub} --strategy {value!r} runs a program", destructive=True)
-        i += 1
+    parsed = parse(table().spec(f"git {sub}") or EMPTY, words)
+    if parsed.problem:
+        return ask(f"git {sub}: {parsed.problem}", destructive=True)
+    for value in values_of(parsed, "-s", "--strategy"):
+        if value.value not in _MERGE_STRATEGIES:
+            return ask(f"git {sub} --strategy {value.value!r} runs a program", destructive=True)
     return ws_write(f"git {sub} changes the local repository", destructive=True)
-
-
-def _short_cluster(text: str, known: frozenset[str]) -> tuple[str, str] | None:
-    """``-am``, ``-qm``, ``-mmsg``: flags in a row, the last may take a value (attached or next).
-
-    Returns (the option that takes a value or "", its attached value), or None when a letter is
-    not on the known-safe list."""
-    for j, ch in enumerate(text[1:], start=1):
-        if f"-{ch}=" in known:
-            return f"-{ch}", text[j + 1:]
-        if f"-{ch}" not in known:
-            return None
-    return "", ""
 
 
 def config_key_risk(assignment: str) -> Finding:
@@ -168,23 +114,25 @@ _NO_PATCH = re.compile(r"--stat(=.*)?|--name-only|--name-status|--numstat|--shor
                        r"|--exit-code|--summary|--raw|--dirstat(=.*)?|--compact-summary|--check")
 
 
+def shows_contents(sub: str, values: list[str]) -> bool:
+    """Does ``git SUB VALUES`` print file contents (a patch, a blob)?"""
+    if sub == "cat-file":
+        return any(v in ("-p", "blob", "--batch") or v.startswith("--batch") for v in values) and any(
+            re.fullmatch(r"[0-9a-fA-F]{4,64}", v) for v in values)
+    if sub in _PATCH_ALWAYS:
+        shows = not any(_NO_PATCH.fullmatch(v) for v in values) or any(_PATCH_FLAGS.fullmatch(v) for v in values)
+        revs = [v for v in (values[:values.index("--")] if "--" in values else values) if not v.startswith("-")]
+        return shows and not (sub == "show" and revs and all(":" in v for v in revs))  # REV:PATH: that file only
+    if sub in _PATCH_ON_REQUEST:
+        return any(_PATCH_FLAGS.fullmatch(v) or re.fullmatch(r"-p\w*|-\w*p", v) for v in values)
+    return sub in ("blame", "annotate")
+
+
 def tracked_secret_shown(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
     """``git show``, ``git log -p``, ``git cat-file -p SHA``: file contents from the repository,
     among them a tracked secret-looking file unless a pathspec leaves it out."""
     values = [w.value for w in rest]
-    if sub == "cat-file":
-        shows = any(v in ("-p", "blob", "--batch") or v.startswith("--batch") for v in values) and any(
-            re.fullmatch(r"[0-9a-fA-F]{4,64}", v) for v in values)
-    elif sub in _PATCH_ALWAYS:
-        shows = not any(_NO_PATCH.fullmatch(v) for v in values) or any(_PATCH_FLAGS.fullmatch(v) for v in values)
-        revs = [v for v in (values[:values.index("--")] if "--" in values else values) if not v.startswith("-")]
-        if sub == "show" and revs and all(":" in v for v in revs):
-            shows = False                   # git show REV:PATH: that file only (its name is judged)
-    elif sub in _PATCH_ON_REQUEST:
-        shows = any(_PATCH_FLAGS.fullmatch(v) or re.fullmatch(r"-p\w*|-\w*p", v) for v in values)
-    else:
-        return []
-    if not shows:
+    if sub in ("blame", "annotate") or not shows_contents(sub, values):
         return []
     for cwd in inv.cwds or {None}:
         if cwd is None:
@@ -207,8 +155,26 @@ def _contains(parent: Path, child: Path) -> bool:
     return child == parent or parent in child.parents
 
 
+def repository_programs(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """``git diff`` in a repository whose config sets diff.external, a textconv driver, core.fsmonitor …"""
+    values = inv.values
+    before = values[:values.index(sub)] if sub in values else values
+    dirs: set[Path | None] = set(inv.cwds)
+    if before.count("-C") == 1:                 # git -C DIR: the repository of DIR
+        dirs = {p.real for p in env.paths.places(inv.args[before.index("-C") + 1], inv.cwds)}
+    elif before.count("-C") > 1:
+        dirs = {None}
+    own = [w.value for w in rest]
+    patch = shows_contents(sub, own[1:] if sub == "stash" else own)      # git stash show -p
+    for directory in dirs:
+        why = configured_programs(directory, sub, set(own), patch)
+        if why is not None:
+            return [ask(f"git {sub} may run a program: {why}")]
+    return []
+
+
 def _read_only_args(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    out: list[Finding] = tracked_secret_shown(sub, rest, inv, env)
+    out: list[Finding] = tracked_secret_shown(sub, rest, inv, env) + repository_programs(sub, rest, inv, env)
     for i, word in enumerate(rest):
         value = word.value
         name, eq, attached = value.partition("=")
@@ -221,17 +187,22 @@ def _read_only_args(sub: str, rest: list[Word], inv: Invocation, env: JudgeEnv) 
             out.append(ask(f"git {sub} {name} runs configured programs"))
         elif sub == "help" and name in ("-w", "--web", "-i", "--info", "-m", "--man"):
             out.append(ask("git help opens a browser or viewer"))
+        elif name == "--show-signature" or (name in ("--format", "--pretty") and "%G" in attached):
+            out.append(ask(f"git {sub} runs gpg to check signatures (gpg reads the user's keyrings)"))
     return out
 
 
 def _listing(sub: str, rest: list[Word], destructive_flags: set[str], list_flags: set[str]) -> Finding:
     """branch/tag: listing is read-only; any create/delete/rename flag or a bare name asks."""
     values = [w.value for w in rest]
-    flags = [v.split("=", 1)[0] for v in values if v.startswith("-")]
+    end = values.index("--") if "--" in values else len(values)
+    flags = [v.split("=", 1)[0] for v in values[:end] if v.startswith("-")]
     if any(f in destructive_flags or re.fullmatch(r"-[a-zA-Z]*[dDmMcCfsau][a-zA-Z]*", f) and f not in list_flags
            for f in flags):
         return ask(f"git {sub} {' '.join(values)} changes {sub}es", destructive=True)
-    positional = [v for v in values if not v.startswith("-")]
+    if values[end + 1:]:                     # `git branch -- --list`: after `--` a word is a name, never an option
+        return ask(f"git {sub} {values[end + 1]!r} may create a {sub}")
+    positional = [v for v in values[:end] if not v.startswith("-")]
     if positional and not any(f in ("--list", "-l", "--contains", "--no-contains", "--merged", "--no-merged",
                                     "--points-at") for f in flags):
         return ask(f"git {sub} {positional[0]!r} creates a {sub}")
@@ -281,6 +252,8 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
             out.append(config_key_risk(setting or (values[values.index(value) + 1] if value in values[:-1] else "")))
         if name == "--template" and sub in ("clone", "init"):
             out.append(deny(f"git {sub} --template can install hooks"))
+    if sub in ("verify-commit", "verify-tag"):
+        return out + [ask(f"git {sub} runs gpg to check signatures (gpg reads the user's keyrings)")]
     if sub in _READ_ONLY:
         tokens = [Finding("allow", "git var prints configuration that may hold tokens", secret=True)] \
             if sub == "var" else []
@@ -312,7 +285,8 @@ def _git(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     if sub == "remote" and (not values or values in (["-v"], ["--verbose"]) or values[:1] == ["get-url"]):
         return out + [allow("git remote lists remotes"), holds_tokens]
     if sub in ("stash", "worktree", "notes") and values[:1] in (["list"], ["show"]):
-        return out + [allow(f"git {sub} {values[0]} only reads")] + tracked_secret_shown(sub, rest, inv, env)
+        return out + [allow(f"git {sub} {values[0]} only reads")] + tracked_secret_shown(sub, rest, inv, env) + \
+            (repository_programs(sub, rest, inv, env) if sub == "stash" and values[0] == "show" else [])
     if sub == "reflog" and (not values or values[0] == "show" or values[0].startswith("-")):
         return out + [allow("git reflog only reads")] + tracked_secret_shown(sub, rest, inv, env)
     if sub == "submodule" and "foreach" in values:

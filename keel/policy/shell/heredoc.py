@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from keel.policy.shell.parse import Issue
+from keel.policy.shell.words import REDIRECTS, WORDLIKE
 
 
 def bash_delimiter(raw: str) -> str | None:
@@ -85,3 +86,54 @@ def heredoc_disagreements(root: Any, data: bytes) -> list[Issue]:
             issues.append(Issue("ask", f"the here-document <<{raw} may end elsewhere for bash than for the "
                                        "checker; lines after it could run unchecked", raw))
     return issues
+
+
+def body_disagreements(root: Any, text: str, bodies: list[tuple[int, int]] | None) -> list[Issue]:
+    """An Issue when tree-sitter's here-document bodies are not on the lines where bash reads them
+    (``bodies``: character ranges from keel.policy.shell.reader, the delimiter line excluded):
+    lines taken for a body could be commands."""
+    if bodies is None:
+        return []
+    found: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "heredoc_redirect":
+            body = next((c for c in node.children if c.type == "heredoc_body"), None)
+            end = next((c for c in node.children if c.type == "heredoc_end"), None)
+            if body is None or end is None:
+                return [_misplaced(text)]
+            found.append((body.start_point[0], end.start_point[0]))
+        stack.extend(node.children)
+    expected = [(text.count("\n", 0, start), text.count("\n", 0, end)) for start, end in bodies]
+    return [] if sorted(found) == sorted(expected) else [_misplaced(text)]
+
+
+def _misplaced(text: str) -> Issue:
+    return Issue("ask", "here-document bodies are not where bash reads them; lines around them could run "
+                        "unchecked", text[:80])
+
+
+# -- where bash binds what follows a here-document ------------------------------------------------
+
+def last_command(node: Any) -> Any:
+    """The simple command a list or pipeline ends with (None: it ends with a group or a loop)."""
+    while node is not None and node.type in ("list", "pipeline", "redirected_statement"):
+        if node.type == "redirected_statement":
+            node = node.child_by_field_name("body")
+            continue
+        elements = [c for c in node.named_children if c.type != "comment"]
+        node = elements[-1] if elements else None
+    return node if node is not None and node.type == "command" else None
+
+
+def attached(heredoc: Any) -> list[Any]:
+    """The redirects and words a here-document node holds before any ``&&``/``|``/``;``: the command's."""
+    out = []
+    for child in heredoc.children:
+        if child.type in ("<<", "<<-", "heredoc_start", "comment"):
+            continue
+        if child.type not in REDIRECTS and child.type not in WORDLIKE:
+            break
+        out.append(child)
+    return out

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from keel.policy.shell.commands import Finding, Invocation, deny, values_of
-from keel.policy.shell.commands import parse_options as _parse_options
+from keel.policy.shell.commands import Finding, Invocation, deny
+from keel.policy.shell.facts import options, parse, spec_from_text, table, values_of
 from keel.policy.shell.parse import SimpleCommand, Word
 from keel.policy.shell.unwrap import SHELLS, Unwrapped
 
@@ -66,19 +66,21 @@ def clone_target(inv: Invocation) -> Word | None:
     return None
 
 
+# A downloader or decoder without an entry in facts.toml: -o/--output is where it saves.
+_SAVES = spec_from_text("-o=W --output=W")
+
+
 def fetched_targets(un: Unwrapped, cmd: SimpleCommand, upstream_fetches: bool) -> list[Word]:
     """Files this command fills with downloaded or decoded data."""
     name = un.argv[0].value.rsplit("/", 1)[-1] if un.argv else ""
     if name in FETCHERS or name in DECODERS or set(un.layers) & FETCHERS:
-        with_value = {"curl": {"-o", "--output"}, "wget": {"-O", "--output-document"}}.get(name, {"-o", "--output"})
-        options, _ = _parse_options(un.argv[1:], with_value)
-        targets = [w for w in values_of(options, *with_value) if w.value != "-"]
+        parsed = parse(table().spec(name) or _SAVES, un.argv[1:])          # curl -o F, wget -O F (facts.toml)
+        targets = [w for w in values_of(parsed, "-o", "--output", "-O", "--output-document") if w.value != "-"]
         values = [w.value for w in un.argv[1:]]
         remote_name = name in ("wget", "aria2c") or any(
             v in ("--remote-name", "--remote-name-all") or re.fullmatch(r"-[a-zA-Z]*O[a-zA-Z]*", v) for v in values)
         if remote_name and not targets:           # saved under the URL's last component (wget -P DIR: in DIR)
-            prefix = next((w.value.rstrip("/") + "/" for w in values_of(
-                _parse_options(un.argv[1:], {"-P", "--directory-prefix"})[0], "-P", "--directory-prefix")), "")
+            prefix = next((w.value.rstrip("/") + "/" for w in values_of(parsed, "-P", "--directory-prefix")), "")
             targets = [Word(prefix + w.value.rstrip("/").rsplit("/", 1)[-1], w.value) for w in un.argv[1:]
                        if "://" in w.value]
         return targets + [r.target for r in cmd.redirects if r.writes and r.target is not None]
@@ -105,8 +107,7 @@ def extracted_into(inv: Invocation, paths: PathJudge, fetched: set[Path]) -> lis
         return []
     if not any(c in fetched for w in inv.args for p in paths.places(w, inv.cwds) for c in p.candidates()):
         return []
-    options, _ = _parse_options(inv.args, {"-C", "--directory", "-d", "-f", "--file"})
-    return values_of(options, "-C", "--directory", "-d") or [Word(".", ".")]
+    return values_of(options(inv.name, inv.args), "-C", "--directory", "-d") or [Word(".", ".")]
 
 
 def runs_fetched(inv: Invocation, paths: PathJudge, fetched: set[Path], trees: set[Path] | None = None) -> bool:

@@ -211,13 +211,21 @@ def _unquoted_positions(source: str) -> list[bool]:
 
 
 def scan_unquoted(raw: str) -> tuple[bool, bool, bool]:
-    """(glob, brace expansion, substitution syntax outside single quotes) in a word's source."""
+    """(glob, brace expansion, substitution syntax outside single quotes) in a word's source.
+    A ``$`` or backtick escaped by a backslash (``"\\$(x)"``) is text, not a substitution."""
     unquoted = _unquoted_positions(raw)
     glob = brace = subst = False
     in_single = False
+    escaped = False
     for i, ch in enumerate(raw):
+        if escaped:
+            escaped = False
+            continue
         if ch == "'" and (unquoted[i] or in_single):
             in_single = not in_single
+        if (ch == "\\" or raw.startswith("$$", i)) and not in_single:
+            escaped = True                  # the next character is text: \$(x), $$ (the PID) then (x)
+            continue
         if unquoted[i] and ch in "*?[":
             glob = True
         if unquoted[i] and ch == "{" and re.match(r"\{[^{}\s]*(,|\.\.)[^{}\s]*\}", raw[i:]):

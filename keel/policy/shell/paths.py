@@ -219,6 +219,14 @@ class PathJudge:
                 self._secret_roots.append((where, "reads keel's own data or configuration"))
                 self._data_roots.add(where)
 
+
+    def project_program(self, word: Word, cwds: Cwds) -> bool:
+        """``./scripts/x.sh``, ``bin/tool``: a file of the workspace (every way the word resolves),
+        outside protected and run-later places."""
+        places = self.places(word, cwds)
+        return bool(places) and all(
+            p.where == "inside" and p.real is not None and p.real.is_file() and not self.protected_reason(p)
+            and self.runs_later_reason(p) is None for p in places)
     def expand(self, word: Word) -> list[str] | None:
         """The strings a word becomes after ~, $HOME and brace expansion; None if unknowable."""
         if word.subs or any(p not in ("HOME", "{HOME}") for p in word.params):

@@ -14,11 +14,14 @@ overwrite, read from outside, send over the network or hand to a shell.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from keel.policy.sandbox import find_env_files
 from keel.policy.shell import builds as shell_builds
 from keel.policy.shell import commands as shell_commands
 from keel.policy.shell import git as shell_git
@@ -64,6 +67,9 @@ JUDGES = {**shell_commands.JUDGES, **shell_builds.JUDGES, **shell_system.JUDGES,
 XARGS_SAFE = frozenset({"grep", "egrep", "fgrep", "cat", "head", "tail", "wc", "ls", "file", "stat", "du",
                         "basename", "dirname", "echo", "printf", "realpath", "readlink", "md5sum", "sha1sum",
                         "sha256sum"})
+# Commands that act on names, never reading a file's contents: a glob that can match a secret is no read.
+NAMES_ONLY = frozenset({"ls", "stat", "du", "chmod", "chown", "chgrp", "rm", "rmdir", "touch", "mkdir", "find", "fd",
+                        "realpath", "readlink", "basename", "dirname", "test", "[", "[["})
 METADATA_ONLY = frozenset({"ls", "cd", "pushd", "du", "df", "stat", "tree", "find", "fd", "echo", "printf",
                            "realpath", "readlink", "dirname", "basename", "test", "[", "[[", "file", "pwd", "which"})
 SYSTEM_BIN = tuple(Path(p) for p in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
@@ -83,6 +89,9 @@ class Analysis:
         self.budget = Budget(time.thread_time() + seconds)
         self.home = home
         self.pid_namespace = pid_namespace    # a PID namespace reaps what a command leaves behind
+        # bubblewrap, the tier with a PID namespace, also mounts an empty file over the workspace's .env files
+        self.tier_hidden: Callable[[], list[Path]] | None = (
+            functools.partial(find_env_files, self.paths.root) if pid_namespace else None)
         self.fetched: set[Path] = set()       # files filled with downloaded or decoded data on this line
         self.fetched_trees: set[Path] = set()  # directories a downloaded archive was unpacked into
         self.parts: list[PartReport] = []
@@ -152,8 +161,9 @@ class Analysis:
         # a name already in the environment stays exported when a plain assignment changes it
         exported = exported or name in os.environ
         if kind == "plain" and exported:
-            return [ask(f"sets the environment variable {name}, which is not on the list of known-harmless "
-                        "names (it may change what a program runs)", lift=None)]
+            # FOO=bar cmd: what it changes stays inside what the program may do, which a confining tier confines
+            return [Finding("allow", f"sets the environment variable {name} for the program it runs", lift=None,
+                            tier="code")]
         return []
 
     # -- one simple command --------------------------------------------------------------------
@@ -204,7 +214,7 @@ class Analysis:
             own = self._judge(inv, cmd)
             own += known_options(self, Invocation(un.argv, cwds, inv.extra_args))   # as written, unabbreviated
             own += option_writes(self, inv) + unknown_paths(self, inv) + recursive_secrets(self, inv)
-            own += secret_reads(inv, inv.args, cwds)
+            own += secret_reads(inv, inv.args, cwds, contents=inv.name not in NAMES_ONLY)
             if (sent := output_sent(inv)) is not None:
                 own.append(sent)
             if runs_fetched(inv, self.paths, self.fetched, self.fetched_trees):
@@ -244,13 +254,17 @@ class Analysis:
             return [ask("the command name is only known when it runs", lift=None)]
         out: list[Finding] = []
         name = inv.name
-        if "/" in argv0.value and not self._trusted_program(argv0, inv.cwds):
+        by_path = "/" in argv0.value and not self._trusted_program(argv0, inv.cwds)
+        project = by_path and self.paths.project_program(argv0, inv.cwds)
+        if by_path and not project:
             out.append(ask(f"runs {argv0.value!r}, a program given by path"))
         judge = JUDGES.get(name) or shell_system.judge_mkfs_family(name) or shell_tools.python_judge(name)
         if judge is None and cmd.calls_function:
             out.append(allow(f"calls the function {name!r}, whose body is judged separately"))
         elif judge is None:
-            out.append(ask(f"unknown command {name!r}"))
+            # ./scripts/x.sh, ./gradlew: the project's own program, code a confining tier runs unasked
+            out.append(runs_code(f"runs {argv0.value!r}, a program of the project") if project
+                       else ask(f"unknown command {name!r}"))
             for word in inv.args:
                 for place in self.paths.places(word, inv.cwds):
                     reason = self.paths.protected_reason(place)
@@ -288,17 +302,9 @@ class Analysis:
                 return [ask(f"{name} runs a script produced by another command")]
         if not shell_tools.reads_code_from_stdin(inv):
             return []
-        if cmd.upstream:
-            if self._feeds_code(cmd.upstream):
-                return [deny(f"pipes downloaded or decoded data into {name}")]
-            source = cmd.upstream[-1]
-            if name in SHELLS and len(cmd.upstream) == 1 and source.words and source.words[0].value in ("echo", "printf"):
-                words = source.words[1:]
-                text = " ".join(w.value for w in words)
-                self.sub_code(Word(text, text, tuple(p for w in words for p in w.params),
-                                   tuple(s for w in words for s in w.subs)), cmd.cwds, f"{name} (piped)")
-            return [ask(f"{name} runs code from a pipe")]
-        for redirect in reversed(cmd.redirects):
+        if self._feeds_code(cmd.upstream):
+            return [deny(f"pipes downloaded or decoded data into {name}")]
+        for redirect in reversed(cmd.redirects):     # a redirect of stdin wins over a pipe (bash applies it last)
             if redirect.op in ("<<", "<<-", "<<<") and redirect.target is not None:
                 if name in SHELLS:
                     self.sub_code(_heredoc_code(redirect), cmd.cwds, f"{name} here-document")
@@ -309,6 +315,14 @@ class Analysis:
             if redirect.op == "<" and redirect.target is not None:
                 return [runs_code(f"{name} runs a script file")] if is_python or name == "node" else \
                     [ask(f"{name} runs a script file")]
+        if cmd.upstream:
+            source = cmd.upstream[-1]
+            if name in SHELLS and len(cmd.upstream) == 1 and source.words and source.words[0].value in ("echo", "printf"):
+                words = source.words[1:]
+                text = " ".join(w.value for w in words)
+                self.sub_code(Word(text, text, tuple(p for w in words for p in w.params),
+                                   tuple(s for w in words for s in w.subs)), cmd.cwds, f"{name} (piped)")
+            return [ask(f"{name} runs code from a pipe")]
         return [ask(f"{name} waits for a program on stdin")]
 
     def _feeds_code(self, commands: list[SimpleCommand]) -> bool:

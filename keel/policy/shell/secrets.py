@@ -62,12 +62,13 @@ def glob_matches_secret(pattern: str, cwd: Path | None) -> bool:
 
 
 def secret_under(directory: Path, hidden: bool = True, excluded: list[str] | None = None,
-                 included: list[str] | None = None) -> Path | None:
+                 included: list[str] | None = None, unseen: frozenset[Path] = frozenset()) -> Path | None:
     """The first secret-looking file a recursive reader of ``directory`` would read, if any.
 
     ``hidden=False`` skips dot-files and dot-directories (``rg`` without ``--hidden``);
     ``excluded`` are globs the reader was told to skip (``--exclude=.env``, ``-g '!.env'``);
-    ``included``, when given, the only file names it reads (``--include='*.py'``, ``-g '*.py'``).
+    ``included``, when given, the only file names it reads (``--include='*.py'``, ``-g '*.py'``);
+    ``unseen``: files the OS tier hides from the command (it reads them as empty).
     A tree too large to scan counts as holding one.
     """
     if directory.is_file():
@@ -81,7 +82,8 @@ def secret_under(directory: Path, hidden: bool = True, excluded: list[str] | Non
             if seen > MAX_SCAN:
                 return directory
             if (hidden or not name.startswith(".")) and is_secret(name) and not _excluded(name, excluded) \
-                    and (not included or any(fnmatch.fnmatchcase(name.lower(), p.lower()) for p in included)):
+                    and (not included or any(fnmatch.fnmatchcase(name.lower(), p.lower()) for p in included)) \
+                    and Path(root) / name not in unseen:
                 return Path(root) / name
     return None
 

@@ -15,11 +15,9 @@ from keel.policy.shell.commands import (
     allow,
     ask,
     deny,
-    has,
     judge_write,
-    parse_options,
-    values_of,
 )
+from keel.policy.shell.facts import has, options, values_of
 from keel.policy.shell.parse import Word
 from keel.policy.shell.unwrap import env_name_risk
 
@@ -60,8 +58,7 @@ def _kill(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
 
 
 def _netcat(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    options, _ = parse_options(inv.args)
-    if has(options, "-e", "-c", "--exec", "--sh-exec", "--lua-exec"):
+    if has(options(inv.name, inv.args), "-e", "-c", "--exec", "--sh-exec", "--lua-exec"):
         return [deny(f"{inv.name} -e gives a network peer a shell")]
     return [ask(f"{inv.name} opens network connections", network=True)]
 
@@ -73,21 +70,15 @@ def _socat(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
 
 
 def _downloader(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    writes = {"curl": {"-o", "--output", "--output-dir", "-c", "--cookie-jar", "-D", "--dump-header",
-                       "--trace", "--trace-ascii", "--stderr"},
-              "wget": {"-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file",
-                       "-a", "--append-output"}}.get(inv.name, set())
-    options, _ = parse_options(inv.args, writes | {"-d", "--data", "-H", "-X", "-u", "-e", "-A", "-T", "-F",
-                                                   "-K", "--config", "--data-binary", "-b", "-x", "-w"})
     out = [ask(f"{inv.name} uses the network", network=True)]
-    for word in values_of(options, *writes):
+    for _option, word in options(inv.name, inv.args).writes:      # -o FILE, --cookie-jar F ... (facts.toml)
         if word.value != "-":
             out += judge_write(env, word, inv.cwds)
     return out
 
 
 def _remote_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    _, operands = parse_options(inv.args, {"-e", "--rsh", "-i", "-P", "-p", "-o", "-F", "-l", "-c", "-S"})
+    operands = options(inv.name, inv.args).operands
     out = [ask(f"{inv.name} uses the network", network=True, destructive=True)]
     if operands and ":" not in operands[-1].value and inv.name in ("scp", "rsync"):
         out += judge_write(env, operands[-1], inv.cwds)
@@ -102,7 +93,7 @@ def _eval(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 
 
 def _trap(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    _, operands = parse_options(inv.args)
+    operands = options("trap", inv.args).operands
     if len(operands) >= 2:
         env.sub_code(operands[0], inv.cwds, "trap")
         return [ask("trap runs shell code later")]
@@ -165,9 +156,12 @@ def _set(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
 
 def _names_assigned(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
     """printf -v NAME / read NAME: a variable gets a value the policy cannot see."""
-    options, operands = parse_options(inv.args, {"-v", "-a", "-d", "-n", "-N", "-p", "-t", "-u", "-i"})
-    names = values_of(options, "-v", "-a") + (operands if inv.name == "read" else [])
+    parsed = options(inv.name, inv.args)
+    names = values_of(parsed, "-v", "-a") + (parsed.operands if inv.name == "read" else [])
     out = [allow(f"{inv.name} only prints or reads input")]
+    if parsed.problem and "may expand to an option" in parsed.problem:
+        # printf "$FMT" x: a first word built at run time may be `-v NAME`, which assigns NAME
+        out.append(ask(f"{inv.name}: {parsed.problem}", lift=None))
     for word in names:
         if not word.literal:
             out.append(ask(f"{inv.name} assigns {word.raw!r}, a variable named only at run time", lift=None))
@@ -184,11 +178,25 @@ def _shopt(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
 
 
 def _hash(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    options, _ = parse_options(inv.args, {"-p", "-t", "-d"})
-    if has(options, "-p"):
+    if has(options("hash", inv.args), "-p"):
         return [deny("hash -p makes one command name run another program")]
     return [allow("hash")]
 
+
+
+def _ulimit(_inv: Invocation, _env: JudgeEnv) -> list[Finding]:
+    """``ulimit -n 4096``: limits of this shell and what it starts (raising a hard limit needs root)."""
+    return [allow("ulimit reads or sets this shell's resource limits")]
+
+
+def _ps(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
+    """``ps aux``, ``ps -ef``: lists processes; BSD-style ``e`` (``ps eww``) also prints their
+    environments, keel's own API key among them where no PID namespace hides keel."""
+    bsd = "".join(v for v in inv.values if not v.startswith("-") and re.fullmatch(r"[a-zA-Z]+", v))
+    out = [allow("ps lists processes")]
+    if "e" in bsd:
+        out.append(ask("ps e prints the environment of processes", lift=None, secret=True))
+    return out
 
 
 def _fixed(decision: str, what: str) -> Judge:
@@ -206,7 +214,7 @@ JUDGES: dict[str, Judge] = {
     "eval": _eval, "trap": _trap, "alias": _alias, "shopt": _shopt, "hash": _hash,
     "export": _declare, "declare": _declare, "typeset": _declare, "local": _declare, "readonly": _declare,
     "printf": _names_assigned, "read": _names_assigned, "set": _set,
-    "env": _prints_environment, "printenv": _prints_environment,
+    "env": _prints_environment, "printenv": _prints_environment, "ulimit": _ulimit, "ps": _ps,
 }
 JUDGES.update({name: _system for name in _DISK_AND_POWER})
 JUDGES.update({name: _fixed("ask", "runs another file in this shell") for name in ("source", ".")})

@@ -14,13 +14,11 @@ from keel.policy.shell.commands import (
     JudgeEnv,
     allow,
     ask,
-    has,
     judge_delete,
     judge_write,
-    parse_options,
-    values_of,
     ws_write,
 )
+from keel.policy.shell.facts import has, options, values_of
 from keel.policy.shell.parse import Word
 
 # -- find / fd -------------------------------------------------------------------------------
@@ -260,29 +258,25 @@ def _sed(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 # -- awk, rg -------------------------------------------------------------------------------------
 
 def _awk(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    options, operands = parse_options(inv.args, {"-v", "-F", "-f", "-E", "-i", "-l", "-e", "--assign",
-                                                 "--field-separator", "--file", "--include", "--load",
-                                                 "--source", "--exec"})
-    if has(options, "-f", "-E", "-i", "-l", "--file", "--include", "--load", "--exec"):
+    parsed = options("awk", inv.args)
+    if has(parsed, "-f", "-E", "-i", "-l", "--file", "--include", "--load", "--exec"):
         return [ask("awk loads a program or library from a file")]
-    programs = values_of(options, "-e", "--source") or operands[:1]
+    programs = values_of(parsed, "-e", "--source") or parsed.operands[:1]
     for program in programs:
         if not program.literal:
             return [ask("awk program built at run time")]
-        if re.search(r"system\s*\(|[|>]|@|getline|ARGV|ENVIRON", program.value):
+        code = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', program.value)     # text in strings is not code
+        if re.search(r"system\s*\(|[|>]|@|getline|ARGV|ENVIRON", code):
             return [ask("awk program may run commands, write or read other files (system, |, >, getline)")]
     return [allow("awk prints text")]
 
 
 def _rg(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    options, _ = parse_options(inv.args, {"-e", "--regexp", "-f", "--file", "-g", "--glob", "--iglob", "-t",
-                                          "--type", "-T", "--type-not", "-m", "--max-count", "-A", "-B", "-C",
-                                          "--context", "-j", "--threads", "-M", "-r", "--replace", "--sort",
-                                          "--sortr", "--type-add", "--color", "--colors", "-E", "--encoding",
-                                          "--max-depth", "-d", "--pre", "--pre-glob", "--hostname-bin",
-                                          "--ignore-file", "--max-filesize", "--path-separator"})
-    if has(options, "--pre", "--pre-glob", "--hostname-bin"):
+    parsed = options("rg", inv.args)
+    if has(parsed, "--pre", "--pre-glob", "--hostname-bin"):
         return [ask("rg --pre runs a program on every file it searches")]
+    if has(parsed, "-z", "--search-zip"):
+        return [ask("rg -z runs the decompression programs it finds on PATH")]
     return [allow("rg only reads")]
 
 
@@ -296,39 +290,50 @@ def _tar(inv: Invocation, env: JudgeEnv) -> list[Finding]:
     args = list(inv.args)
     if args and not args[0].value.startswith("-"):
         args[0] = Word("-" + args[0].value, args[0].raw, args[0].params, args[0].subs)
-    options, _ = parse_options(args, {"-f", "--file", "-C", "--directory", "-T", "-X", "-I", "-F", "-g", "-K",
-                                      "-L", "-N", "-V", "-b", "--exclude", "--to-command",
-                                      "--use-compress-program", "--checkpoint-action", "--info-script"})
-    if any(opt.startswith(_TAR_EXEC) for opt, _ in options):
+    parsed = options("tar", args)
+    if any(opt.startswith(_TAR_EXEC) for opt, _ in parsed.options):
         return [ask("tar option runs a program")]
-    if has(options, "-t", "--list") and not has(options, "-x", "-c", "-r", "-u", "--extract", "--create"):
+    if has(parsed, "-t", "--list") and not has(parsed, "-x", "-c", "-r", "-u", "--extract", "--create"):
         return [allow("tar lists an archive")]
-    out = [ask("tar writes files", destructive=True)]
-    if has(options, "-c", "--create", "-r", "-u", "--append", "--update"):
-        for word in values_of(options, "-f", "--file"):
+    if has(parsed, "-c", "--create", "-r", "-u", "--append", "--update"):
+        # an archive of files: a workspace write of the archive (what it reads is judged with every command)
+        out = [ws_write("tar writes an archive", destructive=True)]
+        for word in values_of(parsed, "-f", "--file"):
             if word.value != "-":
                 out += judge_write(env, word, inv.cwds)
     else:
-        for word in values_of(options, "-C", "--directory") or [Word(".", ".")]:
+        # what an archive unpacks (.envrc, a hook, ../x) is not visible here
+        out = [ask("tar writes the archive's files, which the checker cannot see", destructive=True)]
+        for word in values_of(parsed, "-C", "--directory") or [Word(".", ".")]:
             out += judge_write(env, word, inv.cwds, verb="extracts into")
     return out
 
 
 def _unzip(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, _ = parse_options(inv.args, {"-d", "-x"})
-    if has(options, "-l", "-v", "-t", "-Z") and not values_of(options, "-d"):
+    parsed = options("unzip", inv.args)
+    if has(parsed, "-l", "-v", "-t", "-Z") and not values_of(parsed, "-d"):
         return [allow("unzip lists an archive")]
     out = [ask("unzip writes files", destructive=True)]
-    for word in values_of(options, "-d") or [Word(".", ".")]:
+    for word in values_of(parsed, "-d") or [Word(".", ".")]:
         out += judge_write(env, word, inv.cwds, verb="extracts into")
     return out
 
 
+def _zip(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """``zip [opts] ARCHIVE FILES``: a workspace write of the archive."""
+    operands = options("zip", inv.args).operands
+    out = [ws_write("zip writes an archive", destructive=True)]
+    for word in operands[:1]:
+        out += judge_write(env, word, inv.cwds)
+    return out
+
+
 def _compress(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, operands = parse_options(inv.args, {"-S", "--suffix"})
-    if inv.name.endswith("cat") or has(options, "-c", "--stdout", "-l", "--list", "-t", "--test") or not operands:
+    parsed = options(inv.name, inv.args)
+    operands = parsed.operands
+    if inv.name.endswith("cat") or has(parsed, "-c", "--stdout", "-l", "--list", "-t", "--test") or not operands:
         return [allow(f"{inv.name} writes to stdout")]
-    out = [ask(f"{inv.name} replaces files", destructive=True)]
+    out = [ws_write(f"{inv.name} replaces files", destructive=True)]
     for word in operands:
         out += judge_write(env, word, inv.cwds)
     return out
@@ -337,7 +342,7 @@ def _compress(inv: Invocation, env: JudgeEnv) -> list[Finding]:
 JUDGES: dict[str, Judge] = {
     "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "rg": _rg,
-    "tar": _tar, "unzip": _unzip,
+    "tar": _tar, "unzip": _unzip, "zip": _zip,
 }
 JUDGES.update({name: _compress for name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd",
                                             "unzstd", "zcat", "bzcat", "xzcat", "zstdcat")})

@@ -19,18 +19,16 @@ from keel.policy.shell.commands import (
     JudgeEnv,
     allow,
     ask,
-    has,
     judge_delete,
     judge_write,
-    parse_options,
+    rewrites,
     runs_code,
-    values_of,
 )
+from keel.policy.shell.facts import PYTHON, has, options, values_of
 from keel.policy.shell.parse import Word
 from keel.policy.shell.pymodules import judge_module
 from keel.policy.shell.unwrap import SHELLS
 
-PYTHON = re.compile(r"python(\d+(\.\d+)?)?|pypy3?")
 INTERPRETERS = frozenset({"node", "perl", "ruby", "php", "lua", "Rscript", "deno", "bun"})
 RUN = "runs code (allowed unasked only when an OS tier confines it)"
 
@@ -88,12 +86,11 @@ def _python_module(module: str, rest: list[Word], inv: Invocation, env: JudgeEnv
 
 
 def _pytest(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, _ = parse_options(inv.args, {"--basetemp", "--junitxml", "--junit-xml", "--result-log",
-                                          "--report-log", "-p", "-k", "-m", "-c", "--rootdir", "-o",
-                                          "--confcutdir", "--deselect", "--ignore", "-W", "--maxfail",
-                                          "--override-ini", "--config-file"})
+    """What pytest's options do beyond their list in facts.toml (where its report options are
+    marked as writes and judged with every command's options)."""
+    parsed = options("pytest", inv.args)
     out = [allow("pytest runs the project's tests")]
-    for word in values_of(options, "--basetemp"):
+    for word in values_of(parsed, "--basetemp"):
         wiped = judge_delete(env, word, inv.cwds, recursive=True, verb="pytest --basetemp wipe")
         exists = any(p.real is not None and p.real.exists() for p in env.paths.places(word, inv.cwds))
         if exists and not env.snapshot and all(f.decision != "deny" for f in wiped):
@@ -101,12 +98,10 @@ def _pytest(inv: Invocation, env: JudgeEnv) -> list[Finding]:
             wiped.append(ask(f"pytest --basetemp {word.value!r}: pytest deletes that directory first and no "
                              "snapshot holds it", destructive=True))
         out += wiped
-    for word in values_of(options, "--junitxml", "--junit-xml", "--result-log", "--report-log"):
-        out += judge_write(env, word, inv.cwds)
-    for word in values_of(options, "-o", "--override-ini"):
+    for word in values_of(parsed, "-o", "--override-ini"):
         if not word.literal or word.value.split("=", 1)[0].strip() not in _HARMLESS_INI:
             out.append(ask(f"pytest -o {word.value!r} overrides an ini option not known to be harmless"))
-    for word in values_of(options, "-c", "--config-file", "--rootdir", "--confcutdir"):
+    for word in values_of(parsed, "--rootdir", "--confcutdir"):
         if any(p.where not in ("inside", "root") for p in env.paths.places(word, inv.cwds)):
             out.append(ask(f"pytest takes its configuration from {word.value!r}, outside the workspace"))
     if inv.args and inv.args[-1].value == "--debug":     # no file named: pytestdebug.log here
@@ -122,15 +117,10 @@ _HARMLESS_INI = frozenset({"log_cli", "log_cli_level", "log_level", "console_out
                            "empty_parameter_set_mark", "junit_family", "log_format", "log_date_format"})
 
 
-def _mypy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    options, _ = parse_options(inv.args, {"--junit-xml", "--cache-dir", "--config-file", "-p", "-m",
-                                          "--python-version", "--html-report", "--txt-report"})
-    if has(options, "--install-types"):
+def _mypy(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
+    if has(options(inv.name, inv.args), "--install-types"):
         return [ask("mypy --install-types installs packages", network=True)]
-    out = [allow("mypy checks types")]
-    for word in values_of(options, "--junit-xml", "--html-report", "--txt-report"):
-        out += judge_write(env, word, inv.cwds)
-    return out
+    return [allow("mypy checks types")]
 
 
 _RUFF_SUBCOMMANDS = frozenset({"check", "format", "rule", "config", "linter", "clean", "version", "help",
@@ -138,56 +128,73 @@ _RUFF_SUBCOMMANDS = frozenset({"check", "format", "rule", "config", "linter", "c
 
 
 def _ruff(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    found = subcommand(inv.args, {"-q", "--quiet", "-v", "--verbose", "--version", "-V", "-h", "--help",
-                                   "--no-cache", "--isolated"}, {"--config"})
+    found = subcommand(inv.args, "ruff")
     if found is None:
         return unclear(inv)
     sub, rest = found
     if sub in ("rule", "config", "linter", "version", "help") or (sub == "" and inv.args):
         return [allow("ruff prints information")]
+    parsed = options("ruff", inv.args)
     if sub == "check" or (sub and sub not in _RUFF_SUBCOMMANDS):   # `ruff src/` is the old `ruff check src/`
-        options, _ = parse_options(inv.args, {"--output-file", "-o", "--config", "--select", "--ignore",
-                                              "--extend-select", "--target-version", "--line-length"})
-        if has(options, "--fix", "--unsafe-fixes", "--add-noqa", "--fix-only"):
-            return [ask("ruff --fix rewrites files", destructive=True)]
-        out = [allow("ruff check lints")]
-        for word in values_of(options, "--output-file", "-o"):
-            out += judge_write(env, word, inv.cwds)
-        return out
+        if has(parsed, "--fix", "--unsafe-fixes", "--add-noqa", "--fix-only"):
+            return rewrites(inv, env, [w for w in parsed.operands if w.value != "check"], "ruff --fix")
+        return [allow("ruff check lints")]
     if sub == "format" and any(w.value in ("--check", "--diff") for w in rest):
         return [allow("ruff format --check only reports")]
+    if sub == "format":
+        return rewrites(inv, env, [w for w in parsed.operands if w.value != "format"], "ruff format")
     return [ask(f"ruff {sub} changes files", destructive=True)]
 
 
-def _formatter(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    """black, isort, prettier, eslint: read-only with --check/--diff, otherwise they write."""
-    options, _ = parse_options(inv.args, {"-o", "--output-file", "-c", "--config", "--rulesdir", "--plugin",
-                                          "--resolve-plugins-relative-to", "-f", "--format"})
+def _autoflake(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    parsed = options("autoflake", inv.args)
+    if has(parsed, "-i", "--in-place"):
+        return rewrites(inv, env, parsed.operands, "autoflake --in-place")
+    return [allow("autoflake prints its changes")]
+
+
+def _write_flag(flag: str) -> Judge:
+    """gofmt -w, golangci-lint --fix, shfmt -w: rewrites the files with ``flag``, else only prints."""
+    def judge(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+        parsed = options(inv.name, inv.args)
+        if has(parsed, flag):
+            return rewrites(inv, env, [w for w in parsed.operands if w.value not in ("run", "./...")],
+                            f"{inv.name} {flag}")
+        return [allow(f"{inv.name} checks or prints")]
+
+    return judge
+
+
+def _rustfmt(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    parsed = options("rustfmt", inv.args)
+    if has(parsed, "--check") or (values_of(parsed, "--emit") and values_of(parsed, "--emit")[0].value == "stdout"):
+        return [allow("rustfmt --check only reports")]
+    return rewrites(inv, env, parsed.operands, "rustfmt")
+
+
+def _formatter(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """black, isort, prettier, eslint: read-only with --check/--diff, otherwise they rewrite files."""
+    parsed = options(inv.name, inv.args)
     if inv.name == "eslint":
-        if has(options, "--fix", "--fix-dry-run", "--rulesdir", "--plugin", "--resolve-plugins-relative-to"):
-            return [ask("eslint --fix/--rulesdir/--plugin rewrites files or loads other code")]
-        out = [allow("eslint lints")]
-        for word in values_of(options, "-o", "--output-file"):
-            out += judge_write(_env, word, inv.cwds)
-        return out
-    if inv.name == "prettier" and not has(options, "--write", "-w"):
+        if has(parsed, "--rulesdir", "--plugin", "--resolve-plugins-relative-to"):
+            return [ask("eslint --rulesdir/--plugin loads other code")]
+        if has(parsed, "--fix"):
+            return rewrites(inv, env, parsed.operands, "eslint --fix")
+        return [allow("eslint lints")]
+    if inv.name == "prettier" and not has(parsed, "--write", "-w"):
         return [allow("prettier prints or checks")]
-    if has(options, "--check", "--diff", "-c", "--list-different", "-l"):
+    if inv.name != "prettier" and has(parsed, "--check", "--diff", "-c", "--list-different", "-l"):
         return [allow(f"{inv.name} only checks")]
-    return [ask(f"{inv.name} rewrites files", destructive=True)]
+    return rewrites(inv, env, parsed.operands, inv.name)
 
 
-def _coverage(inv: Invocation, env: JudgeEnv) -> list[Finding]:
-    """coverage run/report/html/xml: its -o/-d/--data-file targets are writes."""
-    options, _ = parse_options(inv.args, {"-o", "-d", "--directory", "--data-file", "--rcfile", "-m", "--include",
-                                          "--omit", "--source", "--precision", "--fail-under", "--title"})
+def _coverage(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
+    """coverage run/report/html/xml (its -o/-d/--data-file writes are marked in facts.toml)."""
+    parsed = options("coverage", inv.args)
     values = [w.value for w in inv.args]
-    checks = values[:1] == ["run"] and any(w.value in _CHECK_MODULES for w in values_of(options, "-m"))
-    out = [allow(f"{inv.name} measures test coverage") if checks or values[:1] != ["run"]
-           else runs_code(f"coverage run {RUN}")]
-    for word in values_of(options, "-o", "-d", "--directory", "--data-file"):
-        out += judge_write(env, word, inv.cwds)
-    return out
+    checks = values[:1] == ["run"] and any(w.value in _CHECK_MODULES for w in values_of(parsed, "-m"))
+    return [allow(f"{inv.name} measures test coverage") if checks or values[:1] != ["run"]
+            else runs_code(f"coverage run {RUN}")]
 
 
 def _check(what: str) -> Judge:
@@ -207,26 +214,39 @@ def _ask_tool(what: str, network: bool = False) -> Judge:
 # -- interpreters ------------------------------------------------------------------------------
 
 def _node(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    options, operands = parse_options(inv.args, {"-e", "--eval", "-p", "--print", "-r", "--require",
-                                                 "--import", "--loader"})
-    if has(options, "--test"):
+    parsed = options("node", inv.args)
+    operands = parsed.operands
+    if has(parsed, "--test"):
         return [allow("node --test runs the project's tests")]
     if not operands and inv.args and all(w.value in ("-v", "--version", "-h", "--help") for w in inv.args):
         return [allow("node prints its version or help")]
-    if has(options, "-e", "--eval", "-p", "--print") or operands:
+    if has(parsed, "-e", "--eval", "-p", "--print") or operands:
         return [runs_code(f"node {RUN}")]
     return [runs_code(f"node reads its program from stdin; {RUN}")]
 
 
-def _interpreter(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    return [ask(f"{inv.name} runs a script (only python and node scripts are allowed unasked)")]
+def _interpreter(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """perl, ruby, php …: a script of the project is code a confining tier runs unasked."""
+    script = inv.args[0] if inv.args and not inv.args[0].value.startswith("-") else None
+    if script is not None and env.paths.project_program(script, inv.cwds):
+        return [runs_code(f"{inv.name} runs {script.value!r}, a script of the project; {RUN}")]
+    return [ask(f"{inv.name} runs a script (only python and node scripts and the project's own are allowed "
+                "unasked)")]
 
 
-def _shell_script(inv: Invocation, _env: JudgeEnv) -> list[Finding]:
-    """``bash script.sh`` (``bash -c`` was unwrapped before this)."""
-    if any(not w.value.startswith(("-", "+")) for w in inv.args):
-        return [ask(f"{inv.name} runs a shell script")]
-    return [allow(f"{inv.name} reads its program from stdin")]
+def _shell_script(inv: Invocation, env: JudgeEnv) -> list[Finding]:
+    """``bash script.sh`` (``bash -c`` was unwrapped before this): the project's own script is code
+    a confining tier runs unasked; any other asks."""
+    args, script = inv.args, None
+    for i, word in enumerate(args):
+        if not word.value.startswith(("-", "+")) and (i == 0 or args[i - 1].value not in ("-o", "+o", "-O", "+O")):
+            script = word
+            break
+    if script is None:
+        return [allow(f"{inv.name} reads its program from stdin")]
+    if env.paths.project_program(script, inv.cwds):
+        return [runs_code(f"{inv.name} runs {script.value!r}, a script of the project; {RUN}")]
+    return [ask(f"{inv.name} runs a shell script from outside the project, or one only known when it runs")]
 
 
 def reads_code_from_stdin(inv: Invocation) -> bool:
@@ -264,6 +284,8 @@ JUDGES: dict[str, Judge] = {
     "coverage": _coverage, "tsc": _check("type-checks"), "jest": _check("runs tests"),
     "vitest": _check("runs tests"), "mocha": _check("runs tests"),
     "black": _formatter, "isort": _formatter, "prettier": _formatter, "eslint": _formatter,
+    "autoflake": _autoflake, "gofmt": _write_flag("-w"), "golangci-lint": _write_flag("--fix"),
+    "rustfmt": _rustfmt,
     "node": _node, "nodejs": _node,
     "npx": _ask_tool("downloads and runs packages", network=True),
     "pnpx": _ask_tool("downloads and runs packages", network=True),

@@ -13,9 +13,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from keel.policy.shell.facts import EMPTY, SHELLS, table
 from keel.policy.shell.parse import Word
-
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash"})
 
 # Environment variables, by what setting them can do to the commands keel allows.
 _DENY_ENV = frozenset({"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV",
@@ -33,8 +32,18 @@ _SAFE_ENV = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO
                        "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT",
                        "GIT_OPTIONAL_LOCKS", "TMPDIR", "DEBUG", "VERBOSE"})
 _CODE_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_", "BASH", "LESS", "RIPGREP_", "PERL5", "RUBY", "MAKE",
-                      "PYTHONSTARTUP", "PYTHONHOME", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
-_CODE_ENV = frozenset({"PATH", "IFS", "HOME", "CDPATH", "SHELL", "PYTHONINSPECT"})
+                      "PYTHON", "NODE_OPTIONS", "JAVA_", "_JAVA_OPTIONS",
+                      # the toolchains' own configuration by environment: which compiler, wrapper, proxy,
+                      # plugin or runner they take, where they build (a name is "plain" only outside these)
+                      "NPM_CONFIG_", "YARN_", "PNPM_", "PIP_", "UV_", "POETRY_", "PYTEST_", "TOX_", "NOX_",
+                      "GO", "CGO_", "RUSTC", "RUSTDOC", "RUSTUP_", "CARGO_", "JEST_", "VITEST_", "MAVEN_",
+                      "GRADLE_", "CMAKE_", "CONDA_", "VIRTUAL_ENV", "COMPOSER_", "BUNDLE_", "GEM_", "DOCKER_")
+_CODE_ENV = frozenset({"PATH", "IFS", "HOME", "CDPATH", "SHELL", "CC", "CXX", "CPP", "LD", "AR", "AS", "FC", "NM",
+                       "RANLIB", "STRIP", "OBJCOPY", "OBJDUMP"})
+# Suffixes naming a program, a plugin or a place a tool writes to.
+_CODE_ENV_SUFFIX = re.compile(r"(PATH|OPTIONS|OPTS|OPT|FLAGS|_WRAPPER|_PLUGINS?|_RUNNER|_ADDOPTS|_LOADER|_HOOKS?|"
+                              r"_PRELOAD|_EXEC|_EXECUTABLE|_BIN|_PROGRAM|_COMPILER|_INTERPRETER|_DIR|_HOME|_ROOT|"
+                              r"_PREFIX|_CACHE|_PROXY|_CONFIG|_RC|_INCLUDE|_LIB|_MODULES?)$")
 
 
 def classify_env(name: str) -> str:
@@ -45,7 +54,7 @@ def classify_env(name: str) -> str:
         return "deny"
     if name in _COMMAND_ENV or re.search(r"(PAGER|EDITOR|_COMMAND|_CMD|ASKPASS)$", name):
         return "command"
-    if name in _CODE_ENV or name.startswith(_CODE_ENV_PREFIXES) or re.search(r"(PATH|OPTIONS|OPTS|OPT|FLAGS)$", name):
+    if name in _CODE_ENV or name.upper().startswith(_CODE_ENV_PREFIXES) or _CODE_ENV_SUFFIX.search(name.upper()):
         return "code"
     return "plain"
 
@@ -87,37 +96,14 @@ def command_name(word: Word) -> str:
     return os.path.basename(word.value)
 
 
-# Per wrapper: options that take a separate value, and options that take none.
-_OPTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "nohup": (frozenset(), frozenset()),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}),
-                frozenset({"--foreground", "--preserve-status", "-v", "--verbose"})),
-    "nice": (frozenset({"-n", "--adjustment"}), frozenset()),
-    "ionice": (frozenset({"-c", "--class", "-n", "--classdata"}), frozenset({"-t", "--ignore"})),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}),
-             frozenset({"-p", "-v", "-a", "-q", "--portability", "--verbose", "--append", "--quiet"})),
-    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), frozenset()),
-    "setsid": (frozenset(), frozenset({"-c", "-f", "-w", "--ctty", "--fork", "--wait"})),
-    "exec": (frozenset({"-a"}), frozenset({"-c", "-l", "-cl", "-lc"})),
-    "command": (frozenset(), frozenset({"-p"})),
-    "builtin": (frozenset(), frozenset()),
-    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C",
-                        "--close-from", "-r", "--role", "-t", "--type", "-T", "--command-timeout",
-                        "-U", "--other-user"}),
-             frozenset({"-A", "--askpass", "-b", "--background", "-E", "--preserve-env", "-H",
-                        "--set-home", "-k", "--reset-timestamp", "-n", "--non-interactive", "-P",
-                        "--preserve-groups", "-S", "--stdin", "-s", "--shell", "-i", "--login"})),
-    "doas": (frozenset({"-u", "-C"}), frozenset({"-n", "-s", "-L"})),
-    "pkexec": (frozenset({"--user"}), frozenset({"--disable-internal-agent", "--keep-cwd"})),
-    "busybox": (frozenset(), frozenset()),
-    "xargs": (frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n",
-                         "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--replace",
-                         "--process-slot-var"}),
-              frozenset({"-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-x", "--exit",
-                         "-p", "--interactive", "--open-tty", "-o"})),
-    "env": (frozenset({"-u", "--unset"}),
-            frozenset({"-i", "--ignore-environment", "-0", "--null", "-v", "--debug"})),
-}
+def _wrapper_options(name: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(options that take a value, options that take none) of the wrapper ``name`` (facts.toml)."""
+    spec = table().spec(name) or EMPTY
+    return spec.valued, spec.flags - {"--help", "--version"}
+
+
+WRAPPERS = frozenset({"nohup", "timeout", "nice", "ionice", "time", "stdbuf", "setsid", "exec", "command", "builtin",
+                      "sudo", "doas", "pkexec", "busybox", "xargs", "env"})
 # Options that must never be skipped silently: they change what or where the command runs.
 _REDIRECTING = {"sudo": {"-R", "--chroot", "-e", "--edit"}}
 _CHDIR = {"env": {"-C", "--chdir"}, "sudo": {"-D", "--chdir"}}
@@ -132,7 +118,7 @@ def _split_option(word: str) -> tuple[str, str | None]:
 
 def _peel(name: str, argv: list[Word], out: Unwrapped) -> list[Word] | None:
     """Skip ``name``'s options; return the words of the command it runs, or None to stop."""
-    with_value, flags = _OPTS[name]
+    with_value, flags = _wrapper_options(name)
     rest = argv[1:]
     i = 0
     while i < len(rest):
@@ -214,7 +200,7 @@ def _short_cluster_ok(opt: str, name: str) -> bool:
         return False
     if name == "stdbuf":
         return opt[1] in "ioe"                # -oL: option with its value attached
-    flags = _OPTS[name][1]
+    flags = _wrapper_options(name)[1]
     return all(f"-{c}" in flags for c in opt[1:])
 
 
@@ -337,7 +323,7 @@ def unwrap(argv: list[Word]) -> Unwrapped:
         if not current or not current[0].literal:
             break
         name = command_name(current[0])
-        if name in _OPTS:
+        if name in WRAPPERS:
             inner = _peel(name, current, out)
         elif name in SHELLS:
             inner = _shell(current, out)
@@ -390,7 +376,7 @@ def strip_wrappers(words: list[str], wrappers: frozenset[str] = TRANSPARENT) -> 
         argv = [Word(w, w) for w in words]
         name, scratch = words[0], Unwrapped(argv=argv)
         two_word = len(words) > 1 and (name, words[1]) in _TWO_WORD
-        inner = _runner(argv, scratch) if two_word else _peel(name, argv, scratch) if name in _OPTS else None
+        inner = _runner(argv, scratch) if two_word else _peel(name, argv, scratch) if name in WRAPPERS else None
         if inner is not None:
             words = [w.value for w in inner]
         elif name in PROJECT_RUNNERS and len(words) > 1 and words[1] == "run":

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from keel.policy.shell.bashcd import Budget, CdModel, cap
-from keel.policy.shell.heredoc import heredoc_disagreements
+from keel.policy.shell.heredoc import attached, body_disagreements, heredoc_disagreements, last_command
 from keel.policy.shell.parse import (
     Cwds,
     Issue,
@@ -32,6 +32,7 @@ from keel.policy.shell.parse import (
     Word,
     parse_tree,
 )
+from keel.policy.shell.reader import bash_text
 from keel.policy.shell.taint import ArithmeticTaint
 from keel.policy.shell.unwrap import env_name_risk
 from keel.policy.shell.words import REDIRECTS, WORDLIKE, WordReader
@@ -55,7 +56,10 @@ class Walker(WordReader, ArithmeticTaint):
         self.vars = Variables(home)
         self.uncertain = 0          # > 0 while walking code that may not run or runs in a subshell
         self.depth = 0              # substitutions nested around this point
-        self._tail_redirects: tuple[int, list[Any]] | None = None
+        # `a && b <<EOF > f`: redirects and words tree-sitter hangs on the list or pipeline, for the
+        # last command (where bash binds them): (its start, redirect nodes, word nodes, the record made)
+        self._tail: tuple[int, list[Any], list[Any]] | None = None
+        self._tail_owner: SimpleCommand | None = None
         self.tainted: set[str] = set()   # variables given run-time input (read, mapfile, printf -v)
 
     def _maybe(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
@@ -168,20 +172,25 @@ class Walker(WordReader, ArithmeticTaint):
     def _redirected(self, node: Any, cwds: Cwds) -> tuple[Cwds, Cwds]:
         body = node.child_by_field_name("body")
         redirects = [c for c in node.named_children if c.type in REDIRECTS]
-        elements = [c for c in body.named_children if c.type != "comment"] if body is not None else []
-        if body is not None and body.type == "pipeline" and elements and elements[-1].type == "command" \
-                and not any(r.type == "heredoc_redirect" for r in redirects):
-            # `a | b > f`: bash binds the redirect to the last command (tree-sitter to the pipeline)
-            self._tail_redirects = (elements[-1].start_byte, redirects)
+        # `cat <<EOF > f arg`: tree-sitter puts what follows the delimiter inside the here-document
+        # node; to bash they are the command's own redirects and arguments
+        trailing = [c for r in redirects if r.type == "heredoc_redirect" for c in attached(r)]
+        redirects += [c for c in trailing if c.type in REDIRECTS]
+        words = [c for c in trailing if c.type not in REDIRECTS]
+        last = last_command(body) if body is not None and body.type in ("pipeline", "list") else None
+        cmd: SimpleCommand | None
+        if last is not None:
+            # `a | b > f`, `a && b <<EOF`: bash binds them to the last command (tree-sitter to the whole)
+            self._tail, self._tail_owner = (last.start_byte, redirects, words), None
             try:
-                return self._pipeline(elements, cwds, [])
+                ok, fail = self.walk(body, cwds)
             finally:
-                self._tail_redirects = None
-        if body is not None and body.type == "command":
-            ok, fail = self._command(body, cwds, redirects)
+                self._tail, cmd = None, self._tail_owner
+        elif body is not None and body.type == "command":
+            ok, fail = self._command(body, cwds, redirects, words)
             cmd = self.commands[self._last_own]
             # the part names the command with its redirects, up to a here-document's body
-            ends = [r.end_byte for r in redirects if r.type != "heredoc_redirect"]
+            ends = [r.end_byte for r in redirects + words if r.type != "heredoc_redirect"]
             ends += [c.end_byte for r in redirects if r.type == "heredoc_redirect"
                      for c in r.children if c.type == "heredoc_start"]
             cmd.text = self.data[node.start_byte:max(ends + [body.end_byte])].decode("utf-8", "replace").strip()
@@ -191,17 +200,21 @@ class Walker(WordReader, ArithmeticTaint):
             where = cwds | ok | fail
             red_words: list[Word] = []
             reds = [self.redirect(r, where, red_words) for r in redirects]
-            cmd = SimpleCommand(self.src(node), [], red_words, reds, where)
+            cmd = SimpleCommand(self.src(node), [], red_words + [self.word(w, where) for w in words], reds, where)
             self._add(cmd)
+        if cmd is None:
+            self.issue("ask", "a redirect whose command could not be found", node)
+            return ok, fail
         for red in (r for r in redirects if r.type == "heredoc_redirect"):
             self._heredoc_tail(red, cmd, cwds)
         return ok, fail
 
     def _heredoc_tail(self, node: Any, cmd: SimpleCommand, cwds: Cwds) -> None:
         """tree-sitter puts what follows ``<<EOF`` on its line (``| sh``, ``&& ls``) inside the redirect."""
+        own = {(c.start_byte, c.end_byte) for c in attached(node)}
         for child in node.children:
-            if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end", "file_redirect",
-                              "herestring_redirect", "comment", "&&", "||", ";"):
+            if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end", "comment", "&&", "||",
+                              ";") or (child.start_byte, child.end_byte) in own:
                 continue
             if child.type == "pipeline":
                 self._pipeline([c for c in child.named_children if c.type != "comment"], cwds, [cmd])
@@ -303,10 +316,14 @@ class Walker(WordReader, ArithmeticTaint):
 
     # -- simple commands -------------------------------------------------------------------
 
-    def _command(self, node: Any, cwds: Cwds, outer_redirects: list[Any]) -> tuple[Cwds, Cwds]:
-        if self._tail_redirects is not None and self._tail_redirects[0] == node.start_byte:
-            outer_redirects = outer_redirects + self._tail_redirects[1]
-            self._tail_redirects = None
+    def _command(self, node: Any, cwds: Cwds, outer_redirects: list[Any],
+                 outer_words: list[Any] = ()) -> tuple[Cwds, Cwds]:  # type: ignore[assignment]
+        tail = self._tail
+        if tail is not None and tail[0] == node.start_byte:
+            outer_redirects, outer_words, self._tail = list(outer_redirects) + tail[1], list(outer_words) + tail[2], None
+            ok, fail = self._command(node, cwds, outer_redirects, outer_words)
+            self._tail_owner = self.commands[self._last_own]
+            return ok, fail
         assignments: list[Word] = []
         words: list[Word] = []
         redirect_nodes: list[Any] = []
@@ -321,6 +338,7 @@ class Walker(WordReader, ArithmeticTaint):
                 redirect_nodes.append(child)
             elif child.type != "comment":
                 self.issue("ask", f"unsupported part of a command ({child.type})", child)
+        words += [self.word(w, cwds) for w in outer_words]
         extra: list[Word] = []
         redirects = [self.redirect(r, cwds, extra) for r in redirect_nodes + outer_redirects]
         return self._simple(node, assignments, words + extra, redirects, cwds)
@@ -407,10 +425,10 @@ def walk_script(source: str, home: Path, cwds: Cwds, budget: Budget | None = Non
                 ) -> tuple[list[SimpleCommand], list[Issue]]:
     """Parse and flatten ``source``; raise ShellParseError when it cannot be parsed, TooComplex
     when ``budget`` runs out."""
-    root, data = parse_tree(source)
-    walker = Walker(data, home, CdModel(source, home, cwds), budget or Budget())
-    for issue in heredoc_disagreements(root, data):
-        walker.issues.append(issue)
+    reading = bash_text(source)              # lines joined and carriage returns kept as bash does
+    root, data = parse_tree(reading.text)
+    walker = Walker(data, home, CdModel(reading.text, home, cwds), budget or Budget())
+    walker.issues += heredoc_disagreements(root, data) + body_disagreements(root, reading.text, reading.bodies)
     try:
         walker.walk(root, cwds)
     except RecursionError as exc:

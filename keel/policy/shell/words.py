@@ -186,7 +186,8 @@ class WordReader:
         expands = not any(q in delim_raw for q in "'\"\\")
         delim = re.sub(r"['\"\\]", "", delim_raw)
         text = self.raw(body) if body is not None else ""
-        if expands and body is not None and ("$(" in text or "`" in text):
+        live = re.sub(r"\\.", "", text, flags=re.DOTALL)        # \$(x) in a body is text
+        if expands and body is not None and ("$(" in live or "`" in live):
             self.issue("ask", "a here-document whose body runs command substitutions", node)
             self._arith(body, cwds)
         return Redirect(op, None, Word(delim, delim), text, expands)
