@@ -36,7 +36,8 @@ Aider runs in its own virtual environment (``--aider-python``; default /work/ven
 made with ``python -m venv DIR && DIR/bin/pip install aider-chat``): it pins many packages, so it
 never goes into keel's. Its model-info cache is written into the run's own HOME, so it fetches
 nothing. keel runs from ``--keel-src`` (default: this checkout); to measure a fixed commit while the
-tree changes, ``git archive COMMIT | tar -x -C DIR`` and pass DIR.
+tree changes, ``git archive COMMIT | tar -x -C DIR`` (and ``git rev-parse COMMIT > DIR/KEEL_COMMIT``, which
+every row records) and pass DIR.
 """
 
 from __future__ import annotations
@@ -244,6 +245,15 @@ def run_aider(ex: Exercise, ws: Path, tmp: Path, args: argparse.Namespace, shown
             "malformed": got.get("malformed"), "error": error}
 
 
+def keel_commit(src: Path) -> str:
+    """The commit keel runs from: its checkout's HEAD, or the KEEL_COMMIT file beside an archive of it."""
+    marker = src / "KEEL_COMMIT"
+    if marker.exists():
+        return marker.read_text().strip()
+    head = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return head.stdout.strip() or "unknown"
+
+
 def run_one(ex: Exercise, agent: str, args: argparse.Namespace) -> dict[str, Any]:
     tmp = args.out / "runs" / f"{ex.slug}.{agent}"   # the same folder each time: its path is in the prompts
     shutil.rmtree(tmp, ignore_errors=True)
@@ -256,7 +266,7 @@ def run_one(ex: Exercise, agent: str, args: argparse.Namespace) -> dict[str, Any
     row = {"exercise": ex.slug, "difficulty": ex.difficulty, "agent": agent, "solved": passed, "wall_s": wall,
            **got, "false_done": agent == "keel" and got.get("status") == "complete" and not passed,
            "test_tail": "" if passed else tail, "timeout_s": args.timeout, "threads": args.threads,
-           "track_commit": args.track_commit, "keel_src": str(args.keel_src), "load": os.getloadavg()[0]}
+           "track_commit": args.track_commit, "keel_commit": keel_commit(args.keel_src), "load": os.getloadavg()[0]}
     if not args.keep:
         shutil.rmtree(ws, ignore_errors=True)
     return row
