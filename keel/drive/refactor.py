@@ -1,0 +1,247 @@
+"""Renames and moves made by real refactoring tools: rope for Python, tree-sitter for JavaScript.
+
+Why: keel carried a rename to the other files word for word and pointed a moved module's imports by
+regular expressions. Both missed what only a parser knows: ``import a.b as c`` then ``c.NAME``, a
+``from a import b`` then ``b.NAME``, a relative import two packages up, a same-named local in another
+module that is not the symbol, and a name inside a string that is data and must stay (a log key, a
+config field). rope resolves each use to its definition; tree-sitter tells a JavaScript identifier
+from the same word in a string.
+
+What happens to each place the old name is written:
+
+- code (definitions, imports, ``module.attr``, f-string expressions): renamed where rope proves it is
+  the symbol (JavaScript: every identifier node of that name; tree-sitter has no scopes);
+- strings, docstrings included: never renamed. A string may be data; the files that still hold the
+  old name are listed for the model to judge (keel.drive.rename.Outcome);
+- ``__all__`` entries: renamed, they name the symbol;
+- comments: the old name as a whole word is renamed in the files the refactoring changes (a comment
+  beside the code describes it), and nowhere else.
+
+The engines are pure over a mapping of workspace paths to texts: rope works in a private scratch
+folder holding copies of those texts (it never sees the workspace, so it cannot write there or
+through a symlink; its own project folder is off), and the callers write what changed through keel's
+jailed, checkpointed writes. ``request_renames`` reads the renames the task names: the seam where the
+parsed request will be read instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tempfile
+import tokenize
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from keel.drive.rename import Rename, renames_in
+
+# The JavaScript files tree-sitter-javascript parses; TypeScript's other suffixes stay word for word.
+JS_PARSED = (".js", ".mjs", ".cjs", ".jsx")
+_JS_NAME_NODES = frozenset({"identifier", "property_identifier", "shorthand_property_identifier",
+                            "shorthand_property_identifier_pattern", "statement_identifier"})
+
+
+class RefactorError(Exception):
+    """The refactoring could not be made; the message says why, for the tool result."""
+
+
+def request_renames(task: str) -> list[Rename]:
+    """The renames the request itself names ("rename MAX_RETRY to MAX_RETRIES", "`a` → `b`").
+
+    Seam: today the task's text is read with change_file's rename wording; when the parsed form of
+    the request carries the names it mentions, this reads them from it instead."""
+    return renames_in(task)
+
+
+# -- Python, through rope --------------------------------------------------------------------------------
+def python_rename(files: dict[str, str], anchor_path: str, old: str, new: str) -> dict[str, str | None]:
+    """The files whose text changes when the symbol ``old`` that ``anchor_path`` defines or uses is
+    renamed to ``new``: path -> new text. Raises RefactorError when rope cannot make it."""
+    offset = anchor(files[anchor_path], old)
+    if offset is None:
+        raise RefactorError(f"{old} is not a name {anchor_path} defines or imports")
+
+    def rename(project: Any) -> Any:
+        from rope.refactor.rename import Rename as RopeRename
+
+        return RopeRename(project, project.get_resource(anchor_path), offset).get_changes(new, docs=False)
+
+    changed = _with_rope(files, rename)
+    return {p: (None if t is None else _follow_names(t, old, new)) for p, t in changed.items()}
+
+
+def python_move(files: dict[str, str], old: str, new: str) -> dict[str, str | None]:
+    """The files that change when module ``old`` moves to ``new`` (workspace paths): each importer's
+    ``import``/``from`` lines and dotted uses, the moved module itself (None: ``old`` is gone)."""
+    old_p, new_p = PurePosixPath(old), PurePosixPath(new)
+    if not new_p.stem.isidentifier():
+        raise RefactorError(f"{new_p.name} is not a Python module name")
+
+    def move(project: Any) -> Any:
+        from rope.refactor.move import MoveModule
+        from rope.refactor.rename import Rename as RopeRename
+
+        resource = project.get_resource(old)
+        if new_p.stem != old_p.stem:   # the name first, in its own folder
+            project.do(RopeRename(project, resource).get_changes(new_p.stem))
+            resource = project.get_resource(str(old_p.with_name(new_p.name)))
+        if new_p.parent != old_p.parent:
+            folder = Path(project.address, new_p.parent)
+            folder.mkdir(parents=True, exist_ok=True)
+            project.validate(project.root)
+            return MoveModule(project, resource).get_changes(project.get_resource(str(new_p.parent)))
+        return None
+
+    changed = _with_rope(files, move)
+    if "\r\n" in files[old] and changed.get(new) is not None:   # the moved module keeps its line ends
+        changed[new] = str(changed[new]).replace("\n", "\r\n")
+    return changed
+
+
+@contextmanager
+def _scratch(files: dict[str, str]) -> Iterator[Path]:
+    """A private folder holding ``files`` (LF line ends, as rope reads them); removed after."""
+    with tempfile.TemporaryDirectory(prefix="keel-refactor-") as tmp:
+        root = Path(tmp)
+        for path, text in files.items():
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(text.replace("\r\n", "\n").encode("utf-8"))
+        yield root
+
+
+def _with_rope(files: dict[str, str], refactoring: Any) -> dict[str, str | None]:
+    """Run ``refactoring(project)`` on a scratch copy of ``files``; it may change the copy itself and
+    may return changes still to make. The copies that differ afterwards, with their line ends as they
+    were (None: removed)."""
+    from rope.base import exceptions
+    from rope.base.project import Project
+
+    with _scratch(files) as root, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)   # rope's own, about its own internals
+        project = Project(str(root), ropefolder=None)
+        try:
+            changes = refactoring(project)
+            if changes is not None:
+                project.do(changes)
+        except (exceptions.RopeError, SyntaxError, ValueError) as e:
+            raise RefactorError(f"rope could not make it: {e}") from e
+        finally:
+            project.close()
+        after = {p.relative_to(root).as_posix(): p.read_text("utf-8") for p in root.rglob("*.py") if p.is_file()}
+    out: dict[str, str | None] = {p: None for p in files if p not in after}
+    for path, text in after.items():
+        was = files.get(path)
+        crlf = was is not None and "\r\n" in was
+        if was is None or text != was.replace("\r\n", "\n"):
+            out[path] = text.replace("\n", "\r\n") if crlf else text
+    return out
+
+
+def anchor(source: str, name: str) -> int | None:
+    """Where rope is pointed at ``name`` in ``source`` (a character offset): its definition at the top
+    level or in a top-level class, else its import, else a ``module.name`` use. None if none."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    lines: list[int] = []
+    for node in [*tree.body, *(n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body)]:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            lines += [n.lineno for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and n.id == name]
+    lines += [a.lineno for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names
+              if (a.asname or a.name).split(".")[-1] == name or a.name == name]
+    lines += [n.end_lineno or n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == name]
+    names = _name_tokens(source, name)
+    starts = _line_starts(source.replace("\r\n", "\n"))
+    for line in lines:
+        for row, col in names:
+            if row == line:
+                return starts[row - 1] + col
+    return None
+
+
+def _name_tokens(source: str, name: str) -> list[tuple[int, int]]:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source.replace("\r\n", "\n")).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return [t.start for t in tokens if t.type == tokenize.NAME and t.string == name]
+
+
+def _line_starts(text: str) -> list[int]:
+    starts, at = [], 0
+    for line in text.splitlines(keepends=True):
+        starts.append(at)
+        at += len(line)
+    return [*starts, at]
+
+
+def _follow_names(text: str, old: str, new: str) -> str:
+    """``text`` (a file the rename changed) with ``old`` renamed in its comments and ``__all__``."""
+    spans: list[tuple[int, int]] = []
+    try:
+        starts = _line_starts(text)
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        spans += [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1]) for t in tokens
+                  if t.type == tokenize.COMMENT]
+        spans += _all_entries(text, old, starts)
+    except (tokenize.TokenError, SyntaxError, ValueError, IndexError):
+        return text
+    word = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])")
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + word.sub(new, text[start:end]) + text[end:]
+    return text
+
+
+def _all_entries(text: str, name: str, starts: list[int]) -> list[tuple[int, int]]:
+    """The spans of the string literals equal to ``name`` in a top-level ``__all__``."""
+    spans = []
+    lines = text.splitlines(keepends=True)
+    for node in ast.parse(text).body:
+        if not isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        for c in ast.walk(node.value):
+            if isinstance(c, ast.Constant) and c.value == name and c.end_lineno == c.lineno:
+                line = lines[c.lineno - 1].encode("utf-8")   # ast's columns count bytes
+                col, end = len(line[:c.col_offset].decode()), len(line[:c.end_col_offset].decode())
+                spans.append((starts[c.lineno - 1] + col, starts[c.lineno - 1] + end))
+    return spans
+
+
+# -- JavaScript, through tree-sitter ---------------------------------------------------------------------
+def js_rename(text: str, old: str, new: str) -> str:
+    """``text`` with every identifier named ``old`` renamed, and the word in comments; strings and
+    template text stay. Raises RefactorError when the file does not parse."""
+    import tree_sitter
+    import tree_sitter_javascript
+
+    source = text.encode("utf-8")
+    tree = tree_sitter.Parser(tree_sitter.Language(tree_sitter_javascript.language())).parse(source)
+    if tree.root_node.has_error:
+        raise RefactorError("it does not parse as JavaScript")
+    word = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])".encode())
+    edits: list[tuple[int, int, bytes]] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in _JS_NAME_NODES and node.text == old.encode():
+            edits.append((node.start_byte, node.end_byte, new.encode()))
+        elif node.type == "comment":
+            edits.append((node.start_byte, node.end_byte, word.sub(new.encode(), source[node.start_byte:node.end_byte])))
+        else:
+            stack.extend(node.children)
+    for start, end, replacement in sorted(edits, reverse=True):
+        source = source[:start] + replacement + source[end:]
+    return source.decode("utf-8")
+
