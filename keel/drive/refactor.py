@@ -41,6 +41,9 @@ from keel.drive.rename import Rename, renames_in
 
 # The JavaScript files tree-sitter-javascript parses; TypeScript's other suffixes stay word for word.
 JS_PARSED = (".js", ".mjs", ".cjs", ".jsx")
+# A larger JavaScript file (a bundle) is not parsed for a refactoring: tree-sitter's recovery from
+# errors grows faster than the text (1 s at 128 kB of prose on a busy 2-core machine).
+MAX_JS_BYTES = 64_000
 _JS_NAME_NODES = frozenset({"identifier", "property_identifier", "shorthand_property_identifier",
                             "shorthand_property_identifier_pattern", "statement_identifier"})
 
@@ -71,7 +74,7 @@ def python_rename(files: dict[str, str], anchor_path: str, old: str, new: str) -
         return RopeRename(project, project.get_resource(anchor_path), offset).get_changes(new, docs=False)
 
     changed = _with_rope(files, rename)
-    return {p: (None if t is None else _follow_names(t, old, new)) for p, t in changed.items()}
+    return {p: (None if t is None else follow_names(t, old, new)) for p, t in changed.items()}
 
 
 def python_move(files: dict[str, str], old: str, new: str) -> dict[str, str | None]:
@@ -145,35 +148,36 @@ def _with_rope(files: dict[str, str], refactoring: Any) -> dict[str, str | None]
 def anchor(source: str, name: str) -> int | None:
     """Where rope is pointed at ``name`` in ``source`` (a character offset): its definition at the top
     level or in a top-level class, else its import, else a ``module.name`` use. None if none."""
+    text = source.replace("\r\n", "\n")
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):   # deep nesting: the parser's own limits
         return None
-    lines: list[int] = []
+    found: list[tuple[int, int, int]] = []   # (line, first byte to look from, last byte)
     for node in [*tree.body, *(n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body)]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
-            lines.append(node.lineno)
+            found.append((node.lineno, node.col_offset, -1))
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            lines += [n.lineno for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and n.id == name]
-    lines += [a.lineno for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names
+            found += [(n.lineno, n.col_offset, n.col_offset + len(name)) for t in targets for n in ast.walk(t)
+                      if isinstance(n, ast.Name) and n.id == name]
+    found += [(a.lineno, a.col_offset, a.end_col_offset or -1) for n in tree.body
+              if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names
               if (a.asname or a.name).split(".")[-1] == name or a.name == name]
-    lines += [n.end_lineno or n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == name]
-    names = _name_tokens(source, name)
-    starts = _line_starts(source.replace("\r\n", "\n"))
-    for line in lines:
-        for row, col in names:
-            if row == line:
-                return starts[row - 1] + col
+    found += [(n.end_lineno or n.lineno, (n.end_col_offset or 0) - len(name), n.end_col_offset or -1)
+              for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == name]
+    lines = text.splitlines(keepends=True)
+    starts = _line_starts(text)
+    word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)" if found else "$^")
+    for line, first, last in found:
+        raw = lines[line - 1].encode("utf-8")   # ast's columns count bytes
+        hits = list(word.finditer(raw[first:last if last >= 0 else len(raw)].decode("utf-8", "replace")))
+        if not hits:
+            continue
+        hit = hits[-1] if last >= 0 else hits[0]   # `a.b as name`: the last; `def name(name)`: the first
+        col = len(raw[:first].decode("utf-8", "replace")) + hit.start()
+        return starts[line - 1] + col
     return None
-
-
-def _name_tokens(source: str, name: str) -> list[tuple[int, int]]:
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source.replace("\r\n", "\n")).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return []
-    return [t.start for t in tokens if t.type == tokenize.NAME and t.string == name]
 
 
 def _line_starts(text: str) -> list[int]:
@@ -184,28 +188,31 @@ def _line_starts(text: str) -> list[int]:
     return [*starts, at]
 
 
-def _follow_names(text: str, old: str, new: str) -> str:
+def follow_names(text: str, old: str, new: str) -> str:
     """``text`` (a file the rename changed) with ``old`` renamed in its comments and ``__all__``."""
-    spans: list[tuple[int, int]] = []
-    try:
-        starts = _line_starts(text)
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        spans += [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1]) for t in tokens
-                  if t.type == tokenize.COMMENT]
-        spans += _all_entries(text, old, starts)
-    except (tokenize.TokenError, SyntaxError, ValueError, IndexError):
-        return text
     word = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])")
+    if old not in text:
+        return text
+    try:
+        tree = ast.parse(text)
+        starts = _line_starts(text)
+        spans = _all_entries(tree, text, old, starts)
+        if any("#" in line and word.search(line) for line in text.splitlines()):   # tokenize only then
+            tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+            spans += [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1]) for t in tokens
+                      if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, ValueError, IndexError, MemoryError, RecursionError):
+        return text
     for start, end in sorted(spans, reverse=True):
         text = text[:start] + word.sub(new, text[start:end]) + text[end:]
     return text
 
 
-def _all_entries(text: str, name: str, starts: list[int]) -> list[tuple[int, int]]:
+def _all_entries(tree: ast.Module, text: str, name: str, starts: list[int]) -> list[tuple[int, int]]:
     """The spans of the string literals equal to ``name`` in a top-level ``__all__``."""
     spans = []
     lines = text.splitlines(keepends=True)
-    for node in ast.parse(text).body:
+    for node in tree.body:
         if not isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) or node.value is None:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -220,14 +227,46 @@ def _all_entries(text: str, name: str, starts: list[int]) -> list[tuple[int, int
 
 
 # -- JavaScript, through tree-sitter ---------------------------------------------------------------------
-def js_rename(text: str, old: str, new: str) -> str:
-    """``text`` with every identifier named ``old`` renamed, and the word in comments; strings and
-    template text stay. Raises RefactorError when the file does not parse."""
+def _js_tree(source: bytes) -> Any:
+    if len(source) > MAX_JS_BYTES:
+        raise RefactorError(f"it is over {MAX_JS_BYTES // 1000} kB, too large to parse for a refactoring")
     import tree_sitter
     import tree_sitter_javascript
 
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_javascript.language())).parse(source)
+
+
+def js_specifiers(text: str) -> list[tuple[int, int, str]]:
+    """The module specifiers ``text`` imports (``import … from "x"``, ``export … from "x"``,
+    ``require("x")``, ``import("x")``): each string's character span, quotes excluded, and its text.
+    A specifier in a comment or in any other string is none."""
     source = text.encode("utf-8")
-    tree = tree_sitter.Parser(tree_sitter.Language(tree_sitter_javascript.language())).parse(source)
+    found: list[tuple[int, int, str]] = []
+    try:
+        stack = [_js_tree(source).root_node]
+    except RefactorError:
+        return found
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        strings = []
+        if node.type in ("import_statement", "export_statement"):
+            strings = [c for c in node.children if c.type == "string"]
+        elif node.type == "call_expression" and node.children and node.children[0].type in ("import", "identifier") \
+                and node.children[0].text in (b"import", b"require"):
+            args = node.child_by_field_name("arguments")
+            strings = [c for c in (args.children if args is not None else []) if c.type == "string"][:1]
+        for string in strings:
+            start, end = string.start_byte + 1, string.end_byte - 1   # inside the quotes
+            found.append((len(source[:start].decode()), len(source[:end].decode()), source[start:end].decode()))
+    return sorted(found)
+
+
+def js_rename(text: str, old: str, new: str) -> str:
+    """``text`` with every identifier named ``old`` renamed, and the word in comments; strings and
+    template text stay. Raises RefactorError when the file does not parse."""
+    source = text.encode("utf-8")
+    tree = _js_tree(source)
     if tree.root_node.has_error:
         raise RefactorError("it does not parse as JavaScript")
     word = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])".encode())

@@ -224,6 +224,47 @@ def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, s
             if not is_secret_name(h.path)]
 
 
+MAX_PYTHON_FILES = 2000        # Python files read for one refactoring (rope's copy of the workspace)
+MAX_PYTHON_BYTES = 1_000_000   # a larger file is not read for it
+
+
+@dataclass
+class Files:
+    """Files of a refactoring: their texts (as read, or as the refactoring makes them), the bytes each
+    was read as (written back through write_file, which refuses a file changed since), and the files
+    that use a name it concerns but were left out, and why (rope refuses a whole refactoring for one
+    file that does not parse)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    reads: dict[str, tuple[Path, bytes, str]] = field(default_factory=dict)
+    left: list[tuple[str, str]] = field(default_factory=list)
+
+
+def python_sources(ctx: ToolContext, users: set[str], path: str | None = None, source: str = "") -> Files:
+    """The workspace's Python files (ignore rules, regular files only: a symlink is never read; no
+    secrets; read approval), ``path`` read as ``source``; those of ``users`` that cannot be read or
+    do not parse are listed in ``left``."""
+    out = Files()
+    root = workspace_root(ctx.workspace)
+    for entry in IgnoreRules(ctx.workspace).walk_files(str(root)):
+        rel = Path(entry.path).relative_to(root).as_posix()
+        if not rel.endswith(".py") or is_secret_name(rel):
+            continue
+        why = (f"past the {MAX_PYTHON_FILES} files read for a refactoring" if len(out.texts) >= MAX_PYTHON_FILES
+               else "too large to read for a refactoring" if entry.stat(follow_symlinks=False).st_size > MAX_PYTHON_BYTES
+               else None)
+        read = read_other(ctx, rel) if why is None else why
+        if isinstance(read, str):
+            out.left += [(rel, read)] if rel in users else []
+            continue
+        text = source if rel == path else read[2]
+        if rel in users and rel != path and module_names(text) is None:
+            out.left.append((rel, "it does not parse"))
+            continue
+        out.texts[rel], out.reads[rel] = text, read
+    return out
+
+
 def read_other(ctx: ToolContext, path: str) -> tuple[Path, bytes, str] | str:
     """A file keel rewrites beside the one the model named (a rename carried, an import pointed to a
     moved file): its real path, bytes and text, or why it cannot be read (the jail, read approval)."""

@@ -19,19 +19,18 @@ can keep the old name as an alias or say why the test must change.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
-from keel.context.ignore import IgnoreRules
 from keel.drive.refactor import JS_PARSED, RefactorError, js_rename, python_rename, request_renames
 from keel.drive.rename import (
     MAX_OTHER_FILES,
+    Files,
     Outcome,
     Rename,
     applied,
+    python_sources,
     reachable_names,
     read_other,
     word_for_word,
@@ -39,32 +38,19 @@ from keel.drive.rename import (
     write_other,
 )
 from keel.policy.beneath import anchor, read_beneath
-from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspace, workspace_root
+from keel.policy.paths import PathJailError, resolve_in_workspace
 from keel.tools.base import ToolContext, ToolResult
 from keel.tools.files import WRITE_FILE, file_session
 from keel.verify.selfcheck import is_test_file, task_allows_test_changes
 
-MAX_PYTHON_FILES = 2000        # Python files rope may read for one rename
-MAX_PYTHON_BYTES = 1_000_000   # a larger file is not read for it
 
-
-@dataclass
-class Plan:
-    """The new texts a rename gives the files it changes, the bytes each was read as, and the files
-    that use an old name but could not be refactored (and why)."""
-
-    texts: dict[str, str] = field(default_factory=dict)
-    reads: dict[str, tuple[Path, bytes, str]] = field(default_factory=dict)
-    left: list[tuple[str, str]] = field(default_factory=list)
-
-
-def plan(ctx: ToolContext, renames: list[Rename], path: str, source: str) -> Plan:
+def plan(ctx: ToolContext, renames: list[Rename], path: str, source: str) -> Files:
     """The renames made in every file of ``path``'s kind, ``path`` read as ``source`` (its text before
     a rewrite, or as it is)."""
     users = {p for r in renames for p, _ in word_users(ctx, r.old)} | {path}
     if path.endswith(".py"):
         return _python_plan(ctx, renames, path, source, users)
-    out = Plan()
+    out = Files()
     suffix = PurePosixPath(path).suffix
     for other in sorted(p for p in users if PurePosixPath(p).suffix == suffix):
         read = read_other(ctx, other)
@@ -83,30 +69,11 @@ def plan(ctx: ToolContext, renames: list[Rename], path: str, source: str) -> Pla
     return out
 
 
-def _python_plan(ctx: ToolContext, renames: list[Rename], path: str, source: str, users: set[str]) -> Plan:
-    """rope's rename over a copy of the workspace's Python files (the ones that do not parse and use an
-    old name are left out and listed: rope would refuse the whole rename for one of them)."""
-    out = Plan()
-    files: dict[str, str] = {}
-    root = workspace_root(ctx.workspace)
-    for entry in IgnoreRules(ctx.workspace).walk_files(str(root)):   # regular files only: no symlinks
-        rel = Path(entry.path).relative_to(root).as_posix()
-        if not rel.endswith(".py") or is_secret_name(rel):
-            continue
-        if len(files) >= MAX_PYTHON_FILES or entry.stat(follow_symlinks=False).st_size > MAX_PYTHON_BYTES:
-            why = f"past the {MAX_PYTHON_FILES} files read for a rename" if len(files) >= MAX_PYTHON_FILES \
-                else "too large to read for a rename"
-            out.left += [(rel, why)] if rel in users else []
-            continue
-        read = read_other(ctx, rel)
-        if isinstance(read, str):
-            out.left += [(rel, read)] if rel in users else []
-            continue
-        text = source if rel == path else read[2]
-        if rel in users and rel != path and not _parses(text):
-            out.left.append((rel, "it does not parse"))
-            continue
-        files[rel], out.reads[rel] = text, read
+def _python_plan(ctx: ToolContext, renames: list[Rename], path: str, source: str, users: set[str]) -> Files:
+    """rope's rename over a copy of the workspace's Python files."""
+    read = python_sources(ctx, users, path, source)
+    out = Files(reads=read.reads, left=read.left)
+    files = read.texts
     if path not in files:
         return out
     changed: set[str] = set()
@@ -122,15 +89,7 @@ def _python_plan(ctx: ToolContext, renames: list[Rename], path: str, source: str
     return out
 
 
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-        return True
-    except (SyntaxError, ValueError):
-        return False
-
-
-def _write_others(ctx: ToolContext, made: Plan, main: str, protected: Callable[[str], bool], outcome: Outcome,
+def _write_others(ctx: ToolContext, made: Files, main: str, protected: Callable[[str], bool], outcome: Outcome,
                   originals: dict[str, str]) -> None:
     """Write the plan's files other than ``main`` (up to MAX_OTHER_FILES); tests are listed."""
     outcome.left += [(p, why) for p, why in made.left if p != main]
