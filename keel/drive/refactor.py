@@ -27,10 +27,10 @@ parsed request will be read instead.
 from __future__ import annotations
 
 import ast
-import io
+import functools
+import importlib
 import re
 import tempfile
-import tokenize
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,8 +44,8 @@ JS_PARSED = (".js", ".mjs", ".cjs", ".jsx")
 # A larger JavaScript file (a bundle) is not parsed for a refactoring: tree-sitter's recovery from
 # errors grows faster than the text (1 s at 128 kB of prose on a busy 2-core machine).
 MAX_JS_BYTES = 64_000
-_JS_NAME_NODES = frozenset({"identifier", "property_identifier", "shorthand_property_identifier",
-                            "shorthand_property_identifier_pattern", "statement_identifier"})
+_JS_NAMES = ("[(identifier) (property_identifier) (shorthand_property_identifier) "
+             "(shorthand_property_identifier_pattern) (statement_identifier)] @name (comment) @comment")
 
 
 class RefactorError(Exception):
@@ -189,51 +189,66 @@ def _line_starts(text: str) -> list[int]:
 
 
 def follow_names(text: str, old: str, new: str) -> str:
-    """``text`` (a file the rename changed) with ``old`` renamed in its comments and ``__all__``."""
-    word = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])")
+    """``text`` (a file the rename changed) with ``old`` renamed in its comments (tree-sitter-python
+    finds them) and ``__all__``."""
     if old not in text:
         return text
+    source = text.encode("utf-8")
     try:
         tree = ast.parse(text)
-        starts = _line_starts(text)
-        spans = _all_entries(tree, text, old, starts)
-        if any("#" in line and word.search(line) for line in text.splitlines()):   # tokenize only then
-            tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-            spans += [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1]) for t in tokens
-                      if t.type == tokenize.COMMENT]
-    except (tokenize.TokenError, SyntaxError, ValueError, IndexError, MemoryError, RecursionError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return text
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    spans = [(starts[c.lineno - 1] + c.col_offset, starts[c.lineno - 1] + (c.end_col_offset or c.col_offset))
+             for c in _all_entries(tree, old)]
+    if b"#" in source:
+        spans += [(n.start_byte, n.end_byte) for n in _captures("python", "(comment) @c", source).get("c", [])]
+    word = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])".encode())
     for start, end in sorted(spans, reverse=True):
-        text = text[:start] + word.sub(new, text[start:end]) + text[end:]
-    return text
+        source = source[:start] + word.sub(new.encode(), source[start:end]) + source[end:]
+    return source.decode("utf-8")
 
 
-def _all_entries(tree: ast.Module, text: str, name: str, starts: list[int]) -> list[tuple[int, int]]:
-    """The spans of the string literals equal to ``name`` in a top-level ``__all__``."""
-    spans = []
-    lines = text.splitlines(keepends=True)
+def _all_entries(tree: ast.Module, name: str) -> list[ast.Constant]:
+    """The one-line string literals equal to ``name`` in a top-level ``__all__``."""
+    found = []
     for node in tree.body:
         if not isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) or node.value is None:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            continue
-        for c in ast.walk(node.value):
-            if isinstance(c, ast.Constant) and c.value == name and c.end_lineno == c.lineno:
-                line = lines[c.lineno - 1].encode("utf-8")   # ast's columns count bytes
-                col, end = len(line[:c.col_offset].decode()), len(line[:c.end_col_offset].decode())
-                spans.append((starts[c.lineno - 1] + col, starts[c.lineno - 1] + end))
-    return spans
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            found += [c for c in ast.walk(node.value)
+                      if isinstance(c, ast.Constant) and c.value == name and c.end_lineno == c.lineno]
+    return found
+
+
+@functools.cache
+def _query(language: str, pattern: str) -> tuple[Any, Any]:
+    """A tree-sitter parser and query for ``language`` (python, javascript), made once."""
+    import tree_sitter
+
+    grammar = importlib.import_module(f"tree_sitter_{language}")
+    lang = tree_sitter.Language(grammar.language())
+    return tree_sitter.Parser(lang), tree_sitter.Query(lang, pattern)
+
+
+def _captures(language: str, pattern: str, source: bytes, root: Any = None) -> dict[str, list[Any]]:
+    """The nodes ``pattern`` captures in ``source`` (or in the tree ``root`` already parsed from it)."""
+    import tree_sitter
+
+    parser, query = _query(language, pattern)
+    node = root if root is not None else parser.parse(source).root_node
+    return dict(tree_sitter.QueryCursor(query).captures(node))
 
 
 # -- JavaScript, through tree-sitter ---------------------------------------------------------------------
 def _js_tree(source: bytes) -> Any:
     if len(source) > MAX_JS_BYTES:
         raise RefactorError(f"it is over {MAX_JS_BYTES // 1000} kB, too large to parse for a refactoring")
-    import tree_sitter
-    import tree_sitter_javascript
-
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_javascript.language())).parse(source)
+    parser, _ = _query("javascript", _JS_NAMES)
+    return parser.parse(source)
 
 
 def js_specifiers(text: str) -> list[tuple[int, int, str]]:
@@ -270,17 +285,9 @@ def js_rename(text: str, old: str, new: str) -> str:
     if tree.root_node.has_error:
         raise RefactorError("it does not parse as JavaScript")
     word = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])".encode())
-    edits: list[tuple[int, int, bytes]] = []
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.type in _JS_NAME_NODES and node.text == old.encode():
-            edits.append((node.start_byte, node.end_byte, new.encode()))
-        elif node.type == "comment":
-            edits.append((node.start_byte, node.end_byte, word.sub(new.encode(), source[node.start_byte:node.end_byte])))
-        else:
-            stack.extend(node.children)
+    found = _captures("javascript", _JS_NAMES, source, tree.root_node)
+    edits = [(n.start_byte, n.end_byte, new.encode()) for n in found.get("name", []) if n.text == old.encode()]
+    edits += [(n.start_byte, n.end_byte, word.sub(new.encode(), n.text)) for n in found.get("comment", [])]
     for start, end, replacement in sorted(edits, reverse=True):
         source = source[:start] + replacement + source[end:]
     return source.decode("utf-8")
-
