@@ -16,8 +16,10 @@ aider/website/_data/edit_leaderboard.yml, 2024-11). This script runs three arms 
 - ``aider-shown``: the same, with the test file in the chat read-only from the start, as keel sees it.
 
 All arms: the same GGUF, temperature 0, the same context and threads, and the same wall time per
-exercise (``--timeout``; past it a run is ended and graded on what it left). Aider talks to
-``python -m llama_cpp.server`` on 127.0.0.1 (bench/_llama_server.py) with its prompt cache on. Each
+exercise (``--timeout``; past it a run is ended and graded on what it left; keel's includes loading
+the model in process, Aider's starts once its server is up). Aider talks to ``python -m
+llama_cpp.server`` on 127.0.0.1 (bench/_llama_server.py) with its prompt cache on, a server started
+for each run (one shared server kept generating for a run already ended, and the next one waited). Each
 run is graded alike: the original test files put back, then pytest. keel's false done is a run that
 ended complete with failing tests.
 
@@ -234,13 +236,19 @@ def run_aider(ex: Exercise, ws: Path, tmp: Path, args: argparse.Namespace, shown
            str(tmp / "instructions.md"), "--files", ",".join(ex.solution), "--tests", str(tests), "--result",
            str(result), "--test-command", json.dumps([sys.executable, "-m", "pytest"]), *(["--read"] if shown else [])]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AIDER_", "PYTHON"))},
-           "HOME": str(aider_home(args.out, args.context)), "OPENAI_API_BASE": args.base_url,
-           "OPENAI_API_KEY": "local", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONDONTWRITEBYTECODE": "1"}
-    code, killed = timed(cmd, ws, env, args.timeout, tmp / "stdout.txt")
+           "HOME": str(aider_home(args.out, args.context)), "OPENAI_API_KEY": "local", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONDONTWRITEBYTECODE": "1"}
+    # A server of its own for each run: llama_cpp.server finishes a request whose client was ended, so
+    # one shared across runs made the next run wait for the last one's reply.
+    with llama_server(args, ("--cache", "true", "--cache_type", "ram")) as base_url:   # Aider's prompt cache
+        env["OPENAI_API_BASE"] = base_url
+        started = time.monotonic()
+        code, killed = timed(cmd, ws, env, args.timeout, tmp / "stdout.txt")
+        elapsed = time.monotonic() - started
     got = json.loads(result.read_text()) if result.exists() else {}
     tries = got.get("tests_outcomes") or []
     error = None if got or killed else f"aider exited {code}: {(tmp / 'stdout.txt').read_text(errors='replace')[-800:]}"
     return {"status": "killed" if killed else "ended", "first_try": bool(tries and tries[0]), "tries": tries,
+            "wall_s": round(elapsed, 1),
             "prompt_tokens": got.get("prompt_tokens"), "completion_tokens": got.get("completion_tokens"),
             "malformed": got.get("malformed"), "error": error}
 
@@ -264,7 +272,7 @@ def run_one(ex: Exercise, agent: str, args: argparse.Namespace) -> dict[str, Any
     wall = round(time.monotonic() - started, 1)
     passed, tail = grade(ex, ws)
     row = {"exercise": ex.slug, "difficulty": ex.difficulty, "agent": agent, "solved": passed, "wall_s": wall,
-           **got, "false_done": agent == "keel" and got.get("status") == "complete" and not passed,
+           **got,   # Aider's wall time is its own process's: the server's start is not counted "false_done": agent == "keel" and got.get("status") == "complete" and not passed,
            "test_tail": "" if passed else tail, "timeout_s": args.timeout, "threads": args.threads,
            "track_commit": args.track_commit, "keel_commit": keel_commit(args.keel_src), "load": os.getloadavg()[0]}
     if not args.keep:
@@ -350,21 +358,16 @@ def main(argv: list[str] | None = None) -> int:
     if set(agents) - set(AGENTS):
         p.error(f"unknown agents; choose from {AGENTS}")
     done = {(r["exercise"], r["agent"]) for r in done_rows(results) if not r.get("error")}
-    with contextlib.ExitStack() as stack:
-        args.base_url = None
-        if any(a.startswith("aider") for a in agents):
-            cache = ("--cache", "true", "--cache_type", "ram")   # Aider's prompt cache: llama.cpp's, in RAM
-            args.base_url = stack.enter_context(llama_server(args, cache))
-        for i, ex in enumerate(chosen):
-            turn = agents[i % len(agents):] + agents[:i % len(agents)]   # who goes first rotates
-            for agent in turn:
-                if (ex.slug, agent) in done:
-                    continue
-                row = run_one(ex, agent, args)
-                with results.open("a") as fh:
-                    fh.write(json.dumps(row) + "\n")
-                print(json.dumps({k: row[k] for k in ("exercise", "difficulty", "agent", "solved", "wall_s",
-                                                      "status", "error")}), flush=True)
+    for i, ex in enumerate(chosen):
+        turn = agents[i % len(agents):] + agents[:i % len(agents)]   # who goes first rotates
+        for agent in turn:
+            if (ex.slug, agent) in done:
+                continue
+            row = run_one(ex, agent, args)
+            with results.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(json.dumps({k: row[k] for k in ("exercise", "difficulty", "agent", "solved", "wall_s",
+                                                  "status", "error")}), flush=True)
     print(report(done_rows(results)))
     return 0
 

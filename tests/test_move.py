@@ -45,6 +45,8 @@ def test_the_move_asked_for(path: str, note: str, task: str, expected: str | Non
     ("test/a.test.js", 'const m = await import("../lib/utils");\n', 'const m = await import("../lib/strings");\n'),
     ("lib/report.js", 'require("./utilsx"); require("utils"); require("../utils"); // ./utils\n',
      'require("./utilsx"); require("utils"); require("../utils"); // ./utils\n'),
+    ("lib/types.ts", 'import type { A } from "./utils";\nconst n: number = 1;\n',   # TypeScript: parsed around
+     'import type { A } from "./strings";\nconst n: number = 1;\n'),
     ("lib/report.js", 'const path = "./utils"; // require("./utils")\n',   # a string, a comment: not imports
      'const path = "./utils"; // require("./utils")\n'),
 ])
