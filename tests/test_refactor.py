@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 from conftest import make_repo
 
-from keel.drive.refactor import RefactorError, anchor, js_rename, js_specifiers, python_move, python_rename
+from keel.drive.refactor import (
+    RefactorError,
+    anchor,
+    js_rename,
+    js_specifiers,
+    python_move,
+    python_rename,
+    request_renames,
+)
 from keel.testing import ScriptedEngineServer
 
 # A package whose constant is used every way Python allows, beside a same-named local that is not it
@@ -131,3 +139,32 @@ def test_keel_run_renames_a_package_constant_the_task_names_and_the_tests_pass(t
     assert len(requests) == 2   # no editor request
     reply = next(m["content"] for m in requests[1]["messages"] if m.get("role") == "tool")
     assert "shop/client.py:" in reply and "'MAX_RETRY'" in reply   # the string is listed for the model to judge
+
+
+@pytest.mark.parametrize("task, expected", [
+    ("Rename MAX_RETRY to MAX_RETRIES everywhere.", [("MAX_RETRY", "MAX_RETRIES")]),
+    ("The helper parse_cfg should be renamed to parse_config.", [("parse_cfg", "parse_config")]),
+    ("rename Foo to Bar and baz_qux to quux_baz", [("Foo", "Bar"), ("baz_qux", "quux_baz")]),
+    # keel acts on these without the model: an arrow or "replace" may be a mapping or an edit
+    ("Each nucleotide maps to its complement: `G` -> `C`, `C` -> `G`.", []),   # exercism's rna-transcription
+    ("replace `get_user` with `fetch_user`", []),
+    ("change `timeout` to `retry_timeout`", []),
+])
+def test_the_request_names_a_rename_only_in_so_many_words(task: str, expected: list[tuple[str, str]]) -> None:
+    assert [(r.old, r.new) for r in request_renames(task)] == expected
+
+
+def test_a_javascript_rename_the_task_names_reaches_every_file_and_leaves_strings(tmp_path: Path) -> None:
+    from test_rename import call, run_script
+
+    cfg = "// parseCfg reads the file\nfunction parseCfg(text) {\n  return JSON.parse(text);\n}\n" \
+          "module.exports = { parseCfg };\n"
+    app = "const { parseCfg } = require('./cfg');\nconst NAME = 'parseCfg';\nmodule.exports = () => parseCfg('{}');\n"
+    ws = make_repo(tmp_path / "ws", {"lib/cfg.js": cfg, "lib/app.js": app})
+    reply, asked = run_script(ws, [{"tool_calls": [call("change_file", path="lib/app.js", change="use the new name")]}],
+                              verify=False, task="Rename parseCfg to loadConfig in lib/.")
+    assert asked == 0, reply
+    assert (ws / "lib" / "cfg.js").read_text() == cfg.replace("parseCfg", "loadConfig")
+    assert (ws / "lib" / "app.js").read_text() == app.replace("{ parseCfg }", "{ loadConfig }").replace(
+        "=> parseCfg(", "=> loadConfig(")
+    assert "in: lib/app.js, lib/cfg.js." in reply and "lib/app.js:2: const NAME = 'parseCfg';" in reply

@@ -53,11 +53,13 @@ class RefactorError(Exception):
 
 
 def request_renames(task: str) -> list[Rename]:
-    """The renames the request itself names ("rename MAX_RETRY to MAX_RETRIES", "`a` → `b`").
+    """The renames the request itself names in so many words ("rename MAX_RETRY to MAX_RETRIES",
+    "parse_cfg should be renamed to parse_config"); keel makes these without the model, so an arrow or
+    "replace X with Y", which may describe a mapping or an edit, does not count here.
 
     Seam: today the task's text is read with change_file's rename wording; when the parsed form of
     the request carries the names it mentions, this reads them from it instead."""
-    return renames_in(task)
+    return renames_in(task, said=True)
 
 
 # -- Python, through rope --------------------------------------------------------------------------------

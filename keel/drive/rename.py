@@ -79,13 +79,17 @@ def looks_like_code(name: str, quoted: bool) -> bool:
     return quoted or "_" in name or any(c.isdigit() for c in name) or any(c.isupper() for c in name[1:])
 
 
-def renames_in(text: str) -> list[Rename]:
+def renames_in(text: str, said: bool = False) -> list[Rename]:
     """The renames ``text`` asks for, in order, each once: "rename X to Y", "X -> Y", "X → Y", "replace
     `X` with `Y`", "X is renamed to Y" … Identifiers only; not Python keywords or builtins (their other
     uses are not this project's symbol). Wording that also reads as prose ("change the limit to 5",
-    "replace the loop with a comprehension") counts only for names that look like code."""
+    "replace the loop with a comprehension") counts only for names that look like code; with ``said``
+    it does not count at all: only the phrasings with the word rename (an arrow may be a mapping, as
+    in "`G` -> `C`" of an exercise's instructions)."""
     found: list[Rename] = []
     for pattern, code_only in _PHRASES:
+        if said and code_only:
+            continue
         for m in [m for first in pattern.finditer(text) for m in _pairs(first, code_only)]:
             x, y = m["x"], m["y"]
             quoted = "`" in m.group(0)

@@ -33,6 +33,7 @@ from keel.drive.rename import (
     python_sources,
     reachable_names,
     read_other,
+    renames_in,
     word_for_word,
     word_users,
     write_other,
@@ -119,7 +120,7 @@ class Spread:
 
     def __init__(self, ctx: ToolContext, task: str, change: str, path: str, before: str | None, checks: Any):
         self.ctx, self.task, self.path, self.before = ctx, task, path, before
-        self.candidates = request_renames(f"{change}\n{task}")
+        self.candidates = renames_in(f"{change}\n{task}")   # any wording: the rewrite must have made it
         self.protected = _protected(checks, task)
         self.outcome: Outcome | None = None
         self.originals: dict[str, str] = {}
