@@ -61,6 +61,16 @@ def test_rope_renames_from_a_use_in_another_module_too() -> None:
     assert "MAX_RETRIES = 3" in str(changed["shop/core/settings.py"])
 
 
+def test_a_method_rename_follows_the_type_not_the_word() -> None:
+    """``Client.get`` becomes ``fetch`` where rope infers a Client; a dict's ``get`` stays (word for
+    word, it was renamed too and the code broke)."""
+    files = {"api.py": "class Client:\n    def get(self, url):\n        return url\n\n\ndef make():\n    return Client()\n",
+             "app.py": "from api import Client, make\n\n\ndef run():\n    c, d = Client(), {}\n"
+                       "    return c.get('x'), make().get('y'), d.get('k')\n"}
+    changed = python_rename(files, "api.py", "get", "fetch")
+    assert changed["app.py"] == files["app.py"].replace("c.get(", "c.fetch(").replace("make().get(", "make().fetch(")
+
+
 def test_a_name_rope_cannot_place_is_refused_with_the_reason() -> None:
     with pytest.raises(RefactorError, match="not a name"):
         python_rename(dict(PACKAGE), "shop/other.py", "TIMEOUT_S", "TIMEOUT")
