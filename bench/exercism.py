@@ -315,10 +315,12 @@ def report(rows: list[dict[str, Any]]) -> str:
         median = statistics.median(r["wall_s"] for r in ok) if ok else "-"
         share = f"{len(ok) / len(rs):.1%}" if rs else "-"
         lines.append(f"| {a} | {len(ok)}/{len(rs)} | {share} | {first} | {false} | {median} | {per} |")
+    lines.append("")
     for peer in ("aider-hidden", "aider-shown"):
         if "keel" in solved and peer in solved:
-            ratio = f"{solved['keel'] / solved[peer]:.2f}x" if solved[peer] else "inf"
-            lines.append(f"\nkeel / {peer}: {ratio} (target: at least 1.5x)")
+            ratio = (f"{solved['keel'] / solved[peer]:.2f}x" if solved[peer] else
+                     "no ratio: the peer solved none" if solved["keel"] else "no ratio: neither solved any")
+            lines.append(f"keel / {peer}: {ratio} (target: at least 1.5x)")
     return "\n".join(lines)
 
 
