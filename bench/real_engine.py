@@ -101,9 +101,10 @@ def run_keel_local(case: Any, workspace: Path, tmp: Path, args: argparse.Namespa
 
 
 @contextlib.contextmanager
-def llama_server(args: argparse.Namespace):
-    """``python -m llama_cpp.server`` on a free 127.0.0.1 port, for the peer; always stopped. It needs
-    the server's own packages: pip install 'llama-cpp-python[server]'."""
+def llama_server(args: argparse.Namespace, extra: tuple[str, ...] = ()):
+    """``python -m llama_cpp.server`` on a free 127.0.0.1 port, for the peer; always stopped; ``extra``:
+    more of the server's own arguments. It needs the server's own packages: pip install
+    'llama-cpp-python[server]'."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -111,6 +112,7 @@ def llama_server(args: argparse.Namespace):
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.context)]
     if args.threads:
         cmd += ["--n_threads", str(args.threads), "--n_threads_batch", str(args.threads)]
+    cmd += extra
     log = open(Path(tempfile.gettempdir()) / f"keel-bench-llama-server-{port}.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"

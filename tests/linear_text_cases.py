@@ -19,6 +19,7 @@ from keel.context.tokens import TokenCounter
 from keel.core.state import TaskState
 from keel.drive.change import extract_file
 from keel.drive.move import move_asked, retarget
+from keel.drive.refactor import RefactorError, anchor, follow_names, js_rename, js_specifiers
 from keel.drive.rename import renames_in
 from keel.engine.runaway import ReplyWatch, repeated_lines, repeating_tail
 from keel.ext.plan import plan_todos
@@ -73,6 +74,7 @@ def pathological(size: int) -> dict[str, str]:
         "repeated rename wording": rep("rename the constant "),
         "repeated arrows": rep("a -> "),
         "repeated imports": rep("from a import ("),
+        "an import, then a long blank line": "import " + rep(" \t") + "\nimport a\n",   # move.py's old _PY_IMPORT
         "repeated assertions": rep("E   assert "),
         "many distinct names": " ".join(f"name_{i}()" for i in range(size // 12 + 1))[:size],
     }
@@ -92,6 +94,13 @@ def _success_digest(text: str) -> str:
     lines = "\n".join([text, *(f"line {i}" for i in range(300))])
     facts = OutputFacts(command="make", output=lines, total_bytes=len(lines), exit_code=0)
     return reduced_view(facts, "/tmp/out.txt")
+
+
+def _js_rename(text: str) -> str:
+    try:
+        return js_rename(text, "a", "b")
+    except RefactorError:   # most of these do not parse: refused, after the parse
+        return text
 
 
 def _watch(text: str) -> object:
@@ -138,8 +147,9 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "probes.contract_checks (a JS file's comments)": lambda t: contract_checks(
         promises(t + " as the comment says f()", {"a.js": t}), {"a.js": t}),
     "move.move_asked (task and change note)": lambda t: move_asked("lib/a.js", t, t),
-    "move.retarget (a JS file, a Python file)": lambda t: (retarget(t, "lib/b.js", "lib/a.js", "lib/c.js"),
-                                                           retarget(t, "p/b.py", "p/a.py", "p/c.py")),
+    "move.retarget (a JS file)": lambda t: retarget(t, "lib/b.js", "lib/a.js", "lib/c.js"),
+    "refactor.anchor, follow_names (a Python file)": lambda t: (anchor(t, "a"), follow_names(t, "a", "b")),
+    "refactor.js_specifiers, js_rename (a JS file)": lambda t: (js_specifiers(t), _js_rename(t)),
     "failing.failing_assertion (check output)": lambda t: failing_assertion(t, {"test_a.py": t[:1000]}),
 }
 

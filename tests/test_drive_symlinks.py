@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import CALC, TEST_CALC, make_repo
-from test_rename import CLIENT, SETTINGS, TASK, call, fenced, renamed, run_script, small_agent
+from test_rename import CLIENT, PLAIN_TASK, SETTINGS, TASK, call, fenced, renamed, run_script, small_agent
 
 from keel.testing import ScriptedEngineServer
 
@@ -26,14 +27,21 @@ def outside_file(tmp_path: Path, name: str, text: str) -> Path:
     return target
 
 
-def test_a_rename_never_follows_a_symlink_out_of_the_workspace(tmp_path: Path):
+# The rename comes from the rewrite the model's note asked for (one editor request), or from the task's own
+# words (keel refactors with no editor request): both ways, nothing outside the workspace changes.
+BOTH_WAYS = pytest.mark.parametrize("task, editor", [(PLAIN_TASK, 1), (TASK, 0)], ids=["from-the-note", "from-the-task"])
+
+
+@BOTH_WAYS
+def test_a_rename_never_follows_a_symlink_out_of_the_workspace(tmp_path: Path, task: str, editor: int):
     secret = outside_file(tmp_path, "secret.py", SECRET)
     ws = make_repo(tmp_path / "ws", {"settings.py": SETTINGS, "client.py": CLIENT})
     os.symlink(secret, ws / "leak.py")
     reply, asked = run_script(ws, [{"tool_calls": [call("change_file", path="settings.py",
                                                         change="rename MAX_RETRY to MAX_RETRIES")]},
-                                   fenced(renamed(SETTINGS))], verify=False)
-    assert asked == 1, reply   # settings.py; client.py is renamed word for word, the link not at all
+                                   fenced(renamed(SETTINGS))], verify=False, task=task)
+    assert asked == editor, reply   # client.py is refactored, the link not at all
+    assert (ws / "settings.py").read_text() == renamed(SETTINGS)
     assert secret.read_text() == SECRET and os.path.islink(ws / "leak.py")
     assert (ws / "client.py").read_text() == renamed(CLIENT)
     assert "hunter2" not in reply
@@ -55,7 +63,7 @@ def test_a_file_swapped_for_a_symlink_while_the_rename_is_made_is_not_written_th
 
         swapper = threading.Thread(target=swap)
         swapper.start()
-        result = small_agent(server, ws, verify=False).run(TASK)
+        result = small_agent(server, ws, verify=False).run(PLAIN_TASK)
         swapper.join()
     reply = next(m["content"] for m in result.messages if m.get("role") == "tool")
     assert (ws / "settings.py").read_text() == renamed(SETTINGS), reply
@@ -77,12 +85,13 @@ def test_a_redirect_to_a_module_that_is_a_symlink_out_of_the_workspace_writes_no
     assert os.path.islink(ws / "calc.py")
 
 
-def test_a_task_cannot_steer_a_rename_out_of_the_workspace(tmp_path: Path):
+@BOTH_WAYS
+def test_a_task_cannot_steer_a_rename_out_of_the_workspace(tmp_path: Path, task: str, editor: int):
     secret = outside_file(tmp_path, "settings.py", SECRET)
     ws = make_repo(tmp_path / "ws", {"settings.py": SETTINGS, "client.py": CLIENT})
-    task = f"{TASK}; also in ../outside/settings.py and {secret}"
+    task = f"{task}; also in ../outside/settings.py and {secret}"
     reply, asked = run_script(ws, [{"tool_calls": [call("change_file", path="settings.py",
                                                         change=f"rename MAX_RETRY to MAX_RETRIES, also in {secret}")]},
                                    fenced(renamed(SETTINGS))], verify=False, task=task)
-    assert asked == 1 and secret.read_text() == SECRET, reply
+    assert asked == editor and secret.read_text() == SECRET, reply
     assert (ws / "client.py").read_text() == renamed(CLIENT)

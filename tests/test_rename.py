@@ -1,4 +1,5 @@
-"""change_file carries a rename to the other files using the old name (keel/drive/rename.py)."""
+"""change_file carries a rename to the other files using the old name, by refactoring (keel/drive/spread.py,
+keel/drive/rename.py), and makes a rename the task names itself, whatever the model's note says."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from keel.drive.rename import MAX_OTHER_FILES, Outcome, Rename, applied, module_
 from keel.testing import ScriptedEngineServer
 
 TASK = "Rename the constant MAX_RETRY to MAX_RETRIES everywhere (settings.py and client.py)"
+# The same job in words that name no rename: the rename comes from the model's note and the rewrite
+PLAIN_TASK = "Give the retry constant a plural name everywhere (settings.py and client.py)"
 SETTINGS = "\"\"\"Client settings.\"\"\"\n\nMAX_RETRY = 3\nTIMEOUT_S = 10\n"
 CLIENT = ("\"\"\"A client that retries.\"\"\"\n\nfrom settings import MAX_RETRY, TIMEOUT_S\n\n\n"
           "def attempts():\n    \"\"\"One timeout per attempt.\"\"\"\n    return [TIMEOUT_S] * MAX_RETRY\n\n\n"
@@ -123,12 +126,24 @@ def tool_replies(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m.get("role") == "tool"]
 
 
-def test_keel_run_renames_in_both_files_with_one_change_file_call(tmp_path: Path, run_keel, keel_env):
-    repo = make_repo(tmp_path / "repo", {"settings.py": SETTINGS, "client.py": CLIENT, "test_client.py": TEST_CLIENT})
+def small_config(keel_env: dict[str, str]) -> None:
     config = Path(keel_env["XDG_CONFIG_HOME"]) / "keel" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('[engine]\nprofile = "small"\n')
-    script = [{"tool_calls": [CHANGE]}, fenced(renamed(SETTINGS)),
+
+
+@pytest.mark.parametrize("note", [
+    "rename MAX_RETRY to MAX_RETRYS",                    # the wrong new name
+    "rename the constant to MAX_RETRIES_S",              # one the 1.5B model wrote
+    "make the retry limit clearer",                      # no rename at all
+])
+def test_keel_run_makes_the_rename_the_task_names_whatever_the_note_says(tmp_path: Path, run_keel, keel_env,
+                                                                       note: str):
+    """The request names MAX_RETRY -> MAX_RETRIES; the model's note is wrong. keel renames from the
+    request, by refactoring, in every file, with no editor request, and the tests pass."""
+    repo = make_repo(tmp_path / "repo", {"settings.py": SETTINGS, "client.py": CLIENT, "test_client.py": TEST_CLIENT})
+    small_config(keel_env)
+    script = [{"tool_calls": [call("change_file", path="settings.py", change=note)]},
               {"tool_calls": [call("finish", summary="renamed in settings.py and client.py")]}]
     with ScriptedEngineServer(script) as server:
         r = run_keel("run", TASK, "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
@@ -138,12 +153,31 @@ def test_keel_run_renames_in_both_files_with_one_change_file_call(tmp_path: Path
     assert (r.result["status"], sorted(r.result["files_changed"])) == ("complete", ["client.py", "settings.py"])
     assert (repo / "settings.py").read_text() == renamed(SETTINGS)
     assert (repo / "client.py").read_text() == renamed(CLIENT)
-    assert len(requests) == 3   # the call, settings.py's editor request, finish: client.py is renamed word for word
+    assert len(requests) == 2   # the call and finish: no editor request
+    reply = tool_replies(requests[1])[0]
+    assert ("Renamed MAX_RETRY to MAX_RETRIES as the task asks, by refactoring the code (no rewrite of yours was "
+            "needed) in: settings.py, client.py.") in reply
+    assert "No file uses MAX_RETRY any more." in reply and "pass. If the task is done, call finish." in reply
+    assert not [e for e in r.events() if e["type"] == "change_request"]
+
+
+def test_keel_run_carries_the_rename_a_rewrite_made_with_one_change_file_call(tmp_path: Path, run_keel, keel_env):
+    """The task names no rename; the note does and the rewrite makes it: the other file follows."""
+    repo = make_repo(tmp_path / "repo", {"settings.py": SETTINGS, "client.py": CLIENT, "test_client.py": TEST_CLIENT})
+    small_config(keel_env)
+    script = [{"tool_calls": [CHANGE]}, fenced(renamed(SETTINGS)),
+              {"tool_calls": [call("finish", summary="renamed in settings.py and client.py")]}]
+    with ScriptedEngineServer(script) as server:
+        r = run_keel("run", PLAIN_TASK, "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
+                     "--output-format", "json")
+        requests = server.requests
+    assert r.code == 0, r.stderr
+    assert (r.result["status"], sorted(r.result["files_changed"])) == ("complete", ["client.py", "settings.py"])
+    assert (repo / "client.py").read_text() == renamed(CLIENT)
+    assert len(requests) == 3   # the call, settings.py's editor request, finish: client.py is refactored
     reply = tool_replies(requests[2])[0]
     assert "Renamed MAX_RETRY to MAX_RETRIES in the other files that used it too: client.py." in reply
-    assert "No file uses MAX_RETRY any more." in reply and "pass. If the task is done, call finish." in reply
-    asked = [e["path"] for e in r.events() if e["type"] == "change_request"]
-    assert asked == ["settings.py"]
+    assert [e["path"] for e in r.events() if e["type"] == "change_request"] == ["settings.py"]
 
 
 def small_agent(server: ScriptedEngineServer, ws: Path, verify: bool) -> Agent:
@@ -154,7 +188,7 @@ def small_agent(server: ScriptedEngineServer, ws: Path, verify: bool) -> Agent:
     return Agent(workspace=ws, config=cfg, log_path=False)
 
 
-def run_script(ws: Path, script: list[dict[str, Any]], verify: bool, task: str = TASK) -> tuple[str, int]:
+def run_script(ws: Path, script: list[dict[str, Any]], verify: bool, task: str = PLAIN_TASK) -> tuple[str, int]:
     """The change_file call's reply, and how many editor requests (no tools) were made."""
     with ScriptedEngineServer([*script, {"tool_calls": [call("finish", summary="done")]}]) as server:
         result = small_agent(server, ws, verify).run(task)
@@ -162,9 +196,10 @@ def run_script(ws: Path, script: list[dict[str, Any]], verify: bool, task: str =
         return next(m["content"] for m in result.messages if m.get("role") == "tool"), editor
 
 
-def test_other_files_are_renamed_word_for_word_without_an_editor_request(tmp_path: Path):
+def test_other_files_are_refactored_without_an_editor_request(tmp_path: Path):
     """py-rename-constant on the 1.5B: asked to carry the rename to client.py, the editor wrote
-    MAX_RETRIES_S and BACKOFF_S_S. A word-for-word rename touches the name and nothing else."""
+    MAX_RETRIES_S and BACKOFF_S_S. A refactoring touches the name and nothing else; a string that
+    holds another word stays."""
     worker = ("from settings import MAX_RETRY, MAX_RETRY_DELAY_S\n\nSTEPS = list(range(MAX_RETRY))\n"
               "NAME = 'MAX_RETRY_X'\nLIMIT = MAX_RETRY_DELAY_S\n")
     ws = make_repo(tmp_path / "ws", {"settings.py": SETTINGS, "client.py": CLIENT, "worker.py": worker})
@@ -178,13 +213,14 @@ def test_other_files_are_renamed_word_for_word_without_an_editor_request(tmp_pat
 
 
 def test_tests_and_other_kinds_of_files_are_listed_not_rewritten(tmp_path: Path):
-    old_test = "# MAX_RETRY was the name before\n\n\ndef test_nothing():\n    assert True\n"
+    old_test = ("# MAX_RETRY was the name before\nimport settings\n\n\ndef test_either_name():\n"
+                "    assert settings.MAX_RETRY if hasattr(settings, 'MAX_RETRY') else settings.MAX_RETRIES\n")
     readme = "# Client\n\nSet MAX_RETRY in settings.py.\n"
     files = {"settings.py": SETTINGS, "client.py": CLIENT, "test_client.py": TEST_CLIENT,
              "test_names.py": old_test, "README.md": readme}
     ws = make_repo(tmp_path / "ws", files)
     reply, asked = run_script(ws, [{"tool_calls": [CHANGE]}, fenced(renamed(SETTINGS))], verify=True)
-    assert asked == 1   # settings.py; client.py word for word; the test and the README are listed
+    assert asked == 1   # settings.py; client.py refactored; the test and the README are listed
     assert (ws / "client.py").read_text() == renamed(CLIENT)
     assert (ws / "test_names.py").read_text() == old_test and (ws / "README.md").read_text() == readme
     assert "Left as they were: test_names.py (a test, and the task does not ask to change tests)." in reply
@@ -235,7 +271,7 @@ def test_when_the_rewrite_is_undone_the_files_renamed_with_it_go_back_too(tmp_pa
         fenced(commented), fenced(commented),            # 1 failing test (test_timeout) before the rename
         {"tool_calls": [CHANGE]}, fenced(fewer), fenced(fewer),
         {"tool_calls": [call("finish", summary="done")]}]) as server:
-        result = small_agent(server, ws, verify=True).run(TASK)
+        result = small_agent(server, ws, verify=True).run(PLAIN_TASK)
     replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
     assert "Nothing was kept" in replies[1] and "(2 failing, 1 before)" in replies[1]
     assert (ws / "settings.py").read_text() == SETTINGS and (ws / "client.py").read_text() == commented

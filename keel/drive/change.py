@@ -31,7 +31,7 @@ from pydantic import Field
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
-from keel.drive.rename import Spread
+from keel.drive.spread import Spread, rename_asked
 from keel.engine.types import Usage
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
@@ -236,9 +236,11 @@ def make_change_tool() -> Tool:
         shown = display_path(ctx.workspace, real)
         task, verifier = run.task, run.verifier
         checks = verifier if verifier is not None and not verifier.plan.empty else None   # None: nothing to run
-        if (moved := asked_move(ctx, shown, current, args.change, task, checks)) is not None:
-            return _finished(moved, [], checks.run_plan() if checks and moved.ok else None, Usage(), "", latest,
-                             verifier)
+        # a move, or a rename the task names, is keel's own refactoring: no editor request, whatever the note says
+        done = asked_move(ctx, shown, current, args.change, task, checks) or rename_asked(ctx, shown, current, task,
+                                                                                           checks)
+        if done is not None:
+            return _finished(done, [], checks.run_plan() if checks and done.ok else None, Usage(), "", latest, verifier)
         if not fits(current, _reply_cap(engine)):
             return ToolResult.error(f"{shown} is too long to be rewritten whole in one reply. Use edit_file: "
                                     "old_text copied exactly from the file, new_text its replacement.")

@@ -6,12 +6,14 @@ lib/strings.js …") three times; a move is not a rewrite, so the editor gave th
 each time and the run ended on repetition. A small model asks for the move in words; keel can make it.
 
 The pure core reads the move a note or task asks for (``move_asked``: the file named, or "it" / "the
-file" in a sentence that names it, then "to" and a path of the same kind) and rewrites one importer's
-references (``retarget``: JavaScript's relative require/import specifiers, Python's import statements).
-``carry_move`` is the shell: it writes the new file and removes the old one through the session's
-snapshots (so `keel undo` puts both back), rewrites every importer found by a word-bounded grep of the
-old name, and lists the files that still mention it. A test the task does not ask to change is listed,
-never rewritten (keel.drive.rename's rule).
+file" in a sentence that names it, then "to" and a path of the same kind) and points one JavaScript
+importer's relative specifiers to the new path (``retarget``, through tree-sitter: a path in a comment
+or another string stays). A Python module moves through rope (keel.drive.refactor.python_move): every
+``import a.b``, ``import a.b as c``, ``from a import b``, relative import and dotted use, computed on a
+scratch copy. ``carry_move`` is the shell: it writes the new file and removes the old one through the
+session's snapshots (so `keel undo` puts both back), writes each importer through write_file, and lists
+the files that still mention the old name. A test the task does not ask to change is listed, never
+rewritten (keel.drive.spread's rule).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from keel.drive.rename import hit_lines, read_other, word_users, write_other
+from keel.drive.refactor import RefactorError, js_specifiers, python_move
+from keel.drive.rename import hit_lines, python_sources, read_other, word_users, write_other
 from keel.policy.beneath import anchor, read_beneath, unlink_beneath
 from keel.policy.paths import PathJailError, resolve_in_workspace
 from keel.tools.base import ToolContext, ToolResult, approval_refusal
@@ -35,11 +38,6 @@ PRONOUNS = {"it", "the file", "this file", "that file", "the module", "this modu
 _MOVE = re.compile(r"\b(?:rename|move)\s+(?P<what>(?:[^.\n]|\.(?=\w)){1,60}?)\s+(?:to|as|into)\s+[`'\"]?"
                    r"(?P<new>(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.\w+)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n\n")
-_JS_SPEC = re.compile(r"""(?P<head>(?:\brequire|\bimport)\s*\(\s*|\bfrom\s+|\bimport\s+)(?P<q>["'])"""
-                      r"""(?P<spec>\.{1,2}/[^"'\n]*)(?P=q)""")
-_PY_FROM = re.compile(r"^(?P<head>[ \t]*from[ \t]+)(?P<mod>\.*[\w.]*)(?P<mid>[ \t]+import[ \t]+)(?P<names>.*)$",
-                      re.MULTILINE)
-_PY_IMPORT = re.compile(r"^(?P<head>[ \t]*import[ \t]+)(?P<mods>[\w. \t,]+?)(?P<tail>[ \t]*(?:#.*)?)$", re.MULTILINE)
 
 
 # -- the pure core -----------------------------------------------------------------------------------
@@ -75,17 +73,20 @@ def _mentions(text: str, path: str) -> bool:
 
 
 def retarget(text: str, importer: str, old: str, new: str) -> str:
-    """``text`` (the file ``importer``) with its references to module ``old`` pointing to ``new``
-    (workspace paths); the text as it was when it has none."""
-    if old.endswith(".py") and importer.endswith(".py"):
-        return _retarget_python(text, importer, old, new)
-    if old.endswith(JS_EXTS) and importer.endswith(JS_EXTS):
-        return _JS_SPEC.sub(lambda m: _js_spec(m, importer, old, new), text)
+    """``text`` (the JavaScript file ``importer``) with its module specifiers that resolve to ``old``
+    pointing to ``new`` (workspace paths); the text as it was when it has none. Only real specifiers
+    count (tree-sitter: import/export sources, require() and import() arguments), never the same
+    path in a comment or another string."""
+    if not (old.endswith(JS_EXTS) and importer.endswith(JS_EXTS)):
+        return text
+    for start, end, spec in reversed(js_specifiers(text)):
+        text = text[:start] + _js_spec(spec, importer, old, new) + text[end:]
     return text
 
 
-def _js_spec(m: re.Match[str], importer: str, old: str, new: str) -> str:
-    spec = m["spec"]
+def _js_spec(spec: str, importer: str, old: str, new: str) -> str:
+    if not spec.startswith(("./", "../")):
+        return spec   # a package, not a file of the workspace
     base = posixpath.dirname(importer)
     target = posixpath.normpath(posixpath.join(base, spec))
     if target == old:
@@ -93,72 +94,9 @@ def _js_spec(m: re.Match[str], importer: str, old: str, new: str) -> str:
     elif target == posixpath.splitext(old)[0]:
         keep_suffix = False
     else:
-        return m.group(0)
+        return spec
     rel = posixpath.relpath(new if keep_suffix else posixpath.splitext(new)[0], base or ".")
-    rel = rel if rel.startswith("../") else "./" + rel
-    return f"{m['head']}{m['q']}{rel}{m['q']}"
-
-
-def module_of(path: str) -> str:
-    """``shop/utils.py`` -> ``shop.utils`` (a package's ``__init__.py`` is the package)."""
-    parts = list(PurePosixPath(path).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _retarget_python(text: str, importer: str, old: str, new: str) -> str:
-    olds = {module_of(old)} | ({module_of(old)[4:]} if old.startswith("src/") else set())
-    new_mod = module_of(new)[4:] if old.startswith("src/") and new.startswith("src/") else module_of(new)
-    uses: list[tuple[str, str]] = []   # (a name the file uses the module as, the name it becomes)
-
-    def from_line(m: re.Match[str]) -> str:
-        mod = m["mod"]
-        absolute = _absolute(mod, importer)
-        if absolute in olds:
-            return f"{m['head']}{_spelled(mod, new_mod, importer)}{m['mid']}{m['names']}"
-        parent, _, name = module_of(old).rpartition(".")
-        names = m["names"]
-        if absolute == parent and re.search(rf"(?<![\w.]){re.escape(name)}\b(?!\s+as\b)", names) \
-                and new_mod.rpartition(".")[0] == parent:   # from shop import utils: the same package
-            new_name = new_mod.rpartition(".")[2]
-            uses.append((name, new_name))
-            names = re.sub(rf"(?<![\w.]){re.escape(name)}\b", new_name, names)
-        return f"{m['head']}{mod}{m['mid']}{names}"
-
-    def import_line(m: re.Match[str]) -> str:
-        items = []
-        for item in m["mods"].split(","):
-            mod, _, alias = item.strip().partition(" as ")
-            if mod.strip() in olds:
-                if not alias.strip():
-                    uses.append((mod.strip(), new_mod))
-                item = item.replace(mod.strip(), new_mod, 1)
-            items.append(item)
-        return f"{m['head']}{','.join(items)}{m['tail']}"
-
-    out = _PY_IMPORT.sub(import_line, _PY_FROM.sub(from_line, text))
-    for used, now in uses:   # `utils.capitalize(…)` follows its import
-        out = re.sub(rf"(?<![\w.]){re.escape(used)}\.(?=[A-Za-z_])", now + ".", out)
-    return out
-
-
-def _absolute(mod: str, importer: str) -> str:
-    """A ``from`` module as an absolute dotted name (``..x`` seen from ``a/b/c.py`` is ``a.x``)."""
-    dots = len(mod) - len(mod.lstrip("."))
-    if not dots:
-        return mod
-    package = list(PurePosixPath(importer).parent.parts)
-    package = package[:len(package) - (dots - 1)] if dots - 1 <= len(package) else []
-    rest = mod[dots:]
-    return ".".join([*package, *([rest] if rest else [])])
-
-
-def _spelled(mod: str, new_mod: str, importer: str) -> str:
-    """``new_mod`` written as ``mod`` was: relative when it was and the new module is in the same package."""
-    if not mod.startswith("."):
-        return new_mod
-    here = ".".join(PurePosixPath(importer).parent.parts)
-    parent, _, name = new_mod.rpartition(".")
-    return f".{name}" if parent == here else new_mod
+    return rel if rel.startswith("../") else "./" + rel
 
 
 # -- the shell ---------------------------------------------------------------------------------------
@@ -183,7 +121,10 @@ def carry_move(ctx: ToolContext, old: str, new: str, protected: Callable[[str], 
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return ToolResult.error(f"Cannot move {old}: {e}")
-    written = WRITE_FILE.execute(WRITE_FILE.spec.args(path=new, content=text), ctx)
+    python = old.endswith(".py") and new.endswith(".py")
+    planned, reads, left = _python_plan(ctx, old, new) if python else ({}, {}, [])
+    moved = planned.pop(new, text)   # rope points the module's own relative imports too
+    written = WRITE_FILE.execute(WRITE_FILE.spec.args(path=new, content=moved), ctx)
     if not written.ok:
         return written
     session = file_session(ctx)
@@ -193,8 +134,19 @@ def carry_move(ctx: ToolContext, old: str, new: str, protected: Callable[[str], 
     except OSError as e:
         return ToolResult.error(f"Wrote {new}, but could not remove {old}: {e.strerror or e}. Both exist now.",
                                 files_changed=written.files_changed)
-    changed, left = _point_importers(ctx, old, new, protected)
-    lines = [f"Moved {old} to {new} (the same bytes; {old} is gone)."]
+    changed: list[str] = []
+    for path in sorted(p for p in planned if p != old):
+        real, data, _ = reads[path]
+        why = "a test, and the task does not ask to change tests" if protected(path) else \
+            write_other(ctx, real, path, data, planned[path])
+        if why is None:
+            changed.append(path)
+        else:
+            left.append((path, why))
+    if not python:   # JavaScript's specifiers, through tree-sitter
+        changed, left = _point_importers(ctx, old, new, protected)
+    same = "the same bytes" if moved == text else "its own imports pointed to the new place"
+    lines = [f"Moved {old} to {new} ({same}; {old} is gone)."]
     if changed:
         lines.append(f"Pointed the imports of {old} to {new} in: {', '.join(changed)}.")
     if left:
@@ -202,6 +154,22 @@ def carry_move(ctx: ToolContext, old: str, new: str, protected: Callable[[str], 
     lines.append(_still_mentioned(ctx, old))
     return ToolResult(ok=True, output="\n".join(line for line in lines if line),
                       files_changed=[old, new, *changed], meta={"moved": [old, new]})
+
+
+def _python_plan(ctx: ToolContext, old: str, new: str
+                 ) -> tuple[dict[str, str], dict[str, tuple[Path, bytes, str]], list[tuple[str, str]]]:
+    """rope's move of module ``old`` to ``new`` over a copy of the workspace's Python files: the new
+    texts of the files it changes (``new`` included), the bytes each was read as, the files left."""
+    users = {p for p, _ in word_users(ctx, PurePosixPath(old).stem)}
+    files = python_sources(ctx, users)
+    if old not in files.texts:
+        return {}, files.reads, files.left
+    try:
+        planned = python_move(files.texts, old, new)
+    except RefactorError as e:
+        return {}, files.reads, [(p, f"imports not pointed: {e}") for p in sorted(users) if p.endswith(".py")
+                                 and p != old]
+    return {p: t for p, t in planned.items() if t is not None}, files.reads, files.left
 
 
 def asked_move(ctx: ToolContext, shown: str, current: str | None, change: str, task: str, checks: Any) -> ToolResult | None:

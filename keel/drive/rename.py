@@ -6,11 +6,11 @@ settings.py again and again (the run ended on repetition), and "rename a functio
 ended on failing checks. A small model does not go looking for the other users of a name; keel can.
 
 The pure core finds the renames a change or task asks for (``renames_in``), keeps those the rewrite
-really made (``applied``) and writes the report; ``Spread`` is the shell: after change_file wrote its
-file, it greps the workspace for the old names (word-bounded, keel's own grep: ignore rules, no binary
-or secret files), renames word for word in each other file of the same kind (up to MAX_OTHER_FILES),
-writes it through write_file (path jail, approval, checkpoints), and lists the files still using an
-old name so the model can finish the job.
+really made (``applied``) and writes the report (``Outcome``); the helpers below it find the files
+that use a name (keel's own grep: ignore rules, no binary or secret files) and read and write a file
+beside the one the model named (path jail, read approval, write_file's checkpoints). The shell that
+carries a rename is keel.drive.spread; the refactorings themselves (rope, tree-sitter) are
+keel.drive.refactor.
 """
 
 from __future__ import annotations
@@ -20,19 +20,17 @@ import builtins
 import keyword
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
 from keel.context.ignore import IgnoreRules
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspace, workspace_root
-from keel.tools.base import ToolContext, ToolResult
+from keel.tools.base import ToolContext
 from keel.tools.files import WRITE_FILE, file_session
 from keel.tools.search import grep_backend, grep_python, grep_rg
 from keel.tools.textsearch import GrepError, GrepQuery
-from keel.verify.selfcheck import is_test_file, task_allows_test_changes
 
-MAX_OTHER_FILES = 20     # other files renamed in one change_file call (word for word: no model request)
+MAX_OTHER_FILES = 20     # other files renamed in one change_file call (by refactoring: no model request)
 MAX_FILES_LISTED = 8     # files still using an old name, in the tool result
 MAX_LINES_LISTED = 3     # of each such file
 LINE_CHARS_LISTED = 120
@@ -81,13 +79,17 @@ def looks_like_code(name: str, quoted: bool) -> bool:
     return quoted or "_" in name or any(c.isdigit() for c in name) or any(c.isupper() for c in name[1:])
 
 
-def renames_in(text: str) -> list[Rename]:
+def renames_in(text: str, said: bool = False) -> list[Rename]:
     """The renames ``text`` asks for, in order, each once: "rename X to Y", "X -> Y", "X → Y", "replace
     `X` with `Y`", "X is renamed to Y" … Identifiers only; not Python keywords or builtins (their other
     uses are not this project's symbol). Wording that also reads as prose ("change the limit to 5",
-    "replace the loop with a comprehension") counts only for names that look like code."""
+    "replace the loop with a comprehension") counts only for names that look like code; with ``said``
+    it does not count at all: only the phrasings with the word rename (an arrow may be a mapping, as
+    in "`G` -> `C`" of an exercise's instructions)."""
     found: list[Rename] = []
     for pattern, code_only in _PHRASES:
+        if said and code_only:
+            continue
         for m in [m for first in pattern.finditer(text) for m in _pairs(first, code_only)]:
             x, y = m["x"], m["y"]
             quoted = "`" in m.group(0)
@@ -140,9 +142,13 @@ def module_names(source: str) -> set[str] | None:
     return names
 
 
-def _attributes(source: str) -> set[str]:
-    """Attribute names the module uses (``settings.MAX_RETRY``, ``client.get``)."""
-    return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute)}
+def reachable_names(source: str) -> set[str] | None:
+    """``module_names`` and the attribute names the module uses (``settings.MAX_RETRY``, ``client.get``):
+    the names a rename in this module can concern in other files. None when it does not parse."""
+    shared = module_names(source)
+    if shared is None:
+        return None
+    return shared | {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute)}
 
 
 def applied(candidates: list[Rename], before: str, after: str, path: str) -> list[Rename]:
@@ -152,7 +158,7 @@ def applied(candidates: list[Rename], before: str, after: str, path: str) -> lis
     top-level name for another, the old one gone entirely, is a rename too ("rename a function")."""
     python = path.endswith(".py")
     shared = module_names(before) if python else None
-    reachable = (shared | _attributes(before)) if shared is not None else None   # `settings.MAX_RETRY` too
+    reachable = reachable_names(before) if python else None   # `settings.MAX_RETRY` too
     made = [r for r in candidates if uses(r.old, after) < uses(r.old, before) and uses(r.new, after) > uses(r.new, before)
             and (reachable is None or r.old in reachable)]
     if made or not python or shared is None:
@@ -208,99 +214,7 @@ def hit_lines(files: list[tuple[str, list[tuple[int, str]]]]) -> list[str]:
     return lines
 
 
-# -- the shell ---------------------------------------------------------------------------------------
-class Spread:
-    """Carries the rename a change_file rewrite made to the other files, once per call.
-
-    Tests follow the main file's rule: a test file (or one the checks depend on) is not rewritten
-    unless the task asks for test changes. A rename breaks a test that imports the old name, but the
-    gate runs the original tests anyway (keel.verify.verifier: tampered tests are put back), so a
-    renamed test would only earn a "tampered_tests" refusal; the test is listed instead, and the model
-    can keep the old name as an alias or say why the test must change."""
-
-    def __init__(self, ctx: ToolContext, task: str, change: str, path: str, before: str | None, checks: Any):
-        self.ctx, self.task, self.path, self.before, self.checks = ctx, task, path, before, checks
-        self.candidates = renames_in(f"{change}\n{task}")
-        self.outcome: Outcome | None = None
-        self.originals: dict[str, str] = {}
-
-    def after(self, written: ToolResult, text: str) -> None:
-        """After the main file was written with ``text``: rewrite the other users of each renamed name."""
-        if self.outcome is not None or not written.ok or self.before is None:
-            return
-        renames = applied(self.candidates, self.before, text, self.path)
-        if not renames:
-            return
-        self.outcome = outcome = Outcome(renames)
-        users: dict[str, list[str]] = {}
-        for r in renames:
-            for path, _ in word_users(self.ctx, r.old):
-                users.setdefault(path, []).append(r.old)
-        # Files of another kind (docs, configuration) are only listed: a code rename need not carry to prose.
-        suffix, asked = PurePosixPath(self.path).suffix, 0
-        for path in sorted(p for p in users if p != self.path and PurePosixPath(p).suffix == suffix):
-            why = self._not_ours(path)
-            if why is None and asked >= MAX_OTHER_FILES:
-                why = f"past the {MAX_OTHER_FILES} files rewritten in one call"
-            if why is None:
-                asked += 1
-                why = self._rewrite(path, [r for r in renames if r.old in users[path]])
-            if why is not None:
-                outcome.left.append((path, why))
-            else:
-                outcome.changed.append(path)
-
-    def _not_ours(self, path: str) -> str | None:
-        """Why ``path`` is not rewritten here, or None."""
-        protected = self.checks is not None and (is_test_file(path) or path in self.checks.protected)
-        if protected and not task_allows_test_changes(self.task):
-            return "a test, and the task does not ask to change tests"
-        return None
-
-    def _rewrite(self, path: str, renames: list[Rename]) -> str | None:
-        """``path`` with the renames made word for word, written; None when written, else why not.
-
-        Word for word, not by the editor: measured on the 1.5B model (py-rename-constant), the editor
-        asked to "rename MAX_RETRY to MAX_RETRIES here too" in client.py wrote MAX_RETRIES_S and
-        BACKOFF_S_S, and the checks failed on names it made up. An identifier replaced as a whole word
-        is the rename and nothing else."""
-        read = read_other(self.ctx, path)
-        if isinstance(read, str):
-            return read
-        real, data, old = read
-        new = word_for_word(old, renames)
-        if path.endswith(".py") and module_names(old) is not None and module_names(new) is None:
-            return "renamed word for word it would not parse"
-        if (why := write_other(self.ctx, real, path, data, new)) is not None:
-            return why
-        self.originals[path] = old
-        return None
-
-    def undo(self) -> None:
-        """Put the other files back as they were (the main file's rewrite was not kept)."""
-        for path, text in self.originals.items():
-            try:
-                real = resolve_in_workspace(self.ctx.workspace, path, for_write=True)
-                file_session(self.ctx).record_read(real, read_beneath(*anchor(real)))
-            except (PathJailError, OSError):
-                continue
-            WRITE_FILE.execute(WRITE_FILE.spec.args(path=path, content=text), self.ctx)
-        if self.outcome is not None:
-            self.outcome.changed.clear()
-        self.originals.clear()
-
-    def report(self, written: ToolResult | None = None) -> str:
-        """For the tool result: what was renamed where, what was left, who still uses an old name.
-        ``written`` (the main file's result) gets the other changed files in its files_changed."""
-        if self.outcome is None:
-            return ""
-        for r in self.outcome.renames:
-            self.outcome.still[r.old] = word_users(self.ctx, r.old)
-        if written is not None:
-            written.files_changed += [p for p in self.outcome.changed if p not in written.files_changed]
-        return self.outcome.render()
-
-
+# -- reading and writing the other files ----------------------------------------------------------------
 def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, str]]]]:
     """The workspace files that use ``name`` as a word, with their lines, as the grep tool finds them."""
     root, rules = str(workspace_root(ctx.workspace)), IgnoreRules(ctx.workspace)
@@ -312,6 +226,47 @@ def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, s
         return []
     return [(h.path, [(n, t) for n, is_match, t in h.lines() if is_match]) for h in hits
             if not is_secret_name(h.path)]
+
+
+MAX_PYTHON_FILES = 2000        # Python files read for one refactoring (rope's copy of the workspace)
+MAX_PYTHON_BYTES = 1_000_000   # a larger file is not read for it
+
+
+@dataclass
+class Files:
+    """Files of a refactoring: their texts (as read, or as the refactoring makes them), the bytes each
+    was read as (written back through write_file, which refuses a file changed since), and the files
+    that use a name it concerns but were left out, and why (rope refuses a whole refactoring for one
+    file that does not parse)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    reads: dict[str, tuple[Path, bytes, str]] = field(default_factory=dict)
+    left: list[tuple[str, str]] = field(default_factory=list)
+
+
+def python_sources(ctx: ToolContext, users: set[str], path: str | None = None, source: str = "") -> Files:
+    """The workspace's Python files (ignore rules, regular files only: a symlink is never read; no
+    secrets; read approval), ``path`` read as ``source``; those of ``users`` that cannot be read or
+    do not parse are listed in ``left``."""
+    out = Files()
+    root = workspace_root(ctx.workspace)
+    for entry in IgnoreRules(ctx.workspace).walk_files(str(root)):
+        rel = Path(entry.path).relative_to(root).as_posix()
+        if not rel.endswith(".py") or is_secret_name(rel):
+            continue
+        why = (f"past the {MAX_PYTHON_FILES} files read for a refactoring" if len(out.texts) >= MAX_PYTHON_FILES
+               else "too large to read for a refactoring" if entry.stat(follow_symlinks=False).st_size > MAX_PYTHON_BYTES
+               else None)
+        read = read_other(ctx, rel) if why is None else why
+        if isinstance(read, str):
+            out.left += [(rel, read)] if rel in users else []
+            continue
+        text = source if rel == path else read[2]
+        if rel in users and rel != path and module_names(text) is None:
+            out.left.append((rel, "it does not parse"))
+            continue
+        out.texts[rel], out.reads[rel] = text, read
+    return out
 
 
 def read_other(ctx: ToolContext, path: str) -> tuple[Path, bytes, str] | str:
