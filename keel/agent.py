@@ -76,7 +76,11 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
                   ask_user: Callable[[str], str] | None = None, snapshot: bool = False) -> ToolContext:
     """``snapshot``: the session's shell watch will snapshot the workspace before each command
     (keel.trace.snapshot), which the approval gate may count on for deletions it can undo."""
+    import os
+
+    from keel.config import api_key_variables
     from keel.policy.approval import Approver
+    from keel.policy.cmdenv import Redactor, secret_values
     from keel.policy.rules import RuleSet
     from keel.policy.sandbox import policy_for
 
@@ -84,13 +88,15 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     mode = perms.approval or ("interactive" if attended and prompt else "unattended")
     rules = RuleSet.from_config(perms.allow, perms.ask, perms.deny)
     confined, pid_namespace = _tier(config)
+    shell = config.shell
     return ToolContext(
         workspace=workspace, attended=attended, session=FileSession(),
         approval=Approver(mode, rules=rules, workspace=workspace, prompt=prompt,
                           confined=confined, pid_namespace=pid_namespace, snapshot=snapshot),
-        sandbox=policy_for(config.shell.sandbox, network=config.shell.network),
-        shell_timeout_s=config.shell.timeout_s, output_cap_bytes=config.shell.output_cap_bytes,
-        ask_user=ask_user,
+        sandbox=policy_for(shell.sandbox, network=shell.network, env_pass=tuple(shell.env_pass),
+                           env_block=api_key_variables(config)),
+        shell_timeout_s=shell.timeout_s, output_cap_bytes=shell.output_cap_bytes,
+        ask_user=ask_user, redact=Redactor(secret_values(os.environ, [resolve_api_key(config)])),
     )
 
 
@@ -102,7 +108,7 @@ def top_level_entries(workspace: Path, cap: int = 40) -> list[str]:
         kept, _ignored = IgnoreRules(workspace).scan(str(workspace))
     except OSError:
         return []
-    names = sorted((e.name + "/" if e.is_dir(follow_symlinks=False) else e.name) for e in kept)
+    names = sorted((e.name + "/" if e.is_dir() else e.name) for e in kept)
     names.sort(key=lambda n: not n.endswith("/"))
     return names[:cap] + ([f"… {len(names) - cap} more"] if len(names) > cap else [])
 

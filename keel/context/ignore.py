@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pathspec
 
-from keel.policy.beneath import NotRegularFileError, anchor, open_beneath
+from keel.policy.beneath import NotRegularFileError, anchor, open_beneath, read_beneath
+from keel.policy.listing import Entry, list_beneath
 from keel.policy.paths import workspace_root
 
 # Build output, caches, environments and VCS data: never useful to list or search.
@@ -108,11 +109,11 @@ class IgnoreRules:
         self._levels: dict[str, tuple[Level, ...]] = {}
 
     def _read(self, directory: str) -> GlobMatcher | None:
-        try:
-            with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
-                matcher = GlobMatcher(fh.read().splitlines())
+        try:   # no symlink followed: a .gitignore swapped for a link is not read through it
+            data = read_beneath(*anchor(os.path.join(directory, ".gitignore")), limit=1 << 20)
         except OSError:
             return None
+        matcher = GlobMatcher(data.decode("utf-8", "replace").splitlines())
         return matcher or None
 
     def levels(self, directory: str, names: Iterable[str] | None = None) -> tuple[Level, ...]:
@@ -147,53 +148,63 @@ class IgnoreRules:
                 return decided
         return False
 
-    def scan(self, directory: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
+    def entries(self, directory: str, *, with_stat: bool = False) -> list[Entry]:
+        """The entries of ``directory`` (absolute, at or below the workspace root), listed through a
+        descriptor opened with no symlink followed (keel.policy.listing): a directory swapped for a
+        link since the walk saw it raises ``EscapeError`` instead of listing where it points."""
+        return list_beneath(*anchor(directory, self.root), directory, with_stat=with_stat)
+
+    def scan(self, directory: str, *, with_stat: bool = False) -> tuple[list[Entry], list[Entry]]:
         """The entries of ``directory`` split into (kept, ignored). Raises OSError if unreadable."""
-        with os.scandir(directory) as it:
-            entries = list(it)
+        entries = self.entries(directory, with_stat=with_stat)
         levels = self.levels(directory, (e.name for e in entries))
         kept, ignored = [], []
         for entry in entries:
-            is_dir = entry.is_dir(follow_symlinks=False)
+            is_dir = entry.is_dir()
             if is_always_skipped(entry.name, is_dir) or (levels and self.gitignored(entry.path, is_dir, levels)):
                 ignored.append(entry)
             else:
                 kept.append(entry)
         return kept, ignored
 
-    def walk_files(self, start: str,
-                   decide: Callable[[os.DirEntry[str], bool], bool | None] | None = None
-                   ) -> Iterator[os.DirEntry[str]]:
-        """Regular files under ``start`` (absolute dir) that the rules keep; symlinks are skipped.
+    def walk_files(self, start: str, decide: Callable[[Entry, bool], bool | None] | None = None, *,
+                   with_stat: bool = False, pruned: Callable[[Entry], None] | None = None) -> Iterator[Entry]:
+        """Regular files under ``start`` (absolute dir) that the rules keep; symlinks are skipped, and
+        every directory is listed with no link followed (``entries``).
 
         ``decide(entry, is_dir)`` may settle an entry first: True keeps it, False drops it,
         None leaves it to the rules (how grep's glob filter overrides .gitignore, as in rg).
+        ``with_stat``: each entry carries its lstat. ``pruned(entry)`` hears of each directory the
+        walk does not enter (always skipped, decided against, or git-ignored).
         """
         stack = [start]
         while stack:
             directory = stack.pop()
             try:
-                with os.scandir(directory) as it:
-                    entries = list(it)
+                entries = self.entries(directory, with_stat=with_stat)
             except OSError:
-                continue  # unreadable directories are skipped silently, as rg does
+                continue  # unreadable directories (or ones that became links) are skipped silently, as rg does
             levels = self.levels(directory, (e.name for e in entries))
             for entry in entries:
-                # With follow_symlinks=False a symlink is neither a dir nor a file: skipped.
-                if entry.is_dir(follow_symlinks=False):
+                # A symlink is neither a dir nor a file: skipped.
+                if entry.is_dir():
                     is_dir = True
                     if is_always_skipped(entry.name, True):
+                        if pruned is not None:
+                            pruned(entry)
                         continue
-                elif entry.is_file(follow_symlinks=False):
+                elif entry.is_file():
                     is_dir = False
                     if entry.name == ".git":
                         continue
                 else:
                     continue
                 verdict = decide(entry, is_dir) if decide is not None else None
-                if verdict is False:
-                    continue
                 if verdict is None and levels and self.gitignored(entry.path, is_dir, levels):
+                    verdict = False
+                if verdict is False:
+                    if is_dir and pruned is not None:
+                        pruned(entry)
                     continue
                 if is_dir:
                     stack.append(entry.path)

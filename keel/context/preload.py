@@ -117,7 +117,7 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
     root = workspace.resolve()
     found: list[FileText] = []
     skipped = 0
-    for entry in IgnoreRules(root).walk_files(str(root)):
+    for entry in IgnoreRules(root).walk_files(str(root), with_stat=True):
         if len(found) >= MAX_SCANNED_FILES:
             skipped += 1
             continue
@@ -130,10 +130,7 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
             continue
         text: str | None = None
         if real.suffix.lower() in _SOURCE_SUFFIXES or not real.suffix:
-            try:
-                size = entry.stat(follow_symlinks=False).st_size
-            except OSError:
-                continue
+            size = entry.stat().st_size
             data = read_unless_binary(entry.path) if size <= MAX_FILE_BYTES else None
             text = data.decode("utf-8", errors="replace") if data is not None else None
             found.append(FileText(rel, text, data))

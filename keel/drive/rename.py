@@ -29,7 +29,7 @@ from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspac
 from keel.tools.base import ToolContext, ToolResult
 from keel.tools.files import WRITE_FILE, file_session
 from keel.tools.search import grep_backend, grep_python, grep_rg
-from keel.tools.textsearch import GrepError, GrepQuery
+from keel.tools.textsearch import GrepError, GrepQuery, confirm_hits
 from keel.verify.selfcheck import is_test_file, task_allows_test_changes
 
 MAX_OTHER_FILES = 20     # other files renamed in one change_file call (word for word: no model request)
@@ -306,8 +306,8 @@ def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, s
     root, rules = str(workspace_root(ctx.workspace)), IgnoreRules(ctx.workspace)
     query = GrepQuery(rf"\b{re.escape(name)}\b")
     try:
-        hits = (grep_rg(root, ".", query, require_git=rules.require_git) if grep_backend(ctx) == "rg"
-                else grep_python(root, ".", query, rules))
+        hits = (confirm_hits(root, grep_rg(root, ".", query, require_git=rules.require_git), 1 << 62)
+                if grep_backend(ctx) == "rg" else grep_python(root, ".", query, rules))
     except (GrepError, OSError):
         return []
     return [(h.path, [(n, t) for n, is_match, t in h.lines() if is_match]) for h in hits

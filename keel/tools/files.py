@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import os
 import threading
 from collections import deque
 from pathlib import Path
@@ -21,6 +20,7 @@ from pydantic import Field
 from keel.context.ignore import IgnoreRules
 from keel.context.output import saved_output
 from keel.policy.beneath import anchor, read_beneath, read_beneath_stat
+from keel.policy.listing import Entry
 from keel.policy.paths import (
     PathJailError,
     display_path,
@@ -118,7 +118,7 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
             return ToolResult.error(f"{args.path} is a file, not a directory; use read_file to read it")
         return _not_found(ctx, args.path, target)
     rules = IgnoreRules(ctx.workspace)
-    children: dict[str, list[os.DirEntry[str]]] = {}
+    children: dict[str, list[Entry]] = {}
     ignored_names: list[str] = []
     ignored = not_shown = unexpanded = shown = 0
     unreadable: set[str] = set()
@@ -130,27 +130,26 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
             unexpanded += 1
             continue
         try:
-            kept, skipped = rules.scan(directory)
+            kept, skipped = rules.scan(directory, with_stat=True)
         except OSError:
             unreadable.add(directory)
             continue
         ignored += len(skipped)
         if level == 1:
-            ignored_names = sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in skipped)
-        kept.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower(), e.name))
+            ignored_names = sorted(e.name + ("/" if e.is_dir() else "") for e in skipped)
+        kept.sort(key=lambda e: (not e.is_dir(), e.name.lower(), e.name))
         room = max(0, args.max_entries - shown)
         children[directory], not_shown = kept[:room], not_shown + max(0, len(kept) - room)
         shown += len(children[directory])
         queue.extend((e.path, level + 1) for e in children[directory]
-                     if level < args.depth and e.is_dir(follow_symlinks=False))
+                     if level < args.depth and e.is_dir())
 
     lines = [f"{display_path(ctx.workspace, target)}/ (depth {args.depth}):"]
 
     def render(directory: str, indent: str) -> None:
         for entry in children.get(directory, []):
             if entry.is_symlink():
-                with contextlib.suppress(OSError):
-                    lines.append(f"{indent}{entry.name} -> {os.readlink(entry.path)}")
+                lines.append(f"{indent}{entry.name} -> {entry.target if entry.target is not None else '?'}")
             elif entry.is_dir():
                 note = " (unreadable)" if entry.path in unreadable else ""
                 if entry.path not in children and not note:
@@ -160,8 +159,7 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
                 lines.append(f"{indent}{entry.name}/{note}")
                 render(entry.path, indent + "  ")
             else:
-                with contextlib.suppress(OSError):
-                    lines.append(f"{indent}{entry.name} ({human_size(entry.stat(follow_symlinks=False).st_size)})")
+                lines.append(f"{indent}{entry.name} ({human_size(entry.stat().st_size)})")
 
     render(str(target), "  ")
     if shown == 0:

@@ -40,7 +40,7 @@ from keel.policy.paths import (
     workspace_root,
 )
 from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.textsearch import FileHits, GrepError, GrepQuery, grep_python, sort_key
+from keel.tools.textsearch import FileHits, GrepError, GrepQuery, confirm_hits, grep_python, sort_key
 
 FIND_FILES_CAP = 200
 LINE_CHARS_SHOWN = 500
@@ -233,8 +233,8 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     # and would follow it if it were swapped for a symlink between the check above and the read.
     backend = "python" if target.is_file() else grep_backend(ctx)
     try:
-        if backend == "rg":
-            hits = grep_rg(root, rel, query, require_git=rules.require_git)
+        if backend == "rg":   # what rg read by path is confirmed through a no-follow read
+            hits = confirm_hits(root, grep_rg(root, rel, query, require_git=rules.require_git), args.max_results)
         else:
             hits = grep_python(root, rel, query, rules)
     except (GrepError, OSError) as exc:

@@ -206,6 +206,8 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         facts = OutputFacts(command, spill.text(), result.total_bytes, result.exit_code, result.timed_out, kind,
                             str(ctx.workspace))
         body, saved = present(spill, facts, result.output, result.truncated)
+    if ctx.redact is not None:   # the gate calls run_shell directly: its outputs go to the model too
+        body = ctx.redact(body)
     lines = [status, body if body else "(no output)"]
     lines += _sandbox_hints(result.output, launch.kind, network)
     if undone:

@@ -12,13 +12,13 @@ directories, like the verification snapshot; git-ignored files are scanned.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from keel.context.ignore import IgnoreRules
+from keel.policy.listing import Entry
 from keel.tools.base import Tool, ToolContext, ToolResult
 from keel.trace.checkpoints import UNKNOWN, Change, CheckpointStore, stat_key
 from keel.trace.snapshot import Caps, Snapshotter, Taken, off_note, too_large_note
@@ -37,17 +37,14 @@ def scan(workspace: Path, modes: dict[str, int] | None = None) -> StatMap:
     root = rules.root
     prefix = len(root.rstrip("/")) + 1
 
-    def decide(entry: os.DirEntry[str], is_dir: bool) -> bool | None:
+    def decide(entry: Entry, is_dir: bool) -> bool | None:
         if is_dir:
             return False if entry.name in EXTRA_SKIPPED_DIRS else None
         return True
 
     out: StatMap = {}
-    for entry in rules.walk_files(root, decide):
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
+    for entry in rules.walk_files(root, decide, with_stat=True):
+        st = entry.stat()
         rel = entry.path[prefix:]
         out[rel] = stat_key(st)
         if modes is not None:
