@@ -171,6 +171,19 @@ class Approver:
             self._always_read.add(real)
         return outcome
 
+    def authorize_exposure(self, command: str, why: str) -> ApprovalOutcome:
+        """A command the tier cannot hide every secret file from: a person decides, in every mode
+        (as for a secret read); with no one present it is refused."""
+        if self.prompt is None or self.mode == "unattended":
+            return ApprovalOutcome(False, f"refused: `{command.strip()}` would run where keel cannot hide the "
+                                          f"workspace's secret files ({why}) and no one is present to allow it. "
+                                          "Use the file tools instead.", "ask")
+        answer = self._ask(f"keel wants to run: {command.strip()}\n  but cannot hide the workspace's secret files "
+                           f"from it: {why}\n  [y] yes, once   [n] no")
+        if answer in ("y", "yes", "o", "once"):
+            return ApprovalOutcome(True, "approved once by the user", "ask")
+        return ApprovalOutcome(False, f"refused by the user: `{command.strip()}`.", "ask")
+
     def _ask_path(self, verb: str, shown: str, why: str, always_scope: str,
                   if_absent: str) -> tuple[ApprovalOutcome, bool]:
         """Put an ask-class file request to the person; returns the outcome and whether it was "always"."""

@@ -52,6 +52,7 @@ from keel.policy.cmdenv import is_secret_variable as is_secret_variable  # these
 from keel.policy.cmdenv import scrub_env as scrub_env
 from keel.policy.hide import (
     DEFAULT_HIDDEN_PATHS,
+    Found,
     expand,
     find_secret_files,
     hidden_targets,
@@ -95,6 +96,9 @@ class SandboxPolicy:
     # Directories commands may read even where hiding covers them: the dependency folders a scratch
     # copy of the workspace links to in the real one, which is hidden from its runs (keel.verify).
     exposed: tuple[str, ...] = ()
+    # Hide the workspace's secret files (bubblewrap); off only for a command a person let run knowing
+    # that hiding them could not be complete (keel.policy.hide.HidingIncomplete).
+    scan_secrets: bool = True
 
 
 @dataclass(frozen=True)
@@ -245,7 +249,7 @@ def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, co
     for path in toolchains_in_tmp(ws, command_env.get("PATH", "")):
         argv += ["--ro-bind", path, path]
     home_dirs = homes(command_env)
-    found = find_secret_files(ws)
+    found = find_secret_files(ws) if policy.scan_secrets else Found([], [])
     candidates = [*keel_dirs(command_env), *root_secret_paths(ws), *found.files, *found.dirs,
                   *(p for entry in policy.hide_paths for p in expand(entry, home_dirs))]
     targets = hidden_targets(candidates, ws, policy.exposed)

@@ -8,6 +8,7 @@ stop decider can count passing tests/builds as evidence.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal as signals
 import time
@@ -18,7 +19,7 @@ from pydantic import Field
 
 from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
 from keel.policy import runlater
-from keel.policy.sandbox import SandboxPolicy, build_sandboxed
+from keel.policy.sandbox import HidingIncomplete, SandboxPolicy, build_sandboxed
 from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.process import CommandResult, run_command
 
@@ -170,7 +171,16 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         return ToolResult.error(auth.message or "The shell policy refused this command.", decision=auth.decision)
 
     policy = ctx.sandbox if ctx.sandbox is not None else SandboxPolicy()
-    launch = build_sandboxed(os.environ, ctx.workspace, policy, allow_network=auth.network)
+    try:
+        launch = build_sandboxed(os.environ, ctx.workspace, policy, allow_network=auth.network)
+    except HidingIncomplete as exc:   # a person decides; never silently run it with secrets in view
+        confirm = getattr(ctx.approval, "authorize_exposure", None)
+        exposed = confirm(command, str(exc)) if confirm is not None else None
+        if exposed is None or not exposed.allowed:
+            return ToolResult.error(str(getattr(exposed, "message", "")) or f"Not run: {exc}; no one can allow it.",
+                                    decision="ask")
+        launch = build_sandboxed(os.environ, ctx.workspace, dataclasses.replace(policy, scan_secrets=False),
+                                 allow_network=auth.network)
     network = bool(policy.network or auth.network)
     timeout_s = min(float(args.timeout) if args.timeout is not None else ctx.shell_timeout_s, MAX_TIMEOUT_S)
     run_capped = False

@@ -37,6 +37,7 @@ from keel.policy.shell.args import (
 from keel.policy.shell.bashcd import TIME_BUDGET, Budget, TooComplex
 from keel.policy.shell.commands import Finding, Invocation, allow, ask, deny, judge_write, runs_code
 from keel.policy.shell.decision import PartReport, Verdict, apply_tier, verdict_of, worst_decision
+from keel.policy.shell.inline import inline_secrets
 from keel.policy.shell.line import (
     DECODERS,
     FETCHERS,
@@ -259,6 +260,8 @@ class Analysis:
         else:
             out += judge(inv, self)
         out += self._code_sources(inv, cmd)
+        if shell_tools.PYTHON.fullmatch(name) or name in shell_tools.INTERPRETERS or name in ("nodejs",):
+            out += inline_secrets(self.paths, inv, cmd)    # python3 -c "open('.env')" asks as cat .env does
         return out
 
     def _trusted_program(self, argv0: Word, cwds: Cwds) -> bool:
