@@ -18,6 +18,7 @@ from keel.engine.types import Engine, EngineError
 from keel.loop.limits import Limits, Prices
 from keel.loop.result import RunResult
 from keel.loop.runner import Runner
+from keel.policy.workspace import workspace_problem
 from keel.tools.base import Tool, ToolContext
 from keel.tools.registry import ToolRegistry
 from keel.tools.session import FileSession
@@ -176,9 +177,10 @@ class Agent:
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise EngineError("config", f"workspace {self.workspace} is not a directory")
-        if self.workspace == Path(self.workspace.anchor) or self.workspace == Path.home().resolve():
-            # the workspace is what the sandbox makes writable: "/" or $HOME would fence nothing
-            raise EngineError("config", f"refusing {self.workspace} as the workspace: choose a project directory")
+        # the workspace is what the sandbox makes writable: "/", $HOME or a credential folder would
+        # fence nothing (keel.policy.workspace: the one check, also the CLI's)
+        if (problem := workspace_problem(self.workspace, allow_any=True)) is not None:
+            raise EngineError("config", problem)
         # No config given: the layers `keel run` reads (KEEL_* environment, the user's and the project's
         # config.toml), so the library and the CLI agree; a bad file raises keel.config.ConfigError.
         self.config_warnings: list[str] = []

@@ -1,0 +1,99 @@
+"""Which directories may be a workspace: the one check `keel run`, the REPL, ACP, MCP and the library's
+``Agent`` all make before anything runs.
+
+The workspace is what the sandbox makes writable, what the file tools may read and edit, and what
+commands run in, so some places never may be one:
+
+- credential folders (``~/.ssh``, ``~/.aws``, ``~/.gnupg``, keel's own data …: the shell policy's
+  list, keel.policy.shell.paths.SECRET_HOME), anything inside one, and every folder that holds one
+  that exists (``~/.config`` holding ``~/.config/gcloud``; ``$HOME`` and ``/`` once there is a
+  ``~/.ssh``). Nothing lifts this: the file tools would read the keys as ordinary workspace files;
+- ``/``, system directories and trees, ``$HOME`` and its ancestors: refused unless the person passes
+  ``--allow-any-cwd`` (a root container may keep its project in ``/srv``).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+from keel.policy.shell.paths import SECRET_HOME
+
+# Refused as a workspace, together with everything below them: system trees where an agent with
+# write access does damage, and pseudo-filesystems.
+SYSTEM_TREES = ("/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc", "/sys",
+                "/dev", "/usr")
+# Project code does live below these (/usr/src/app in container images, /var/www, /tmp/x, /opt/app),
+# so only the directories themselves are refused.
+SYSTEM_DIRS = ("/", "/tmp", "/var", "/var/tmp", "/var/lib", "/var/log", "/opt", "/srv", "/home", "/mnt",
+               "/media", "/run", "/root", "/snap", "/usr/local")
+ALLOWED_UNDER_USR = ("/usr/src", "/usr/local/src")
+# keel's own data and configuration: other projects' session logs and snapshot packs, the API key.
+KEEL_HOME_DIRS = (".local/share/keel", ".config/keel")
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _homes(home: Path | None) -> list[Path]:
+    found = [home] if home is not None else []
+    for text in (os.environ.get("HOME"), os.path.expanduser("~")):
+        if text and os.path.isabs(text):
+            found.append(Path(os.path.realpath(text)))
+    if os.geteuid() == 0:          # root may be pointed at any user's keys
+        found += [Path(os.path.realpath(e.pw_dir)) for e in pwd.getpwall() if os.path.isabs(e.pw_dir)]
+    return [h for h in dict.fromkeys(found) if h != Path("/")]
+
+
+def credential_folders(home: Path | None = None) -> list[tuple[Path, str]]:
+    """(folder, how to name it) for every credential folder of every home keel knows of."""
+    folders = []
+    homes = _homes(home)
+    for h in homes:
+        for rel in (*SECRET_HOME, *KEEL_HOME_DIRS):
+            folders.append((h / rel, f"~/{rel}" if h == homes[0] else str(h / rel)))
+    for var, sub in (("KEEL_HOME", ""), ("XDG_DATA_HOME", "keel"), ("XDG_CONFIG_HOME", "keel")):
+        if os.path.isabs(os.environ.get(var, "")):
+            where = Path(os.path.realpath(os.environ[var])) / sub
+            folders.append((where, str(where)))
+    return folders
+
+
+def credential_problem(path: Path, home: Path | None = None) -> str | None:
+    """Why ``path`` (resolved) must never be a workspace because of credentials, or None."""
+    for folder, shown in credential_folders(home):
+        folder = Path(os.path.realpath(folder))
+        if _within(path, folder):
+            return f"refusing {path} as the workspace: it is inside the credential folder {shown} (nothing lifts this)"
+        if _within(folder, path) and os.path.lexists(folder):
+            return (f"refusing {path} as the workspace: it holds the credential folder {shown}, which the file "
+                    "tools and commands would then reach (nothing lifts this); choose a project directory")
+    return None
+
+
+def workspace_problem(path: Path, home: Path | None = None, *, allow_any: bool = False) -> str | None:
+    """Why ``path`` (resolved) must not be a workspace, or None when it may. ``allow_any``
+    (``--allow-any-cwd``; the library's default) lifts the system and home refusals, never the
+    credential one."""
+    if not path.exists():
+        return f"{path}: no such directory"
+    if not path.is_dir():
+        return f"{path}: not a directory"
+    if home is None:
+        home_text = os.environ.get("HOME")
+        home = Path(home_text).resolve() if home_text else None
+    if (problem := credential_problem(path, home)) is not None:
+        return problem
+    if allow_any:
+        return None
+    if home is not None and (path == home or path in home.parents):
+        what = "your home directory" if path == home else "an ancestor of your home directory"
+        return f"refusing {path} as the workspace: it is {what}; choose a project directory"
+    if str(path) in SYSTEM_DIRS:
+        return f"refusing {path} as the workspace: it is a system directory; choose a project directory"
+    for tree in SYSTEM_TREES:
+        if _within(path, Path(tree)) and not any(_within(path, Path(ok)) for ok in ALLOWED_UNDER_USR):
+            return f"refusing {path} as the workspace: it is inside the system directory {tree}"
+    return None
