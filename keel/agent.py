@@ -369,6 +369,8 @@ class Agent:
         if getattr(self, "_context", None) is None:
             from keel.context.manager import build_context_manager
             self._context = build_context_manager(self.config, self.engine, self.bus, self.workspace)
+            from keel.policy.reads import shows
+            self._context.may_read = shows(self.ctx.approval)   # the compaction record quotes files
             from keel.ext.hooks import attach_pre_compact
             attach_pre_compact(self._context, self.ext.hooks)  # PreCompact hooks run before each compaction
         if engine is not None:

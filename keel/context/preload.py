@@ -142,7 +142,9 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
 def preload_section(workspace: Path, task: str, window_tokens: int, ctx: Any) -> str:
     """The first message's file section for ``task``; the files shown are recorded as read by the
     session (``ctx.session``), through the same read rules read_file obeys (``ctx.approval``)."""
-    files, more = collect(workspace, getattr(ctx.approval, "reads_without_asking", None))
+    from keel.policy.reads import shows
+
+    files, more = collect(workspace, shows(ctx.approval))
     chosen = choose(task, files, budget_chars(window_tokens), more)
     root = workspace.resolve()
     for f in chosen.shown:   # the bytes shown, not a second read: an edit is checked against what the model saw

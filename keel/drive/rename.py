@@ -25,7 +25,8 @@ from typing import Any
 
 from keel.context.ignore import IgnoreRules
 from keel.policy.beneath import anchor, read_beneath
-from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspace, workspace_root
+from keel.policy.paths import PathJailError, resolve_in_workspace, workspace_root
+from keel.policy.reads import shows
 from keel.tools.base import ToolContext, ToolResult
 from keel.tools.files import WRITE_FILE, file_session
 from keel.tools.search import grep_backend, grep_python, grep_rg
@@ -310,8 +311,9 @@ def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, s
                 if grep_backend(ctx) == "rg" else grep_python(root, ".", query, rules))
     except (GrepError, OSError):
         return []
+    may_show = shows(ctx.approval)   # the one read decision: these lines go to the model
     return [(h.path, [(n, t) for n, is_match, t in h.lines() if is_match]) for h in hits
-            if not is_secret_name(h.path)]
+            if may_show(Path(root) / h.path)]
 
 
 def read_other(ctx: ToolContext, path: str) -> tuple[Path, bytes, str] | str:
@@ -319,8 +321,7 @@ def read_other(ctx: ToolContext, path: str) -> tuple[Path, bytes, str] | str:
     moved file): its real path, bytes and text, or why it cannot be read (the jail, read approval)."""
     try:
         real = resolve_in_workspace(ctx.workspace, path, for_write=True)
-        may_read = getattr(ctx.approval, "reads_without_asking", None)
-        if may_read is not None and not may_read(real):
+        if not shows(ctx.approval)(real):
             return "reading it needs approval"
         data = read_beneath(*anchor(real))
         return real, data, data.decode("utf-8")

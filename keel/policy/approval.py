@@ -148,9 +148,15 @@ class Approver:
 
     def reads_without_asking(self, real: Path) -> bool:
         """Whether reading ``real`` (resolved, in the workspace) goes ahead with no one asked: what
-        keel may show the model unprompted (keel.context.preload) without bypassing a rule."""
+        keel may show the model unprompted (keel.policy.reads: walks, previews) without bypassing a rule."""
         decision, _rule = self._session.path_decision("read", real, self.workspace)
-        return decision == "allow" or (decision is None and not is_secret_path(real))
+        if decision == "deny":
+            return False
+        return decision == "allow" or real in self._always_read or (decision is None and not is_secret_path(real))
+
+    def read_denied(self, real: Path) -> bool:
+        """Whether a ``read(...)`` deny rule covers ``real``: not even its name is listed."""
+        return self._session.path_decision("read", real, self.workspace)[0] == "deny"
 
     def authorize_read(self, path: str) -> ApprovalOutcome:
         try:
