@@ -342,7 +342,8 @@ class Analysis:
         if redirect.writes:
             paths.extend(p.real for p in self.paths.places(target, cmd.cwds)
                          if p.real is not None and p.where in ("inside", "root"))
-            for finding in judge_write(self, target, cmd.cwds, verb="redirects output to"):
+            for finding in judge_write(self, target, cmd.cwds, verb="redirects output to",
+                                       replaces=redirect.op not in (">>", "&>>")):
                 out.append(Finding(finding.decision, finding.reason, None, None, True, tier=finding.tier))
         if redirect.op in ("<", "<>", "<&"):
             out += self._argument_reads([Word("<", "<"), target], cmd.cwds, [], paths)
