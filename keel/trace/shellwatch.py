@@ -146,6 +146,8 @@ class ShellWatch:
     # -- what the policy asks ----------------------------------------------------------------------
     def unheld(self, path: Path, tree: bool) -> str | None:
         current = self._current
+        if path.name == "{}":     # "some file below" (find with filters, keel.policy.shell.text): the folder
+            path, tree = path.parent, True
         try:
             rel = path.relative_to(self.store.workspace).as_posix()
         except ValueError:
