@@ -93,10 +93,8 @@ def scan(workspace: Path, modes: dict[str, int] | None = None, *, into: Scan | N
     found = into if into is not None else Scan()
     pending = [root]
 
-    def decide(entry: Entry, is_dir: bool) -> bool | None:
-        if is_dir:
-            return False if entry.name in EXTRA_SKIPPED_DIRS else None
-        return True
+    def decide(entry: Entry, _is_dir: bool) -> bool | None:   # folders only: every file is kept
+        return False if entry.name in EXTRA_SKIPPED_DIRS else None
 
     def pruned(entry: Entry) -> None:
         rel, inode = entry.path[prefix:], entry.stat().st_ino
@@ -105,10 +103,14 @@ def scan(workspace: Path, modes: dict[str, int] | None = None, *, into: Scan | N
         elif entry.name not in CACHE_DIRS:
             found.pruned[rel] = inode
 
+    files, modes_found = found.files, found.modes
     while pending:
         start = pending.pop()
-        for entry in rules.walk_files(start, decide, with_stat=True, pruned=pruned):
-            _add(found, entry.path[prefix:], entry.stat())
+        for entry in rules.walk_files(start, decide, with_stat=True, pruned=pruned, every_file=True):
+            st, rel = entry.lstat, entry.path[prefix:]
+            assert st is not None
+            files[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)    # keel.trace.checkpoints.stat_key
+            modes_found[rel] = st.st_mode & 0o7777
     for rel in roots:
         add_tree(found, root, rel)
     if modes is not None:
