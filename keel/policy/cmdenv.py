@@ -182,8 +182,16 @@ def secret_values(env: Mapping[str, str], also: Iterable[str | None] = ()) -> li
         upper = name.upper()
         if _GIT_CONFIG_ENTRY.fullmatch(name) or upper in _NOT_SECRET_NAMES or upper == "SSH_AUTH_SOCK":
             continue
-        if _names_a_secret(upper) and not any(c.isspace() for c in value):
+        if _names_a_secret(upper) and _secret_shaped(value):
             found.append(value)
         for m in _URL_WITH_PASSWORD.finditer(value):
             found += [value, m.group(0).rsplit(":", 1)[1][:-1]]
     return found
+
+
+def _secret_shaped(value: str) -> bool:
+    """A value that could be a credential, not a word, a number or a path (AUTH_TYPE=password and
+    SESSION_TIMEOUT=86400000 must not blank those words out of every output)."""
+    if len(value) < MIN_REDACTED or any(c.isspace() for c in value) or value.startswith(("/", "~", ".")):
+        return False
+    return not (value.isdigit() or (value.isalpha() and len(value) < 16))
