@@ -10,15 +10,15 @@ Three tiers, strongest available first (``detect_sandbox`` picks one per process
   unless network was approved (with its own loopback, so tests can serve on 127.0.0.1), all
   capabilities dropped (so even root cannot remount ``/``), a process budget, and secrets
   hidden (root-only files like /etc/shadow too): credential dirs under HOME are covered by
-  empty tmpfs, secret files and daemon sockets by an empty read-only file, ``.env`` files in
-  the workspace likewise.
+  empty tmpfs, secret files and daemon sockets by an empty read-only file, the workspace's
+  secret files at any depth likewise (keel.policy.hide).
 - **landlock** (keel.policy.landlock; no package needed, Linux >= 5.13) where bubblewrap is
   missing or cannot start: an allow-list of paths (workspace and a private temp dir writable,
   system and toolchain directories readable, the rest of $HOME unreadable) and, from ABI 4, no TCP.
 - **rlimits** (always, and alone where bubblewrap is missing or broken): CPU time, data memory,
   file size and core dumps are limited; the process-tree kill lives in keel.tools.process.
 
-Every command, sandboxed or not, gets a scrubbed environment (no tokens, keys, passwords)
+Every command, sandboxed or not, gets an allow-listed environment (keel.policy.cmdenv: never the engine key)
 and git/pager settings that can never wait for a terminal.
 """
 
@@ -73,7 +73,7 @@ LANDLOCK_ADDRESS_SPACE_FACTOR = 2     # RLIMIT_AS of the Landlock tier, in multi
 @dataclass
 class SandboxPolicy:
     """How commands are confined. ``enabled=False`` turns off only the bubblewrap layer:
-    rlimits and environment scrubbing always apply."""
+    rlimits and the allow-listed environment always apply."""
 
     enabled: bool = True
     network: bool = False
@@ -172,10 +172,10 @@ _detect_lock = threading.Lock()
 _detected: dict[str, SandboxInfo] = {}
 _BWRAP_DETAIL = ("bubblewrap ({which}): read-only filesystem except the workspace (its .git and .keel "
                  "read-only too), private /tmp and /dev/shm, no network unless approved (a private "
-                 "loopback), own PID namespace, no capabilities, secrets and .env files hidden, "
-                 "CPU/memory/file-size and process-count limits")
+                 "loopback), own PID namespace, no capabilities, credentials, keel's data and secret files "
+                 "at any depth hidden, CPU/memory/file-size and process-count limits")
 _NONE_DETAIL = ("none (rlimits only): {why}; commands can write anywhere this user can, read its keys and "
-                "reach the network; CPU, memory and file-size limits, a scrubbed environment and "
+                "reach the network; CPU, memory and file-size limits, an allow-listed environment and "
                 "process-tree kill on timeout apply")
 
 

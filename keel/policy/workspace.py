@@ -47,27 +47,29 @@ def _homes(home: Path | None) -> list[Path]:
     return [h for h in dict.fromkeys(found) if h != Path("/")]
 
 
-def credential_folders(home: Path | None = None) -> list[tuple[Path, str]]:
-    """(folder, how to name it) for every credential folder of every home keel knows of."""
+def credential_folders(home: Path | None = None) -> list[tuple[Path, str, bool]]:
+    """(folder, how to name it, whether a folder holding it is refused too) for every credential folder
+    of every home keel knows of. keel's data where ``KEEL_HOME``/``XDG_*_HOME`` moved it is refused only
+    as a workspace or inside one: a person who keeps it in a project chose that."""
     folders = []
     homes = _homes(home)
     for h in homes:
         for rel in (*SECRET_HOME, *KEEL_HOME_DIRS):
-            folders.append((h / rel, f"~/{rel}" if h == homes[0] else str(h / rel)))
+            folders.append((h / rel, f"~/{rel}" if h == homes[0] else str(h / rel), True))
     for var, sub in (("KEEL_HOME", ""), ("XDG_DATA_HOME", "keel"), ("XDG_CONFIG_HOME", "keel")):
         if os.path.isabs(os.environ.get(var, "")):
             where = Path(os.path.realpath(os.environ[var])) / sub
-            folders.append((where, str(where)))
+            folders.append((where, str(where), False))
     return folders
 
 
 def credential_problem(path: Path, home: Path | None = None) -> str | None:
     """Why ``path`` (resolved) must never be a workspace because of credentials, or None."""
-    for folder, shown in credential_folders(home):
+    for folder, shown, parents in credential_folders(home):
         folder = Path(os.path.realpath(folder))
         if _within(path, folder):
             return f"refusing {path} as the workspace: it is inside the credential folder {shown} (nothing lifts this)"
-        if _within(folder, path) and os.path.lexists(folder):
+        if parents and _within(folder, path) and os.path.lexists(folder):
             return (f"refusing {path} as the workspace: it holds the credential folder {shown}, which the file "
                     "tools and commands would then reach (nothing lifts this); choose a project directory")
     return None

@@ -1,7 +1,7 @@
 """run_shell: one bash command in the workspace, through the shell policy and the OS sandbox.
 
 Flow: policy (the approval gate, or the risk classifier when no gate is configured; never
-fail open) -> sandbox (bubblewrap, landlock or rlimits, scrubbed environment) -> run with timeout, tree
+fail open) -> sandbox (bubblewrap, landlock or rlimits, allow-listed environment) -> run with timeout, tree
 kill and output cap -> a result whose first line is the exit status, plus a CheckRun so the
 stop decider can count passing tests/builds as evidence.
 """
