@@ -161,14 +161,15 @@ def test_the_command_environment_is_an_allow_list(person: Person, tier: str) -> 
     assert "KEEL_OTHER" not in ran["output"]
 
 
-def test_a_key_a_command_prints_never_reaches_the_engine_or_the_event_log(person: Person) -> None:
+@pytest.mark.parametrize("tier", TIERS)
+def test_a_key_a_command_prints_never_reaches_the_engine_or_the_event_log(person: Person, tier: str) -> None:
     key = "sk-engine-key-1a2b3c4d5e6f7a8b"
     (person.work / "notes.txt").write_text(f"left here by mistake: {key}\nand the db: db-pass-9f8e7d6c\n")
     person.extra_config = 'env_pass = ["MY_TOOL_HOME"]\n'        # type: ignore[attr-defined]
     env = person.env(MY_LLM_KEY=key, DB_PASS="db-pass-9f8e7d6c", MY_TOOL_HOME="/opt/tool")
     command = "env; echo key=$MY_LLM_KEY; cat notes.txt"
     ran = person.run([{"tool_calls": [{"name": "run_shell", "arguments": {"command": command}}]}], env=env,
-                     args=("--api-key-env", "MY_LLM_KEY"), api_key=key)
+                     args=("--api-key-env", "MY_LLM_KEY"), api_key=key, tier=tier)
     assert ran.code == 1 and ran.result["stop_reason"] == "limit:steps", ran.stderr
     [shown] = ran.tool_texts()[:1]
     assert "MY_TOOL_HOME=/opt/tool" in shown and "left here by mistake" in shown   # the command did run

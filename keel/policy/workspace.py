@@ -37,39 +37,53 @@ def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _homes(home: Path | None) -> list[Path]:
-    found = [home] if home is not None else []
+def _homes(home: Path | None) -> tuple[list[Path], list[Path]]:
+    """(the person's own homes, every other account's when keel runs as root)."""
+    own = [home] if home is not None else []
     for text in (os.environ.get("HOME"), os.path.expanduser("~")):
         if text and os.path.isabs(text):
-            found.append(Path(os.path.realpath(text)))
+            own.append(Path(os.path.realpath(text)))
+    own = [h for h in dict.fromkeys(own) if h != Path("/")]
+    others: list[Path] = []
     if os.geteuid() == 0:          # root may be pointed at any user's keys
-        found += [Path(os.path.realpath(e.pw_dir)) for e in pwd.getpwall() if os.path.isabs(e.pw_dir)]
-    return [h for h in dict.fromkeys(found) if h != Path("/")]
+        others = [Path(e.pw_dir) for e in pwd.getpwall() if os.path.isabs(e.pw_dir) and e.pw_dir != "/"]
+    return own, [h for h in dict.fromkeys(others) if h not in own]
 
 
-def credential_folders(home: Path | None = None) -> list[tuple[Path, str, bool]]:
+def credential_folders(home: Path | None = None) -> list[tuple[str, str, bool]]:
     """(folder, how to name it, whether a folder holding it is refused too) for every credential folder
-    of every home keel knows of. keel's data where ``KEEL_HOME``/``XDG_*_HOME`` moved it is refused only
-    as a workspace or inside one: a person who keeps it in a project chose that."""
+    of every home keel knows of. The person's own are resolved when they are symlinks (~/.ssh pointing
+    into /data); other accounts' are taken as written (a stat each would cost a run's start-up). keel's
+    data where ``KEEL_HOME``/``XDG_*_HOME`` moved it is refused only as a workspace or inside one: a
+    person who keeps it in a project chose that."""
+    own, others = _homes(home)
     folders = []
-    homes = _homes(home)
-    for h in homes:
+    for h in [*own, *others]:
+        base = str(h).rstrip("/")
         for rel in (*SECRET_HOME, *KEEL_HOME_DIRS):
-            folders.append((h / rel, f"~/{rel}" if h == homes[0] else str(h / rel), True))
+            folder = f"{base}/{rel}"
+            if h in own and os.path.islink(folder):
+                folder = os.path.realpath(folder)
+            folders.append((folder, f"~/{rel}" if own and h == own[0] else f"{base}/{rel}", True))
     for var, sub in (("KEEL_HOME", ""), ("XDG_DATA_HOME", "keel"), ("XDG_CONFIG_HOME", "keel")):
         if os.path.isabs(os.environ.get(var, "")):
             where = Path(os.path.realpath(os.environ[var])) / sub
-            folders.append((where, str(where), False))
+            folders.append((str(where), str(where), False))
     return folders
+
+
+def _under(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
 
 
 def credential_problem(path: Path, home: Path | None = None) -> str | None:
     """Why ``path`` (resolved) must never be a workspace because of credentials, or None."""
+    text = str(path)
     for folder, shown, parents in credential_folders(home):
-        folder = Path(os.path.realpath(folder))
-        if _within(path, folder):
+        where = folder
+        if _under(text, where):
             return f"refusing {path} as the workspace: it is inside the credential folder {shown} (nothing lifts this)"
-        if parents and _within(folder, path) and os.path.lexists(folder):
+        if parents and _under(where, text) and os.path.lexists(where):
             return (f"refusing {path} as the workspace: it holds the credential folder {shown}, which the file "
                     "tools and commands would then reach (nothing lifts this); choose a project directory")
     return None
@@ -86,10 +100,8 @@ def workspace_problem(path: Path, home: Path | None = None, *, allow_any: bool =
     if home is None:
         home_text = os.environ.get("HOME")
         home = Path(home_text).resolve() if home_text else None
-    if (problem := credential_problem(path, home)) is not None:
-        return problem
     if allow_any:
-        return None
+        return credential_problem(path, home)
     if home is not None and (path == home or path in home.parents):
         what = "your home directory" if path == home else "an ancestor of your home directory"
         return f"refusing {path} as the workspace: it is {what}; choose a project directory"
@@ -98,4 +110,4 @@ def workspace_problem(path: Path, home: Path | None = None, *, allow_any: bool =
     for tree in SYSTEM_TREES:
         if _within(path, Path(tree)) and not any(_within(path, Path(ok)) for ok in ALLOWED_UNDER_USR):
             return f"refusing {path} as the workspace: it is inside the system directory {tree}"
-    return None
+    return credential_problem(path, home)
