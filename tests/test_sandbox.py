@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from keel.policy.hide import find_secret_files
 from keel.policy.sandbox import (
     SandboxPolicy,
     build_sandboxed,
@@ -25,7 +26,6 @@ from keel.policy.sandbox import (
     detect_sandbox,
     scrub_env,
 )
-from keel.policy.hide import find_secret_files
 from keel.tools.process import CommandResult, run_command
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -94,9 +93,7 @@ class Person:
         """Hand ``path`` (and everything below) to this person."""
         if self.user is None:
             return
-        entry = pwd.getpwnam(self.user)
-        for p in [path, *path.rglob("*")]:
-            os.lchown(p, entry.pw_uid, entry.pw_gid)
+        subprocess.run(["chown", "-R", "-h", f"{self.user}:{self.user}", str(path)], check=True)
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KEEL_", "OPENAI_", "XDG_"))}
