@@ -234,3 +234,19 @@ def test_inline_code_naming_a_secret_file_asks_where_the_tier_cannot_hide_it(per
     assert "PLAIN-DATA" in texts[len(INLINE)]            # code naming no secret still runs unasked
     for mark in INLINE.values():
         assert mark not in ran.sent()
+
+
+def test_env_pass_is_the_users_word_never_the_projects(tmp_path: Path) -> None:
+    from keel.config import ConfigError, load_config
+
+    ws = tmp_path / "ws"
+    (ws / ".keel").mkdir(parents=True)
+    (ws / ".keel" / "config.toml").write_text('[shell]\nenv_pass = ["AWS_*"]\n')
+    user = tmp_path / "user.toml"
+    user.write_text('[shell]\nenv_pass = ["MY_TOOL_HOME", "ACME_*"]\n')
+    config, warnings = load_config(ws, user_path=user, env={})
+    assert config.shell.env_pass == ["MY_TOOL_HOME", "ACME_*"]
+    assert any("env_pass" in w for w in warnings)
+    user.write_text('[shell]\nenv_pass = ["$(id)"]\n')
+    with pytest.raises(ConfigError, match="env_pass"):
+        load_config(ws, user_path=user, env={})
