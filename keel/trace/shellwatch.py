@@ -153,10 +153,12 @@ class ShellWatch:
         except ValueError:
             return None     # outside the workspace: the policy's own rules decide
         rel = "" if rel == "." else rel
-        if current is None or not path.exists() and not path.is_symlink():
-            return None     # not a watched command (the gate's checks), or nothing there to lose
+        if not path.exists() and not path.is_symlink():
+            return None     # nothing there to lose
         if not (self.enabled and self.snapshot.enabled):
             return "keel takes no snapshot in this session, so keel undo could not bring it back"
+        if current is None:
+            return None     # not a command the watch wraps (the gate's own checks)
         todo = [p for p in current.pruned if _within(rel, p) or (tree and _within(p, rel))]
         if not todo and rel in current.files:
             held = self.snapshot.before(rel, current.files[rel])
