@@ -90,12 +90,15 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     rules = RuleSet.from_config(perms.allow, perms.ask, perms.deny)
     confined, pid_namespace = _tier(config)
     shell = config.shell
+    approver = Approver(mode, rules=rules, workspace=workspace, prompt=prompt, confined=confined,
+                        pid_namespace=pid_namespace, snapshot=snapshot)
+    sandbox = policy_for(shell.sandbox, network=shell.network, env_pass=tuple(shell.env_pass),
+                         env_block=api_key_variables(config))
+    sandbox.shown = approver.reads_without_asking   # one read decision: read(...) allow rules unhide too
     return ToolContext(
         workspace=workspace, attended=attended, session=FileSession(),
-        approval=Approver(mode, rules=rules, workspace=workspace, prompt=prompt,
-                          confined=confined, pid_namespace=pid_namespace, snapshot=snapshot),
-        sandbox=policy_for(shell.sandbox, network=shell.network, env_pass=tuple(shell.env_pass),
-                           env_block=api_key_variables(config)),
+        approval=approver,
+        sandbox=sandbox,
         shell_timeout_s=shell.timeout_s, output_cap_bytes=shell.output_cap_bytes,
         ask_user=ask_user, redact=Redactor(secret_values(os.environ, [resolve_api_key(config)])),
     )

@@ -250,3 +250,19 @@ def test_env_pass_is_the_users_word_never_the_projects(tmp_path: Path) -> None:
     user.write_text('[shell]\nenv_pass = ["$(id)"]\n')
     with pytest.raises(ConfigError, match="env_pass"):
         load_config(ws, user_path=user, env={})
+
+
+@pytest.mark.bubblewrap
+def test_a_read_allow_rule_unhides_a_secret_file_for_commands_too(person: Person) -> None:
+    """One read decision: a test fixture's key a read(...) rule lets the model read is readable by the
+    project's tests as well; a .env beside it stays hidden."""
+    _write(person.work, {"tests/fixtures/server.key": "FIXTURE-KEY-MARK\n", ".env": "ENV-HIDDEN-MARK\n"})
+    person.own(person.work)
+    script = [{"tool_calls": [{"name": "run_shell", "arguments": {
+        "command": "python3 -c \"import pathlib; print(pathlib.Path('tests/fixtures/server.key').read_text(), "
+                   "pathlib.Path('.e' + 'nv').read_text())\""}}]}]
+    control = person.run(script, tier="bubblewrap").tool_texts()[0]     # no rule: both hidden
+    assert "FIXTURE-KEY-MARK" not in control and "ENV-HIDDEN-MARK" not in control, control
+    person.extra_config = '\n[permissions]\nallow = ["read(tests/fixtures/**)"]\n'   # type: ignore[attr-defined]
+    [shown] = person.run(script, tier="bubblewrap").tool_texts()[:1]
+    assert "FIXTURE-KEY-MARK" in shown and "ENV-HIDDEN-MARK" not in shown, shown

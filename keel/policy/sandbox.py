@@ -99,6 +99,9 @@ class SandboxPolicy:
     # Hide the workspace's secret files (bubblewrap); off only for a command a person let run knowing
     # that hiding them could not be complete (keel.policy.hide.HidingIncomplete).
     scan_secrets: bool = True
+    # The one read decision (keel.policy.reads): a secret file a read(...) allow rule lets the model read
+    # unasked (test fixtures' keys) is not hidden from commands either. None: every secret file is hidden.
+    shown: Callable[[Path], bool] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -250,7 +253,8 @@ def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, co
         argv += ["--ro-bind", path, path]
     home_dirs = homes(command_env)
     found = find_secret_files(ws) if policy.scan_secrets else Found([], [])
-    candidates = [*keel_dirs(command_env), *root_secret_paths(ws), *found.files, *found.dirs,
+    hidden = [f for f in found.files if policy.shown is None or not policy.shown(Path(f))]
+    candidates = [*keel_dirs(command_env), *root_secret_paths(ws), *hidden, *found.dirs,
                   *(p for entry in policy.hide_paths for p in expand(entry, home_dirs))]
     targets = hidden_targets(candidates, ws, policy.exposed)
     # A hidden directory that contains the workspace is covered first, then the workspace is
