@@ -18,6 +18,7 @@ from keel.engine.types import Engine, EngineError
 from keel.loop.limits import Limits, Prices
 from keel.loop.result import RunResult
 from keel.loop.runner import Runner
+from keel.policy.workspace import workspace_problem
 from keel.tools.base import Tool, ToolContext
 from keel.tools.registry import ToolRegistry
 from keel.tools.session import FileSession
@@ -76,7 +77,11 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
                   ask_user: Callable[[str], str] | None = None, snapshot: bool = False) -> ToolContext:
     """``snapshot``: the session's shell watch will snapshot the workspace before each command
     (keel.trace.snapshot), which the approval gate may count on for deletions it can undo."""
+    import os
+
+    from keel.config import api_key_variables
     from keel.policy.approval import Approver
+    from keel.policy.cmdenv import Redactor, secret_values
     from keel.policy.rules import RuleSet
     from keel.policy.sandbox import policy_for
 
@@ -84,13 +89,18 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     mode = perms.approval or ("interactive" if attended and prompt else "unattended")
     rules = RuleSet.from_config(perms.allow, perms.ask, perms.deny)
     confined, pid_namespace = _tier(config)
+    shell = config.shell
+    approver = Approver(mode, rules=rules, workspace=workspace, prompt=prompt, confined=confined,
+                        pid_namespace=pid_namespace, snapshot=snapshot)
+    sandbox = policy_for(shell.sandbox, network=shell.network, env_pass=tuple(shell.env_pass),
+                         env_block=api_key_variables(config))
+    sandbox.shown = approver.reads_without_asking   # one read decision: read(...) allow rules unhide too
     return ToolContext(
         workspace=workspace, attended=attended, session=FileSession(),
-        approval=Approver(mode, rules=rules, workspace=workspace, prompt=prompt,
-                          confined=confined, pid_namespace=pid_namespace, snapshot=snapshot),
-        sandbox=policy_for(config.shell.sandbox, network=config.shell.network),
-        shell_timeout_s=config.shell.timeout_s, output_cap_bytes=config.shell.output_cap_bytes,
-        ask_user=ask_user,
+        approval=approver,
+        sandbox=sandbox,
+        shell_timeout_s=shell.timeout_s, output_cap_bytes=shell.output_cap_bytes,
+        ask_user=ask_user, redact=Redactor(secret_values(os.environ, [resolve_api_key(config)])),
     )
 
 
@@ -102,7 +112,7 @@ def top_level_entries(workspace: Path, cap: int = 40) -> list[str]:
         kept, _ignored = IgnoreRules(workspace).scan(str(workspace))
     except OSError:
         return []
-    names = sorted((e.name + "/" if e.is_dir(follow_symlinks=False) else e.name) for e in kept)
+    names = sorted((e.name + "/" if e.is_dir() else e.name) for e in kept)
     names.sort(key=lambda n: not n.endswith("/"))
     return names[:cap] + ([f"… {len(names) - cap} more"] if len(names) > cap else [])
 
@@ -170,9 +180,10 @@ class Agent:
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise EngineError("config", f"workspace {self.workspace} is not a directory")
-        if self.workspace == Path(self.workspace.anchor) or self.workspace == Path.home().resolve():
-            # the workspace is what the sandbox makes writable: "/" or $HOME would fence nothing
-            raise EngineError("config", f"refusing {self.workspace} as the workspace: choose a project directory")
+        # the workspace is what the sandbox makes writable: "/", $HOME or a credential folder would
+        # fence nothing (keel.policy.workspace: the one check, also the CLI's)
+        if (problem := workspace_problem(self.workspace, allow_any=True)) is not None:
+            raise EngineError("config", problem)
         # No config given: the layers `keel run` reads (KEEL_* environment, the user's and the project's
         # config.toml), so the library and the CLI agree; a bad file raises keel.config.ConfigError.
         self.config_warnings: list[str] = []
@@ -367,6 +378,8 @@ class Agent:
         if getattr(self, "_context", None) is None:
             from keel.context.manager import build_context_manager
             self._context = build_context_manager(self.config, self.engine, self.bus, self.workspace)
+            from keel.policy.reads import shows
+            self._context.may_read = shows(self.ctx.approval)   # the compaction record quotes files
             from keel.ext.hooks import attach_pre_compact
             attach_pre_compact(self._context, self.ext.hooks)  # PreCompact hooks run before each compaction
         if engine is not None:

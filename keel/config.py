@@ -100,6 +100,10 @@ class ShellSettings(_Section):
     # the snapshot before each command that makes its deletions undoable (keel.trace.snapshot); 0 turns it off
     snapshot_max_mb: int = Field(default=512, ge=0)
     snapshot_max_files: int = Field(default=50_000, ge=0)
+    # environment variables commands get beyond the allow-list (keel.policy.cmdenv): names, or
+    # PREFIX* globs. User config only; never the variable that holds the engine's key.
+    env_pass: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*\*?$")]] = Field(
+        default_factory=list)
 
 
 class PermissionSettings(_Section):
@@ -248,6 +252,7 @@ UNTRUSTED_IN_PROJECT = {("engine", "base_url"), ("engine", "api_key_env"), ("eng
                         ("shell", "network"),
                         # the snapshot is what makes a command's deletions undoable: the person sets it
                         ("shell", "snapshot_max_mb"), ("shell", "snapshot_max_files"),
+                        ("shell", "env_pass"),   # which of the person's variables commands see
                         ("engine", "local_prefix_cache_mb"),   # disk use in the person's data dir
                         ("telemetry", "endpoint"), ("telemetry", "content")}   # where the run's text may go
 
@@ -381,6 +386,11 @@ def load_config(workspace: Path, *, user_path: Path | None = None,
         merged = _merge(merged, {s: {k: v for k, v in vals.items() if v is not None}
                                  for s, vals in flags.items()})
     return _validate(merged, "configuration"), warnings
+
+
+def api_key_variables(config: Config) -> tuple[str, ...]:
+    """The variables the engine's key may come from: never passed to a command (keel.policy.cmdenv)."""
+    return (config.engine.api_key_env,) if config.engine.api_key_env else ("KEEL_API_KEY", "OPENAI_API_KEY")
 
 
 def resolve_api_key(config: Config, env: dict[str, str] | None = None) -> str | None:

@@ -85,20 +85,22 @@ def test_a_models_rm_and_edits_in_a_non_git_workspace_are_undone_byte_for_byte(t
     assert again.code == 0 and "restored" not in again.stdout.replace("already as it was", "")
 
 
-def test_a_file_over_the_per_file_limit_is_reported_not_undoable_and_the_rest_is_undone(tmp_path, run_keel):
+def test_a_file_over_the_per_file_limit_is_streamed_into_the_snapshot_and_undone(tmp_path, run_keel):
+    """Issue 35: an unattended rm of a file over 8 MiB could not be undone; the snapshot now streams it
+    into a blob of its own (never read whole into memory)."""
     work = _workspace(tmp_path)
-    big = os.urandom(9 * 2**20)                                    # over the 8 MB a checkpoint keeps
+    big = os.urandom(9 * 2**20)                                    # over the 8 MiB a pack blob keeps
     (work / "big.bin").write_bytes(big)
     r, [output] = _run(run_keel, work, ["rm -f big.bin app.py"])
-    assert "big.bin" in output and "cannot undo" in output, output
+    assert "cannot undo" not in output, output
     events = read_log(Path(r.result["log"])).events
-    [note] = [e for e in events if e["type"] == "workspace_snapshot"]
-    assert note["too_large"] == ["big.bin"] and note["enabled"] is True
+    assert not [e for e in events if e["type"] == "workspace_snapshot"]
     [change] = [e for e in events if e["type"] == "workspace_change"]
-    assert change["not_undoable"] == ["big.bin"]
+    assert change["not_undoable"] == []
 
     undone = run_keel("undo", "--cwd", str(work))
-    assert undone.code == 1 and "cannot undo: big.bin" in undone.stdout
+    assert undone.code == 0, undone.stdout
+    assert (work / "big.bin").read_bytes() == big
     assert (work / "app.py").read_bytes() == FILES["app.py"][0]
 
 
@@ -107,18 +109,21 @@ def test_a_workspace_over_the_snapshot_cap_says_so_and_names_the_setting(tmp_pat
     config = Path(keel_env["XDG_CONFIG_HOME"]) / "keel" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("[shell]\nsnapshot_max_files = 5\n")
-    r, (first, second) = _run(run_keel, work, ["rm -f app.py", "rm -f run.py"], fmt="text")
+    r, (first, second, third) = _run(run_keel, work, ["true", "rm -f app.py", "echo more >> notes.txt"], fmt="text")
     assert "snapshot_max_files" in first and "9 files" in first, first   # said once, in the result
-    assert "snapshot" not in second
+    assert "snapshot" not in third
+    # Issue 35: with no snapshot a deletion would be lost, so it is stopped before it runs (unattended:
+    # refused); a command that deletes nothing still runs, and what it changed is said not undoable.
+    assert "refused" in second and "no snapshot" in second and (work / "app.py").exists(), second
     [log] = (Path(keel_env["KEEL_HOME"]) / "sessions").glob("*.jsonl")
     events = read_log(log).events
     [off] = [e for e in events if e["type"] == "workspace_snapshot"]
     assert off["enabled"] is False and "[shell] snapshot_max_files" in off["reason"]
     assert "no workspace snapshot" in r.stderr and "[shell] snapshot_max_files" in r.stderr   # the person is told
     changes = [c for e in events if e["type"] == "workspace_change" for c in e["changes"]]
-    assert [(c["path"], c["undoable"]) for c in changes] == [("app.py", False), ("run.py", False)]
+    assert [(c["path"], c["undoable"]) for c in changes] == [("notes.txt", False)]
     undone = run_keel("undo", "--cwd", str(work))
-    assert undone.code == 1 and "cannot undo: app.py" in undone.stdout
+    assert undone.code == 1 and "cannot undo: notes.txt" in undone.stdout
 
 
 def test_the_snapshot_never_reads_through_a_symlink(tmp_path):
@@ -171,7 +176,7 @@ def test_the_approval_gate_knows_whether_a_snapshot_holds_the_workspace(tmp_path
     assert shell is not None
     result = shell.execute(shell.spec.args(command="true"), capped.ctx)
     assert "snapshot_max_files" in result.output
-    assert capped.ctx.approval.snapshot is False
+    assert not capped.ctx.approval.snapshot                       # the watch's Holdings, now off
     assert Agent(engine, workspace=work, config=Config.model_validate(
         {"shell": {"snapshot_max_mb": 0}})).ctx.approval.snapshot is False
 

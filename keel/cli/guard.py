@@ -7,64 +7,25 @@ value named instead of a traceback halfway through a run.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import typing
 from pathlib import Path
 from typing import IO
 
 from keel.cli.streams import not_utf8
+from keel.policy.workspace import workspace_problem as workspace_problem  # the one check
 
-# Refused as a workspace, together with everything below them: system trees where an agent with
-# write access does damage, and pseudo-filesystems.
-SYSTEM_TREES = ("/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc", "/sys",
-                "/dev", "/usr")
-# Project code does live below these (/usr/src/app in container images, /var/www, /tmp/x, /opt/app),
-# so only the directories themselves are refused.
-SYSTEM_DIRS = ("/", "/tmp", "/var", "/var/tmp", "/var/lib", "/var/log", "/opt", "/srv", "/home", "/mnt",
-               "/media", "/run", "/root", "/snap", "/usr/local")
-ALLOWED_UNDER_USR = ("/usr/src", "/usr/local/src")
 OVERRIDE_FLAG = "--allow-any-cwd"
-
-
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def workspace_problem(path: Path, home: Path | None = None) -> str | None:
-    """Why ``path`` (resolved) must not be a workspace, or None when it may.
-
-    The workspace is what the sandbox makes writable and what file tools may edit, so "/", a
-    system directory, or $HOME and its ancestors would fence nothing worth fencing.
-    """
-    if not path.exists():
-        return f"{path}: no such directory"
-    if not path.is_dir():
-        return f"{path}: not a directory"
-    if home is None:
-        home_text = os.environ.get("HOME")
-        home = Path(home_text).resolve() if home_text else None
-    if home is not None and (path == home or path in home.parents):
-        what = "your home directory" if path == home else "an ancestor of your home directory"
-        return f"refusing {path} as the workspace: it is {what}; choose a project directory"
-    if str(path) in SYSTEM_DIRS:
-        return f"refusing {path} as the workspace: it is a system directory; choose a project directory"
-    for tree in SYSTEM_TREES:
-        if _within(path, Path(tree)) and not any(_within(path, Path(ok)) for ok in ALLOWED_UNDER_USR):
-            return f"refusing {path} as the workspace: it is inside the system directory {tree}"
-    return None
 
 
 def check_workspace(raw: str, allow_any: bool) -> tuple[Path, str | None]:
     """The resolved workspace and a message when it is refused (``allow_any`` only lifts the
     system/home refusal, never the must-be-a-directory one)."""
     path = Path(raw).expanduser().resolve()
-    problem = workspace_problem(path)
+    problem = workspace_problem(path, allow_any=allow_any)
     if problem is None:
         return path, None
-    if allow_any and path.is_dir():
-        return path, None
-    if path.is_dir():
+    if path.is_dir() and workspace_problem(path, allow_any=True) is None:
         problem += f" (pass {OVERRIDE_FLAG} to use it anyway)"
     return path, f"--cwd {raw}: {problem}"
 

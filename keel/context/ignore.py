@@ -26,9 +26,11 @@ from pathlib import Path
 
 import pathspec
 
-from keel.policy.beneath import NotRegularFileError, anchor, open_beneath
+from keel.policy.beneath import NotRegularFileError, anchor, open_beneath, read_beneath
+from keel.policy.listing import DIR, FILE, Entry, list_beneath
 from keel.policy.paths import workspace_root
 
+_O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
 # Build output, caches, environments and VCS data: never useful to list or search.
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache",
                                  ".pytest_cache", ".ruff_cache", ".tox", "dist", "build", "target"})
@@ -106,13 +108,15 @@ class IgnoreRules:
         # Inside a repository .gitignore applies from its root down, as git and rg (by default) do.
         self.require_git = any((d / ".git").exists() for d in chain)
         self._levels: dict[str, tuple[Level, ...]] = {}
+        self._root_fd: int | None = None     # open while a walk is under way
+        self._prefix = self.root.rstrip("/") + "/"
 
     def _read(self, directory: str) -> GlobMatcher | None:
-        try:
-            with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
-                matcher = GlobMatcher(fh.read().splitlines())
+        try:   # no symlink followed: a .gitignore swapped for a link is not read through it
+            data = read_beneath(*anchor(os.path.join(directory, ".gitignore")), limit=1 << 20)
         except OSError:
             return None
+        matcher = GlobMatcher(data.decode("utf-8", "replace").splitlines())
         return matcher or None
 
     def levels(self, directory: str, names: Iterable[str] | None = None) -> tuple[Level, ...]:
@@ -147,58 +151,88 @@ class IgnoreRules:
                 return decided
         return False
 
-    def scan(self, directory: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
+    def entries(self, directory: str, *, with_stat: bool = False) -> list[Entry]:
+        """The entries of ``directory`` (absolute, at or below the workspace root), listed through a
+        descriptor opened with no symlink followed (keel.policy.listing): a directory swapped for a
+        link since the walk saw it raises ``EscapeError`` instead of listing where it points."""
+        if directory.startswith(self._prefix):       # the walk's own paths: root + "/" + rel (relpath is slow)
+            base, rel = self.root, directory[len(self._prefix):]
+        else:
+            base, rel = anchor(directory, self.root)
+        return list_beneath(self._root_fd if self._root_fd is not None else base, rel, directory, with_stat=with_stat)
+
+    def scan(self, directory: str, *, with_stat: bool = False) -> tuple[list[Entry], list[Entry]]:
         """The entries of ``directory`` split into (kept, ignored). Raises OSError if unreadable."""
-        with os.scandir(directory) as it:
-            entries = list(it)
+        entries = self.entries(directory, with_stat=with_stat)
         levels = self.levels(directory, (e.name for e in entries))
         kept, ignored = [], []
         for entry in entries:
-            is_dir = entry.is_dir(follow_symlinks=False)
+            is_dir = entry.is_dir()
             if is_always_skipped(entry.name, is_dir) or (levels and self.gitignored(entry.path, is_dir, levels)):
                 ignored.append(entry)
             else:
                 kept.append(entry)
         return kept, ignored
 
-    def walk_files(self, start: str,
-                   decide: Callable[[os.DirEntry[str], bool], bool | None] | None = None
-                   ) -> Iterator[os.DirEntry[str]]:
-        """Regular files under ``start`` (absolute dir) that the rules keep; symlinks are skipped.
+    def walk_files(self, start: str, decide: Callable[[Entry, bool], bool | None] | None = None, *,
+                   with_stat: bool = False, pruned: Callable[[Entry], None] | None = None,
+                   every_file: bool = False) -> Iterator[Entry]:
+        """Regular files under ``start`` (absolute dir) that the rules keep; symlinks are skipped, and
+        every directory is listed with no link followed (``entries``).
 
         ``decide(entry, is_dir)`` may settle an entry first: True keeps it, False drops it,
         None leaves it to the rules (how grep's glob filter overrides .gitignore, as in rg).
+        ``every_file``: files are kept whatever the rules say, without asking ``decide`` (the shell watch).
+        ``with_stat``: each entry carries its lstat. ``pruned(entry)`` hears of each directory the
+        walk does not enter (always skipped, decided against, or git-ignored).
         """
         stack = [start]
-        while stack:
-            directory = stack.pop()
-            try:
-                with os.scandir(directory) as it:
-                    entries = list(it)
-            except OSError:
-                continue  # unreadable directories are skipped silently, as rg does
-            levels = self.levels(directory, (e.name for e in entries))
-            for entry in entries:
-                # With follow_symlinks=False a symlink is neither a dir nor a file: skipped.
-                if entry.is_dir(follow_symlinks=False):
-                    is_dir = True
-                    if is_always_skipped(entry.name, True):
+        # the root's descriptor is opened once for the walk (each folder is still opened below it, no link
+        # followed): opening it again per folder cost a tenth of a scan
+        own = self._root_fd is None
+        if own:
+            self._root_fd = os.open(self.root, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            while stack:
+                directory = stack.pop()
+                try:
+                    entries = self.entries(directory, with_stat=with_stat)
+                except OSError:
+                    continue  # unreadable directories (or ones that became links) are skipped silently, as rg does
+                levels = self.levels(directory, (e.name for e in entries))
+                for entry in entries:
+                    # A symlink is neither a dir nor a file: skipped.
+                    kind = entry.kind
+                    if kind == DIR:
+                        is_dir = True
+                        if is_always_skipped(entry.name, True):
+                            if pruned is not None:
+                                pruned(entry)
+                            continue
+                    elif kind == FILE:
+                        is_dir = False
+                        if entry.name == ".git":
+                            continue
+                        if every_file:
+                            yield entry
+                            continue
+                    else:
                         continue
-                elif entry.is_file(follow_symlinks=False):
-                    is_dir = False
-                    if entry.name == ".git":
+                    verdict = decide(entry, is_dir) if decide is not None else None
+                    if verdict is None and levels and self.gitignored(entry.path, is_dir, levels):
+                        verdict = False
+                    if verdict is False:
+                        if is_dir and pruned is not None:
+                            pruned(entry)
                         continue
-                else:
-                    continue
-                verdict = decide(entry, is_dir) if decide is not None else None
-                if verdict is False:
-                    continue
-                if verdict is None and levels and self.gitignored(entry.path, is_dir, levels):
-                    continue
-                if is_dir:
-                    stack.append(entry.path)
-                else:
-                    yield entry
+                    if is_dir:
+                        stack.append(entry.path)
+                    else:
+                        yield entry
+        finally:
+            if own and self._root_fd is not None:
+                os.close(self._root_fd)
+                self._root_fd = None
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")

@@ -15,7 +15,7 @@ reading modified files for their current content, and the events.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,8 @@ class ContextManager:
         self._compacted = self._retried = self._announced = False
         self._ephemeral = 0
         self._last_estimate = 0
+        # the one read decision (keel.policy.reads.shows): a file it keeps back is named, never quoted
+        self.may_read: Callable[[Path], bool] | None = None
 
     @property
     def trigger(self) -> int:
@@ -225,15 +227,20 @@ class ContextManager:
         out: dict[str, str | None] = {}
         if self.workspace is None:
             return out
-        from keel.policy.paths import PathJailError, is_secret_path, resolve_in_workspace
+        from keel.policy.beneath import anchor, read_beneath_stat
+        from keel.policy.paths import PathJailError, resolve_in_workspace
+        from keel.policy.reads import shows
 
+        may_read = self.may_read or shows(None)
         for path in paths:
             try:
                 real = resolve_in_workspace(self.workspace, path)
                 if not real.exists():
                     out[path] = None
-                elif not is_secret_path(real) and real.is_file() and real.stat().st_size <= FILE_CONTENT_BYTES:
-                    out[path] = real.read_text(encoding="utf-8")
+                elif may_read(real) and real.is_file():
+                    data, st = read_beneath_stat(*anchor(real), limit=FILE_CONTENT_BYTES + 1)   # no link followed
+                    if st.st_size <= FILE_CONTENT_BYTES:
+                        out[path] = data.decode("utf-8")
             except (PathJailError, OSError, UnicodeDecodeError):
                 continue
         return out

@@ -117,7 +117,7 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
     root = workspace.resolve()
     found: list[FileText] = []
     skipped = 0
-    for entry in IgnoreRules(root).walk_files(str(root)):
+    for entry in IgnoreRules(root).walk_files(str(root), with_stat=True):
         if len(found) >= MAX_SCANNED_FILES:
             skipped += 1
             continue
@@ -130,10 +130,7 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
             continue
         text: str | None = None
         if real.suffix.lower() in _SOURCE_SUFFIXES or not real.suffix:
-            try:
-                size = entry.stat(follow_symlinks=False).st_size
-            except OSError:
-                continue
+            size = entry.stat().st_size
             data = read_unless_binary(entry.path) if size <= MAX_FILE_BYTES else None
             text = data.decode("utf-8", errors="replace") if data is not None else None
             found.append(FileText(rel, text, data))
@@ -145,7 +142,9 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
 def preload_section(workspace: Path, task: str, window_tokens: int, ctx: Any) -> str:
     """The first message's file section for ``task``; the files shown are recorded as read by the
     session (``ctx.session``), through the same read rules read_file obeys (``ctx.approval``)."""
-    files, more = collect(workspace, getattr(ctx.approval, "reads_without_asking", None))
+    from keel.policy.reads import shows
+
+    files, more = collect(workspace, shows(ctx.approval))
     chosen = choose(task, files, budget_chars(window_tokens), more)
     root = workspace.resolve()
     for f in chosen.shown:   # the bytes shown, not a second read: an edit is checked against what the model saw

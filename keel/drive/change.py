@@ -35,6 +35,7 @@ from keel.drive.spread import Spread, rename_asked
 from keel.engine.types import Usage
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
+from keel.policy.reads import read_refusal, shows
 from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.small import NOTE_MAX_CHARS, breaks_python
 
@@ -234,6 +235,11 @@ def make_change_tool() -> Tool:
         except UnicodeDecodeError:
             return ToolResult.error(f"{args.path} is not a UTF-8 text file; change_file rewrites text files only.")
         shown = display_path(ctx.workspace, real)
+        # the file goes to the engine in the editor request (and a move carries it to a name the
+        # tools read freely): the one read decision first (keel.policy.reads)
+        if data is not None and not shows(ctx.approval)(real) and \
+                (refusal := read_refusal(ctx.approval, shown, real)) is not None:
+            return ToolResult.error(refusal)
         task, verifier = run.task, run.verifier
         checks = verifier if verifier is not None and not verifier.plan.empty else None   # None: nothing to run
         # a move, or a rename the task names, is keel's own refactoring: no editor request, whatever the note says
@@ -257,7 +263,7 @@ def make_change_tool() -> Tool:
             return replace(done, output=redirect_notice(shown, target) + done.output)
         failures = failing_output(known, saved_tail) if known is not None else ""
         window = run.window_tokens
-        files, _ = collect(ctx.workspace, getattr(ctx.approval, "reads_without_asking", None))
+        files, _ = collect(ctx.workspace, shows(ctx.approval))
         others = [f for f in files if f.path != shown and f.text is not None]
         related = choose(f"{task}\n{args.change}", others, int(window * RELATED_SHARE * CHARS_PER_TOKEN)).shown
         spent = Usage()

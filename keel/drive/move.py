@@ -28,6 +28,7 @@ from keel.drive.refactor import RefactorError, js_specifiers, python_move
 from keel.drive.rename import hit_lines, python_sources, read_other, word_users, write_other
 from keel.policy.beneath import anchor, read_beneath, unlink_beneath
 from keel.policy.paths import PathJailError, resolve_in_workspace
+from keel.policy.reads import read_refusal, shows
 from keel.tools.base import ToolContext, ToolResult, approval_refusal
 from keel.tools.files import WRITE_FILE, file_session
 from keel.verify.contract import JS_EXTS
@@ -114,6 +115,10 @@ def carry_move(ctx: ToolContext, old: str, new: str, protected: Callable[[str], 
     if not real_old.is_file():
         return ToolResult.error(f"Cannot move {old}: it is not a file.")
     refusal = approval_refusal(ctx, "edit", old) or approval_refusal(ctx, "edit", new)
+    # a move carries the bytes to a name the tools may read freely (.env -> notes.local): it needs
+    # what reading the old name needs (keel.policy.reads)
+    if refusal is None and not shows(ctx.approval)(real_old):
+        refusal = read_refusal(ctx.approval, old, real_old)
     if refusal is not None:
         return ToolResult.error(refusal)
     try:

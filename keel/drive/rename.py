@@ -25,10 +25,11 @@ from pathlib import Path
 from keel.context.ignore import IgnoreRules
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspace, workspace_root
+from keel.policy.reads import shows
 from keel.tools.base import ToolContext
 from keel.tools.files import WRITE_FILE, file_session
 from keel.tools.search import grep_backend, grep_python, grep_rg
-from keel.tools.textsearch import GrepError, GrepQuery
+from keel.tools.textsearch import GrepError, GrepQuery, confirm_hits
 
 MAX_OTHER_FILES = 20     # other files renamed in one change_file call (by refactoring: no model request)
 MAX_FILES_LISTED = 8     # files still using an old name, in the tool result
@@ -220,12 +221,13 @@ def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, s
     root, rules = str(workspace_root(ctx.workspace)), IgnoreRules(ctx.workspace)
     query = GrepQuery(rf"\b{re.escape(name)}\b")
     try:
-        hits = (grep_rg(root, ".", query, require_git=rules.require_git) if grep_backend(ctx) == "rg"
-                else grep_python(root, ".", query, rules))
+        hits = (confirm_hits(root, grep_rg(root, ".", query, require_git=rules.require_git), 1 << 62)
+                if grep_backend(ctx) == "rg" else grep_python(root, ".", query, rules))
     except (GrepError, OSError):
         return []
+    may_show = shows(ctx.approval)   # the one read decision: these lines go to the model
     return [(h.path, [(n, t) for n, is_match, t in h.lines() if is_match]) for h in hits
-            if not is_secret_name(h.path)]
+            if may_show(Path(root) / h.path)]
 
 
 MAX_PYTHON_FILES = 2000        # Python files read for one refactoring (rope's copy of the workspace)
@@ -255,7 +257,7 @@ def python_sources(ctx: ToolContext, users: set[str], path: str | None = None, s
         if not rel.endswith(".py") or is_secret_name(rel):
             continue
         why = (f"past the {MAX_PYTHON_FILES} files read for a refactoring" if len(out.texts) >= MAX_PYTHON_FILES
-               else "too large to read for a refactoring" if entry.stat(follow_symlinks=False).st_size > MAX_PYTHON_BYTES
+               else "too large to read for a refactoring" if entry.stat().st_size > MAX_PYTHON_BYTES
                else None)
         read = read_other(ctx, rel) if why is None else why
         if isinstance(read, str):
@@ -274,8 +276,7 @@ def read_other(ctx: ToolContext, path: str) -> tuple[Path, bytes, str] | str:
     moved file): its real path, bytes and text, or why it cannot be read (the jail, read approval)."""
     try:
         real = resolve_in_workspace(ctx.workspace, path, for_write=True)
-        may_read = getattr(ctx.approval, "reads_without_asking", None)
-        if may_read is not None and not may_read(real):
+        if not shows(ctx.approval)(real):
             return "reading it needs approval"
         data = read_beneath(*anchor(real))
         return real, data, data.decode("utf-8")

@@ -32,9 +32,13 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import unquote, urlparse
 
 from pydantic import BaseModel, ConfigDict
 
+from keel.policy.paths import is_secret_name, is_secret_path, workspace_root
+from keel.policy.reads import shows
+from keel.policy.workspace import credential_problem
 from keel.tools.base import Tool, ToolAnnotations, ToolContext, ToolResult, ToolSpec
 
 USER_FILE = "mcp.json"
@@ -211,7 +215,9 @@ class McpManager:
                 warnings.append(f"MCP server {name!r} is unavailable: {server.error}")
         return warnings
 
-    def call(self, server_name: str, tool: str, arguments: dict[str, Any], timeout_s: float) -> tuple[bool, str]:
+    def call(self, server_name: str, tool: str, arguments: dict[str, Any], timeout_s: float,
+             may_show: Callable[[str], bool] | None = None) -> tuple[bool, str]:
+        """The tool's result as text; ``may_show(uri)`` decides whether an embedded resource's text is shown."""
         server = self.servers[server_name]
         if server.session is None:
             return False, f"MCP server {server_name!r} is not running: {server.error or 'not started'}"
@@ -228,7 +234,7 @@ class McpManager:
                 if server.stop is not None:
                     self.loop.call_soon_threadsafe(server.stop.set)
             return False, f"MCP server {server_name!r} failed during {tool}: {_describe(exc, server.stderr_tail())}"
-        return _render(result)
+        return _render(result, may_show)
 
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -249,8 +255,9 @@ def _is_closed(exc: BaseException) -> bool:
     return "closed" in text or isinstance(exc, EOFError | BrokenPipeError | ConnectionError)
 
 
-def _render(result: Any) -> tuple[bool, str]:
-    """A CallToolResult as text for the model (1.x camelCase and 2.x snake_case fields)."""
+def _render(result: Any, may_show: Callable[[str], bool] | None = None) -> tuple[bool, str]:
+    """A CallToolResult as text for the model (1.x camelCase and 2.x snake_case fields); a resource
+    ``may_show`` refuses is named, its text left out."""
     parts = []
     for block in getattr(result, "content", []) or []:
         kind = getattr(block, "type", "")
@@ -260,7 +267,11 @@ def _render(result: Any) -> tuple[bool, str]:
             parts.append(f"[{kind}: {getattr(block, 'mime_type', None) or getattr(block, 'mimeType', '')}]")
         elif kind == "resource":
             res = block.resource
-            parts.append(getattr(res, "text", None) or f"[resource {getattr(res, 'uri', '')}]")
+            uri = str(getattr(res, "uri", ""))
+            if may_show is not None and not may_show(uri):
+                parts.append(f"[resource {uri}: not shown, reading it needs approval (keel's read rules)]")
+            else:
+                parts.append(getattr(res, "text", None) or f"[resource {uri}]")
         else:
             parts.append(f"[{kind} content]")
     structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
@@ -324,12 +335,27 @@ def make_tool(manager: McpManager, server: str, remote: Any, call_timeout_s: flo
                  allowed=refusal is None, how=(refusal or how)[:500])
         if refusal is not None:
             return ToolResult.error(refusal)
-        ok, text = manager.call(server, remote.name, arguments, call_timeout_s)
+        ok, text = manager.call(server, remote.name, arguments, call_timeout_s,
+                                lambda uri: resource_shows(uri, ctx))
         return ToolResult(ok=ok, output=text, meta={"mcp_server": server})
 
     spec = ToolSpec(name, f"[MCP {server}] {description}"[:1024], _args_model(name, schema),
                     ToolAnnotations(read_only=read_only, needs_network=bool(manager.servers[server].spec.url)))
     return Tool(spec, run)
+
+
+def resource_shows(uri: str, ctx: ToolContext) -> bool:
+    """The one read decision (keel.policy.reads) for a resource an MCP server embeds in its result: a
+    file in the workspace as the file tools decide; outside it, never a secret-looking file or one in
+    a credential folder; any other URI by the name it ends in."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return not is_secret_name(unquote(parsed.path).rstrip("/"))
+    real = Path(os.path.realpath(unquote(parsed.path)))
+    root = workspace_root(ctx.workspace)
+    if real == root or root in real.parents:
+        return shows(ctx.approval)(real)
+    return not is_secret_path(real) and credential_problem(real) is None
 
 
 def _authorize(name: str, server: str, arguments: dict[str, Any], ctx: ToolContext,

@@ -148,9 +148,15 @@ class Approver:
 
     def reads_without_asking(self, real: Path) -> bool:
         """Whether reading ``real`` (resolved, in the workspace) goes ahead with no one asked: what
-        keel may show the model unprompted (keel.context.preload) without bypassing a rule."""
+        keel may show the model unprompted (keel.policy.reads: walks, previews) without bypassing a rule."""
         decision, _rule = self._session.path_decision("read", real, self.workspace)
-        return decision == "allow" or (decision is None and not is_secret_path(real))
+        if decision == "deny":
+            return False
+        return decision == "allow" or real in self._always_read or (decision is None and not is_secret_path(real))
+
+    def read_denied(self, real: Path) -> bool:
+        """Whether a ``read(...)`` deny rule covers ``real``: not even its name is listed."""
+        return self._session.path_decision("read", real, self.workspace)[0] == "deny"
 
     def authorize_read(self, path: str) -> ApprovalOutcome:
         try:
@@ -170,6 +176,19 @@ class Approver:
         if always:
             self._always_read.add(real)
         return outcome
+
+    def authorize_exposure(self, command: str, why: str) -> ApprovalOutcome:
+        """A command the tier cannot hide every secret file from: a person decides, in every mode
+        (as for a secret read); with no one present it is refused."""
+        if self.prompt is None or self.mode == "unattended":
+            return ApprovalOutcome(False, f"refused: `{command.strip()}` would run where keel cannot hide the "
+                                          f"workspace's secret files ({why}) and no one is present to allow it. "
+                                          "Use the file tools instead.", "ask")
+        answer = self._ask(f"keel wants to run: {command.strip()}\n  but cannot hide the workspace's secret files "
+                           f"from it: {why}\n  [y] yes, once   [n] no")
+        if answer in ("y", "yes", "o", "once"):
+            return ApprovalOutcome(True, "approved once by the user", "ask")
+        return ApprovalOutcome(False, f"refused by the user: `{command.strip()}`.", "ask")
 
     def _ask_path(self, verb: str, shown: str, why: str, always_scope: str,
                   if_absent: str) -> tuple[ApprovalOutcome, bool]:

@@ -204,6 +204,19 @@ def open_beneath(root: Root, rel: RelPath, flags: int, mode: int = 0o666) -> int
         return fd
 
 
+def open_dir_beneath(root: Root, rel: RelPath) -> int:
+    """A read descriptor of the directory ``rel`` below ``root`` (for ``os.scandir``), no symlink
+    followed on the way or at the end (EscapeError); the caller closes it."""
+    parts = parts_of(rel)
+    prefix = "/" if not isinstance(root, int) and os.fspath(root) == "/" else ""
+    with _root_fd(root) as rfd:
+        dfd = _open_dir(rfd, parts, prefix + "/".join(parts), prefix=prefix)
+        try:
+            return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+
+
 def stat_beneath(root: Root, rel: RelPath) -> os.stat_result:
     """``os.lstat`` of ``rel`` below ``root``; the directories on the way are not followed either."""
     if not parts_of(rel):

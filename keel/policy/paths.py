@@ -26,14 +26,21 @@ class PathJailError(Exception):
 # The kernel's MAXSYMLINKS: more hops than this fail with ELOOP, so we refuse them too.
 MAX_SYMLINK_HOPS = 40
 
-# Files whose content is a secret: reading them needs explicit approval.
+# THE list of secret-looking files (docs/sandbox.md, "Secret files"), shared by the file tools (reading
+# one needs approval), the shell policy (a command naming one asks), the bubblewrap tier (hidden from
+# commands at any depth) and the gate's snapshots (their text is never kept). Case-insensitive globs
+# on the file's name.
 SECRET_PATTERNS = (".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ed25519*",
                    "id_ecdsa*", ".netrc", ".npmrc", ".pypirc", "credentials", "*.p12", "*.pfx", ".git-credentials",
                    ".htpasswd", "*.jks", "*.keystore", "*.kdbx", ".vault-token", "*.tfvars", "*.tfstate", "*.ovpn",
                    ".dockercfg", "client_secret*.json", "service-account*.json", "*.token", ".authinfo*", ".boto",
-                   ".s3cfg", "*.secret", "*.secrets", "auth.json", "token.json")
-# Names that match a secret pattern but are, by convention, committed templates or public keys.
-NOT_SECRET_PATTERNS = (".env.example", ".env.sample", ".env.template", ".env.dist", "*.pub")
+                   ".s3cfg", "*.secret", "*.secrets", "auth.json", "token.json", "*credentials*", "secrets.*")
+# Source code that merely carries the word: read_file credentials.py is ordinary work.
+SOURCE_SUFFIXES = ("py", "pyi", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java", "kt", "rb", "php", "cs",
+                   "c", "h", "cc", "cpp", "hpp", "swift", "scala", "ex", "exs", "lua", "sh", "md", "rst", "html", "vue")
+# Names that match a secret pattern but are, by convention, committed templates, public keys or code.
+NOT_SECRET_PATTERNS = (".env.example", ".env.sample", ".env.template", ".env.dist", "*.pub",
+                       *(f"*credentials*.{s}" for s in SOURCE_SUFFIXES), *(f"secrets.{s}" for s in SOURCE_SUFFIXES))
 # Directories whose every file holds credentials or keys.
 SECRET_DIRS = (".ssh", ".gnupg", ".aws")
 

@@ -10,30 +10,26 @@ Three tiers, strongest available first (``detect_sandbox`` picks one per process
   unless network was approved (with its own loopback, so tests can serve on 127.0.0.1), all
   capabilities dropped (so even root cannot remount ``/``), a process budget, and secrets
   hidden (root-only files like /etc/shadow too): credential dirs under HOME are covered by
-  empty tmpfs, secret files and daemon sockets by an empty read-only file, ``.env`` files in
-  the workspace likewise.
+  empty tmpfs, secret files and daemon sockets by an empty read-only file, the workspace's
+  secret files at any depth likewise (keel.policy.hide).
 - **landlock** (keel.policy.landlock; no package needed, Linux >= 5.13) where bubblewrap is
   missing or cannot start: an allow-list of paths (workspace and a private temp dir writable,
   system and toolchain directories readable, the rest of $HOME unreadable) and, from ABI 4, no TCP.
 - **rlimits** (always, and alone where bubblewrap is missing or broken): CPU time, data memory,
   file size and core dumps are limited; the process-tree kill lives in keel.tools.process.
 
-Every command, sandboxed or not, gets a scrubbed environment (no tokens, keys, passwords)
+Every command, sandboxed or not, gets an allow-listed environment (keel.policy.cmdenv: never the engine key)
 and git/pager settings that can never wait for a terminal.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
-import pwd
 import resource
 import shutil
-import stat
 import tempfile
 import threading
 import weakref
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,46 +50,30 @@ from keel.policy.bwrap import (
 from keel.policy.cmdenv import command_environment as command_environment  # re-exported: callers import
 from keel.policy.cmdenv import is_secret_variable as is_secret_variable  # these from the sandbox
 from keel.policy.cmdenv import scrub_env as scrub_env
+from keel.policy.hide import (
+    DEFAULT_HIDDEN_PATHS,
+    Found,
+    expand,
+    find_secret_files,
+    hidden_targets,
+    hide_args,
+    homes,
+    keel_dirs,
+    within,
+)
+from keel.policy.hide import (
+    HidingIncomplete as HidingIncomplete,  # re-exported: run_shell catches it
+)
 
 SandboxKind = Literal["bubblewrap", "landlock", "rlimits"]
 
 GIB = 1024**3
 LANDLOCK_ADDRESS_SPACE_FACTOR = 2     # RLIMIT_AS of the Landlock tier, in multiples of memory_bytes
 
-DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
-    "~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.netrc", "~/.docker", "~/.config/keel",
-    "~/.kube", "~/.azure", "~/.config/gh", "~/.git-credentials", "~/.pypirc", "~/.npmrc",
-    "~/.password-store", "~/.local/share/keyrings", "~/.vault-token",
-    # More tools' credential files (the shell policy's list in keel.policy.shell.paths cites each source).
-    "~/.config/sops", "~/.databrickscfg", "~/.terraformrc", "~/.terraform.d", "~/.cargo/credentials",
-    "~/.cargo/credentials.toml", "~/.m2/settings.xml", "~/.gradle/gradle.properties", "~/.config/rclone",
-    "~/.s3cfg", "~/.boto", "~/.config/doctl", "~/.oci", "~/.pgpass", "~/.my.cnf", "~/.mylogin.cnf",
-    "~/.kaggle", "~/.huggingface", "~/.cache/huggingface/token", "~/.config/op", "~/.gem/credentials",
-    "~/.composer/auth.json", "~/.config/composer/auth.json", "~/.yarnrc.yml", "~/.bundle/config",
-    "~/.ngrok2", "~/.config/ngrok", "~/.config/helm", "~/.config/containers/auth.json", "~/.config/glab-cli",
-    "~/.fly", "~/.config/configstore", "~/.pulumi/credentials.json", "~/.config/heroku", "~/.vercel",
-    "~/.config/vercel", "~/.snowflake", "~/.dbt", "~/.config/hub",
-    # Sockets of daemons that would run anything as their (privileged) owner.
-    "/run/docker.sock", "/var/run/docker.sock", "/run/containerd/containerd.sock",
-    "/run/podman/podman.sock", "/run/user",
-)
-
-# Directories never searched for .env files: dependency trees and caches, huge and not the user's.
-_ENV_SEARCH_SKIP = frozenset({
-    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", ".env", "__pycache__", ".tox", ".nox",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", "site-packages", "target", "dist", "build",
-})
-_ENV_SEARCH_MAX_DEPTH = 5
-_ENV_SEARCH_MAX_DIRS = 3000
-_ENV_SEARCH_MAX_ENTRIES = 50_000
-# Conventional placeholders that are committed on purpose and hold no real secret.
-_ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
-
-
 @dataclass
 class SandboxPolicy:
     """How commands are confined. ``enabled=False`` turns off only the bubblewrap layer:
-    rlimits and environment scrubbing always apply."""
+    rlimits and the allow-listed environment always apply."""
 
     enabled: bool = True
     network: bool = False
@@ -109,6 +89,19 @@ class SandboxPolicy:
     tier: Literal["auto", "bubblewrap", "landlock"] = "auto"
     # The private per-session temp dir of the Landlock tier: made on first use, removed with the policy.
     temp_dir: str | None = field(default=None, repr=False, compare=False)
+    # Variables passed to commands beyond the allow-list (``[shell] env_pass``, user config only), and
+    # ones never passed whatever the list says (the variable holding the engine's key): keel.policy.cmdenv.
+    env_pass: tuple[str, ...] = ()
+    env_block: tuple[str, ...] = ()
+    # Directories commands may read even where hiding covers them: the dependency folders a scratch
+    # copy of the workspace links to in the real one, which is hidden from its runs (keel.verify).
+    exposed: tuple[str, ...] = ()
+    # Hide the workspace's secret files (bubblewrap); off only for a command a person let run knowing
+    # that hiding them could not be complete (keel.policy.hide.HidingIncomplete).
+    scan_secrets: bool = True
+    # The one read decision (keel.policy.reads): a secret file a read(...) allow rule lets the model read
+    # unasked (test fixtures' keys) is not hidden from commands either. None: every secret file is hidden.
+    shown: Callable[[Path], bool] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -182,10 +175,10 @@ _detect_lock = threading.Lock()
 _detected: dict[str, SandboxInfo] = {}
 _BWRAP_DETAIL = ("bubblewrap ({which}): read-only filesystem except the workspace (its .git and .keel "
                  "read-only too), private /tmp and /dev/shm, no network unless approved (a private "
-                 "loopback), own PID namespace, no capabilities, secrets and .env files hidden, "
-                 "CPU/memory/file-size and process-count limits")
+                 "loopback), own PID namespace, no capabilities, credentials, keel's data and secret files "
+                 "at any depth hidden, CPU/memory/file-size and process-count limits")
 _NONE_DETAIL = ("none (rlimits only): {why}; commands can write anywhere this user can, read its keys and "
-                "reach the network; CPU, memory and file-size limits, a scrubbed environment and "
+                "reach the network; CPU, memory and file-size limits, an allow-listed environment and "
                 "process-tree kill on timeout apply")
 
 
@@ -199,13 +192,15 @@ def detect_sandbox(tier: str = "auto") -> SandboxInfo:
         return _detected[tier]
 
 
-def policy_for(setting: str, *, network: bool = False) -> SandboxPolicy:
-    """The policy behind the ``[shell] sandbox`` setting: "auto", a tier's name, or "off"."""
+def policy_for(setting: str, *, network: bool = False, env_pass: tuple[str, ...] = (),
+               env_block: tuple[str, ...] = ()) -> SandboxPolicy:
+    """The policy behind the ``[shell] sandbox`` setting: "auto", a tier's name, or "off";
+    ``env_pass``/``env_block``: see SandboxPolicy."""
     if setting == "off":
-        return SandboxPolicy(enabled=False, network=network)
+        return SandboxPolicy(enabled=False, network=network, env_pass=env_pass, env_block=env_block)
     tier: Literal["auto", "bubblewrap", "landlock"] = (
         "bubblewrap" if setting == "bubblewrap" else "landlock" if setting == "landlock" else "auto")
-    return SandboxPolicy(network=network, tier=tier)
+    return SandboxPolicy(network=network, tier=tier, env_pass=env_pass, env_block=env_block)
 
 
 def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
@@ -232,16 +227,7 @@ def _probe(tier: str) -> SandboxInfo:
     return SandboxInfo("rlimits", _NONE_DETAIL.format(why=why))
 
 
-# ---------------------------------------------------------------- hiding secrets
-
-
-def _homes(command_env: Mapping[str, str]) -> list[str]:
-    """Every HOME whose secrets must be hidden: the command's and keel's own, and when keel runs
-    as root (which may keep CAP_DAC_OVERRIDE, see _root_capabilities) every user's."""
-    homes = [command_env.get("HOME", ""), os.environ.get("HOME", ""), os.path.expanduser("~")]
-    if os.geteuid() == 0:
-        homes += [entry.pw_dir for entry in pwd.getpwall()]
-    return list(dict.fromkeys(h for h in homes if h and os.path.isabs(h) and h != "/"))
+# ---------------------------------------------------------------- assembling the command
 
 
 def _root_capabilities(workspace: str) -> list[str]:
@@ -254,105 +240,9 @@ def _root_capabilities(workspace: str) -> list[str]:
     return ["--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER"]
 
 
-def _keel_dirs(command_env: Mapping[str, str]) -> list[str]:
-    """keel's own config/state directories (API keys live there), wherever they were moved to."""
-    found = []
-    for env in (command_env, os.environ):
-        if env.get("KEEL_HOME"):
-            found.append(env["KEEL_HOME"])
-        if env.get("XDG_CONFIG_HOME"):
-            found.append(os.path.join(env["XDG_CONFIG_HOME"], "keel"))
-    return [d for d in found if os.path.isabs(d)]
-
-
-def _expand(entry: str, homes: list[str]) -> list[str]:
-    if entry == "~" or entry.startswith("~/"):
-        return [os.path.join(home, entry[2:]) for home in homes]
-    return [entry] if os.path.isabs(entry) else []
-
-
-def find_env_files(workspace: Path) -> list[Path]:
-    """``.env`` / ``.env.*`` / ``.envrc`` files in the workspace, searched breadth first (shallow files,
-    where .env files live, are found first) with bounded depth and directory count, because
-    this runs before every command."""
-    found: list[Path] = []
-    queue: deque[tuple[str, int]] = deque([(str(workspace), 0)])
-    visited = seen = 0
-    while queue and visited < _ENV_SEARCH_MAX_DIRS and seen < _ENV_SEARCH_MAX_ENTRIES:
-        directory, depth = queue.popleft()
-        visited += 1
-        try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    seen += 1
-                    name = entry.name
-                    if name.startswith(".env") and (name in (".env", ".envrc") or name.startswith(".env.")):
-                        if name not in _ENV_TEMPLATES and not entry.is_dir(follow_symlinks=False):
-                            found.append(Path(entry.path))
-                    elif (depth < _ENV_SEARCH_MAX_DEPTH and name not in _ENV_SEARCH_SKIP
-                          and entry.is_dir(follow_symlinks=False)):
-                        queue.append((entry.path, depth + 1))
-        except OSError:
-            continue
-    return found
-
-
-def _is_within(child: str, parent: str) -> bool:
-    return child == parent or child.startswith(parent.rstrip("/") + "/")
-
-
-_empty_lock = threading.Lock()
-_empty_path: str | None = None
-
-
-def _empty_file() -> str:
-    """A read-only empty regular file to mount over secret files. (/dev/null bound by bwrap is
-    ``nodev``: opening fails, breaking tools that merely read an optional ~/.npmrc; bound as a
-    device it silently swallows writes. An empty file reads as empty and refuses writes.)"""
-    global _empty_path
-    with _empty_lock:
-        if _empty_path is None or not os.path.isfile(_empty_path):
-            directory = tempfile.mkdtemp(prefix="keel-sandbox-")
-            atexit.register(shutil.rmtree, directory, True)
-            path = os.path.join(directory, "empty")
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o444))
-            _empty_path = path
-        return _empty_path
-
-
-def _hide_args(path: str) -> list[str] | None:
-    """bwrap arguments that make ``path`` (a real path) empty, or None if it does not exist."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None
-    if stat.S_ISDIR(mode):
-        return ["--tmpfs", path]
-    return ["--ro-bind", _empty_file(), path]
-
-
-def _hidden_targets(policy: SandboxPolicy, workspace: str, homes: list[str], extra: list[str]) -> list[str]:
-    candidates: list[str] = list(extra)
-    for entry in policy.hide_paths:
-        candidates.extend(_expand(entry, homes))
-    candidates.extend(str(p) for p in find_env_files(Path(workspace)))
-    targets: list[str] = []
-    for real in sorted({os.path.realpath(c) for c in candidates if os.path.lexists(c)}, key=len):
-        # Hiding the workspace itself would leave nothing to work on; anything inside an
-        # already hidden directory is gone with it (shortest paths come first).
-        if real == workspace or any(_is_within(real, t) for t in targets):
-            continue
-        # The host's /tmp is replaced by an empty tmpfs anyway, except where the workspace is.
-        if _is_within(real, "/tmp") and not (_is_within(workspace, real) or _is_within(real, workspace)):
-            continue
-        targets.append(real)
-    return targets
-
-
-# ---------------------------------------------------------------- assembling the command
-
-
 def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, command_env: Mapping[str, str]) -> list[str]:
+    """The bwrap argv prefix for one command. Raises HidingIncomplete when the workspace's secret
+    files cannot all be hidden (keel.policy.hide)."""
     ws = os.path.realpath(workspace)
     bwrap = active_sandbox(policy).bwrap or find_bwrap()
     argv = [bwrap.path if bwrap else "bwrap", *BASE_FLAGS]
@@ -361,20 +251,27 @@ def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, co
         argv.append("--unshare-net")    # a namespace of its own: only a loopback, which bwrap brings up
     for path in toolchains_in_tmp(ws, command_env.get("PATH", "")):
         argv += ["--ro-bind", path, path]
-    extra = [*_keel_dirs(command_env), *root_secret_paths(ws)]
-    targets = _hidden_targets(policy, ws, _homes(command_env), extra)
+    home_dirs = homes(command_env)
+    found = find_secret_files(ws) if policy.scan_secrets else Found([], [])
+    hidden = [f for f in found.files if policy.shown is None or not policy.shown(Path(f))]
+    candidates = [*keel_dirs(command_env), *root_secret_paths(ws), *hidden, *found.dirs,
+                  *(p for entry in policy.hide_paths for p in expand(entry, home_dirs))]
+    targets = hidden_targets(candidates, ws, policy.exposed)
     # A hidden directory that contains the workspace is covered first, then the workspace is
     # bound back on top of it; every other hide goes last so it also wins inside the workspace.
-    before = [t for t in targets if _is_within(ws, t)]
+    before = [t for t in targets if within(ws, t)]
     after = [t for t in targets if t not in before]
     for target in before:
-        argv += _hide_args(target) or []
+        argv += hide_args(target) or []
     argv += ["--bind", ws, ws]
     # Bound over the writable workspace before anything runs, so no command can plant a hook.
     for path in read_only_paths(ws):
         argv += ["--ro-bind", path, path]
     for target in after:
-        argv += _hide_args(target) or []
+        argv += hide_args(target) or []
+    for path in policy.exposed:     # seen read-only even inside a hidden directory (a scratch run's deps)
+        if os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
     argv += ["--chdir", ws, "--"]
     return argv
 
@@ -391,7 +288,7 @@ def build_sandboxed(
     ``command_env`` is the environment the command would otherwise get (usually os.environ);
     its HOME also decides which secret directories are hidden.
     """
-    env = command_environment(command_env)
+    env = command_environment(command_env, policy.env_pass, policy.env_block)
     preexec = _preexec_for(_rlimits(policy))
     kind = active_sandbox(policy).kind
     if kind == "rlimits":
@@ -404,11 +301,12 @@ def build_sandboxed(
         env["XDG_CACHE_HOME"] = os.path.join(temp, ".cache")
         env["npm_config_cache"] = os.path.join(temp, ".npm")    # ~/.npm is read-only here
         # Not every account's home (as for bubblewrap): system accounts have /bin or /dev as theirs.
-        homes = [h for h in (command_env.get("HOME", ""), os.path.expanduser("~")) if os.path.isabs(h) and h != "/"]
-        protected = [*_keel_dirs(command_env), *(p for entry in policy.hide_paths for p in _expand(entry, homes))]
+        owners = [h for h in (command_env.get("HOME", ""), os.path.expanduser("~")) if os.path.isabs(h) and h != "/"]
+        protected = [*keel_dirs(command_env), *(p for entry in policy.hide_paths for p in expand(entry, owners))]
         # RLIMIT_AS counts shared mappings, which RLIMIT_DATA misses; twice the data limit leaves room
         # for the address space runtimes reserve without using (node, the JVM).
         rules = landlock.plan(str(workspace), temp, command_env, network=network, protected=protected,
+                              extra_read=policy.exposed,
                               address_space=LANDLOCK_ADDRESS_SPACE_FACTOR * policy.memory_bytes)
         return SandboxLaunch(landlock.exec_argv(rules), env, limit_processes(preexec, policy.nproc_budget),
                              "landlock")

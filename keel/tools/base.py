@@ -156,6 +156,9 @@ class ToolContext:
     extra: dict[str, Any] = field(default_factory=dict)
     # The run this call belongs to, set by the runner when it starts; None outside a run.
     run: RunHandle | None = None
+    # Replaces known secret values (the engine's key ...) in every tool's output before the model or
+    # the event log sees it (keel.policy.cmdenv.Redactor); None: nothing to replace.
+    redact: Callable[[str], str] | None = None
 
 
 def approval_refusal(ctx: ToolContext, action: str, path: str) -> str | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from keel.policy.beneath import anchor, read_beneath_stat
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
+from keel.policy.reads import shows
 from keel.tools.base import Tool, ToolContext, ToolResult
 
 DIFFED_TOOLS = ("edit_file", "write_file", "change_file")
@@ -51,6 +52,11 @@ def with_diff(tool: Tool) -> Tool:
             real = resolve_in_workspace(ctx.workspace, str(getattr(args, "path", "")), for_write=True)
         except (PathJailError, OSError, ValueError):
             return tool.execute(args, ctx)   # the tool itself reports the bad path
+        if not shows(ctx.approval)(real):   # a secret's bytes never go to the event log (keel.policy.reads)
+            result = tool.execute(args, ctx)
+            if result.ok and result.files_changed:
+                result.meta["diff_withheld"] = "reading this file needs approval: its diff is not shown"
+            return result
         before = _text(real)
         result = tool.execute(args, ctx)
         if result.ok and result.files_changed and before is not None:

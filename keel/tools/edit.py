@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace, workspace_root
+from keel.policy.reads import read_refusal, shows
 from keel.tools.base import (
     Tool,
     ToolAnnotations,
@@ -135,6 +136,9 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(f"{rel} is larger than {MAX_EDIT_BYTES // 2**20} MB; edit it with run_shell.")
     if not os.access(real, os.W_OK):
         return ToolResult.error(f"{rel} is not writable; nothing was changed.")
+    # its near-miss lines and the edited region go to the model: the one read decision first
+    if not shows(ctx.approval)(real) and (refusal := read_refusal(ctx.approval, rel, real)) is not None:
+        return ToolResult.error(refusal)
     try:
         original, before = read_text_file(real, root)
     except (TextFileError, OSError) as e:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import os
 import threading
 from collections import deque
 from pathlib import Path
@@ -21,6 +20,7 @@ from pydantic import Field
 from keel.context.ignore import IgnoreRules
 from keel.context.output import saved_output
 from keel.policy.beneath import anchor, read_beneath, read_beneath_stat
+from keel.policy.listing import Entry
 from keel.policy.paths import (
     PathJailError,
     display_path,
@@ -28,6 +28,7 @@ from keel.policy.paths import (
     resolve_in_workspace,
     workspace_root,
 )
+from keel.policy.reads import hides_name, read_refusal
 from keel.tools.base import (
     Tool,
     ToolAnnotations,
@@ -118,7 +119,8 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
             return ToolResult.error(f"{args.path} is a file, not a directory; use read_file to read it")
         return _not_found(ctx, args.path, target)
     rules = IgnoreRules(ctx.workspace)
-    children: dict[str, list[os.DirEntry[str]]] = {}
+    hidden = hides_name(ctx.approval)
+    children: dict[str, list[Entry]] = {}
     ignored_names: list[str] = []
     ignored = not_shown = unexpanded = shown = 0
     unreadable: set[str] = set()
@@ -130,27 +132,27 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
             unexpanded += 1
             continue
         try:
-            kept, skipped = rules.scan(directory)
+            kept, skipped = rules.scan(directory, with_stat=True)
         except OSError:
             unreadable.add(directory)
             continue
+        kept = [e for e in kept if not hidden(Path(e.path))]    # a read(...) deny rule: not even the name
         ignored += len(skipped)
         if level == 1:
-            ignored_names = sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in skipped)
-        kept.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower(), e.name))
+            ignored_names = sorted(e.name + ("/" if e.is_dir() else "") for e in skipped)
+        kept.sort(key=lambda e: (not e.is_dir(), e.name.lower(), e.name))
         room = max(0, args.max_entries - shown)
         children[directory], not_shown = kept[:room], not_shown + max(0, len(kept) - room)
         shown += len(children[directory])
         queue.extend((e.path, level + 1) for e in children[directory]
-                     if level < args.depth and e.is_dir(follow_symlinks=False))
+                     if level < args.depth and e.is_dir())
 
     lines = [f"{display_path(ctx.workspace, target)}/ (depth {args.depth}):"]
 
     def render(directory: str, indent: str) -> None:
         for entry in children.get(directory, []):
             if entry.is_symlink():
-                with contextlib.suppress(OSError):
-                    lines.append(f"{indent}{entry.name} -> {os.readlink(entry.path)}")
+                lines.append(f"{indent}{entry.name} -> {entry.target if entry.target is not None else '?'}")
             elif entry.is_dir():
                 note = " (unreadable)" if entry.path in unreadable else ""
                 if entry.path not in children and not note:
@@ -160,8 +162,7 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
                 lines.append(f"{indent}{entry.name}/{note}")
                 render(entry.path, indent + "  ")
             else:
-                with contextlib.suppress(OSError):
-                    lines.append(f"{indent}{entry.name} ({human_size(entry.stat(follow_symlinks=False).st_size)})")
+                lines.append(f"{indent}{entry.name} ({human_size(entry.stat().st_size)})")
 
     render(str(target), "  ")
     if shown == 0:
@@ -218,15 +219,6 @@ def _decode(data: bytes) -> tuple[str, list[str]]:
                                   "as its latin-1 character") + " (edit_file matches it the same way, keeping the bytes)"])
 
 
-def _authorize_read(ctx: ToolContext, shown: str, *, secret: bool) -> str | None:
-    """None when reading is allowed, else the refusal message. With an approval gate every read is
-    put to it (so `read(...)` rules apply to all files); without one, secret files are refused."""
-    if getattr(ctx.approval, "authorize_read", None) is None and secret:
-        return (f"{shown} looks like a secret file (keys, tokens or passwords); reading it requires approval, "
-                "and this session has no way to ask for it.")
-    return approval_refusal(ctx, "read", shown)
-
-
 def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     # A command output run_shell saved in the session directory (its reduced view names the file).
     saved = saved_output(ctx.session_dir, args.path)
@@ -241,7 +233,9 @@ def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(f"{shown} is a directory; use list_dir to see what it contains")
     if not real.is_file():
         return ToolResult.error(f"{shown} is not a regular file (a device, socket or pipe); it cannot be read")
-    refusal = None if saved else _authorize_read(ctx, shown, secret=is_secret_path(real) or is_secret_path(Path(args.path)))
+    # the one read decision (keel.policy.reads); the name the model used counts too (a link named .env)
+    named = Path(args.path) if is_secret_path(Path(args.path)) else real
+    refusal = None if saved else read_refusal(ctx.approval, shown, named)
     if refusal is not None:
         return ToolResult.error(refusal)
     try:

@@ -147,6 +147,10 @@ class ToolRegistry:
         except Exception as e:  # an executor bug must not end the run; the model sees what broke
             result = ToolResult.error(f"{call.name} failed: {type(e).__name__}: {e}")
         result.meta.setdefault("elapsed_ms", (time.perf_counter() - started) * 1000)
+        if ctx.redact is not None:   # a key a command printed never reaches the engine or the log
+            result.output = ctx.redact(result.output)
+            if isinstance(result.meta.get("diff"), str):
+                result.meta["diff"] = ctx.redact(result.meta["diff"])
         result.output = cap_result(result.output)
         return result
 

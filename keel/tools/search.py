@@ -20,6 +20,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+from pathlib import Path
 
 from pydantic import Field
 
@@ -34,13 +35,12 @@ from keel.context.ignore import (
 from keel.policy.paths import (
     PathJailError,
     display_path,
-    is_secret_name,
-    is_secret_path,
     resolve_in_workspace,
     workspace_root,
 )
+from keel.policy.reads import hides_name, read_refusal, shows
 from keel.tools.base import Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.textsearch import FileHits, GrepError, GrepQuery, grep_python, sort_key
+from keel.tools.textsearch import FileHits, GrepError, GrepQuery, confirm_hits, grep_python, sort_key
 
 FIND_FILES_CAP = 200
 LINE_CHARS_SHOWN = 500
@@ -217,8 +217,9 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     if not target.exists():
         return ToolResult.error(f"No such file or directory: {args.path}")
     if target.is_file():
-        if is_secret_path(target):
-            return ToolResult.error(f"{args.path} is a secret file; grep does not search it (read_file asks for approval)")
+        refusal = read_refusal(ctx.approval, display_path(ctx.workspace, target), target)   # one read decision
+        if refusal is not None:
+            return ToolResult.error(refusal)
         try:
             if is_binary_file(str(target)):
                 return ToolResult.error(f"{args.path} is a binary file; grep searches text files")
@@ -233,13 +234,16 @@ def _grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     # and would follow it if it were swapped for a symlink between the check above and the read.
     backend = "python" if target.is_file() else grep_backend(ctx)
     try:
-        if backend == "rg":
-            hits = grep_rg(root, rel, query, require_git=rules.require_git)
+        if backend == "rg":   # what rg read by path is confirmed through a no-follow read
+            hits = confirm_hits(root, grep_rg(root, rel, query, require_git=rules.require_git), args.max_results)
         else:
             hits = grep_python(root, rel, query, rules)
     except (GrepError, OSError) as exc:
         return ToolResult.error(str(exc))
-    hits = [h for h in hits if not is_secret_name(h.path)]
+    # the one read decision (keel.policy.reads), silently: naming a held-back file that matches would
+    # tell what it holds, a pattern at a time
+    may_show = shows(ctx.approval)
+    hits = [h for h in hits if target.is_file() or may_show(Path(root) / h.path)]
     total = sum(h.matches for h in hits)
     meta = {"matches": total, "files": len(hits), "backend": backend}
     if not total:
@@ -276,8 +280,10 @@ def _find_files(args: FindFilesArgs, ctx: ToolContext) -> ToolResult:
     matcher = GlobMatcher(expand_braces(pattern))
     base = str(target)
     root_len = len(str(workspace_root(ctx.workspace))) + 1
+    hidden = hides_name(ctx.approval)
     found = sorted((e.path[root_len:] for e in IgnoreRules(ctx.workspace).walk_files(base)
-                    if matcher.match(e.path[len(base) + 1:], False)), key=lambda p: p.replace("/", "\0"))
+                    if matcher.match(e.path[len(base) + 1:], False) and not hidden(Path(e.path))),
+                   key=lambda p: p.replace("/", "\0"))
     rel = display_path(ctx.workspace, target)
     if not found:
         return ToolResult(ok=True, output=f"No files match {pattern!r} under {rel} (matched against paths relative "

@@ -1,13 +1,14 @@
 """run_shell: one bash command in the workspace, through the shell policy and the OS sandbox.
 
 Flow: policy (the approval gate, or the risk classifier when no gate is configured; never
-fail open) -> sandbox (bubblewrap, landlock or rlimits, scrubbed environment) -> run with timeout, tree
+fail open) -> sandbox (bubblewrap, landlock or rlimits, allow-listed environment) -> run with timeout, tree
 kill and output cap -> a result whose first line is the exit status, plus a CheckRun so the
 stop decider can count passing tests/builds as evidence.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal as signals
 import time
@@ -18,7 +19,7 @@ from pydantic import Field
 
 from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
 from keel.policy import runlater
-from keel.policy.sandbox import SandboxPolicy, build_sandboxed
+from keel.policy.sandbox import HidingIncomplete, SandboxLaunch, SandboxPolicy, build_sandboxed
 from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
 from keel.tools.process import CommandResult, run_command
 
@@ -155,6 +156,21 @@ def _check_kind(command: str) -> str | None:
     return classify_check(command)
 
 
+def _launch(command: str, ctx: ToolContext, policy: SandboxPolicy, network: bool) -> SandboxLaunch | ToolResult:
+    """How the command runs confined, or why it does not: where the tier cannot hide every secret
+    file (keel.policy.hide), a person decides; it never runs silently with secrets in view."""
+    try:
+        return build_sandboxed(os.environ, ctx.workspace, policy, allow_network=network)
+    except HidingIncomplete as exc:
+        confirm = getattr(ctx.approval, "authorize_exposure", None)
+        exposed = confirm(command, str(exc)) if confirm is not None else None
+        if exposed is None or not exposed.allowed:
+            return ToolResult.error(str(getattr(exposed, "message", "")) or f"Not run: {exc}; no one can allow it.",
+                                    decision="ask")
+        return build_sandboxed(os.environ, ctx.workspace, dataclasses.replace(policy, scan_secrets=False),
+                               allow_network=network)
+
+
 def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) -> ToolResult:
     """Run one command. ``for_model``: long output is reduced to what matters and saved in full under
     the session directory (keel.context.output); the verification gate calls without it and judges
@@ -170,7 +186,9 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         return ToolResult.error(auth.message or "The shell policy refused this command.", decision=auth.decision)
 
     policy = ctx.sandbox if ctx.sandbox is not None else SandboxPolicy()
-    launch = build_sandboxed(os.environ, ctx.workspace, policy, allow_network=auth.network)
+    launch = _launch(command, ctx, policy, auth.network)
+    if isinstance(launch, ToolResult):
+        return launch
     network = bool(policy.network or auth.network)
     timeout_s = min(float(args.timeout) if args.timeout is not None else ctx.shell_timeout_s, MAX_TIMEOUT_S)
     run_capped = False
@@ -206,6 +224,8 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         facts = OutputFacts(command, spill.text(), result.total_bytes, result.exit_code, result.timed_out, kind,
                             str(ctx.workspace))
         body, saved = present(spill, facts, result.output, result.truncated)
+    if ctx.redact is not None:   # the gate calls run_shell directly: its outputs go to the model too
+        body = ctx.redact(body)
     lines = [status, body if body else "(no output)"]
     lines += _sandbox_hints(result.output, launch.kind, network)
     if undone:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,8 @@ from keel.context.ignore import (
     fnmatch_any,
     read_unless_binary,
 )
+from keel.policy.beneath import read_beneath, stat_beneath
+from keel.policy.listing import Entry
 
 
 class GrepError(Exception):
@@ -217,7 +220,7 @@ def grep_python(root: str, target: str, query: GrepQuery, rules: IgnoreRules) ->
     user_globs = GlobMatcher(expand_braces(glob.removeprefix("!"))) if glob else None
     whitelist = not glob.startswith("!")  # rg: a plain glob selects files, a '!glob' excludes them
 
-    def decide(entry: os.DirEntry[str], is_dir: bool) -> bool | None:
+    def decide(entry: Entry, is_dir: bool) -> bool | None:
         # rg's order: the glob override decides first, then .gitignore, then the type filter.
         if user_globs is not None:
             hit = user_globs.match(entry.path[len(root) + 1:], is_dir)
@@ -245,3 +248,41 @@ def grep_python(root: str, target: str, query: GrepQuery, rules: IgnoreRules) ->
             hits.append(FileHits(path[len(root) + 1:], len(found), lines=_with_context(found, text, query.context, raw_bytes)))
     hits.sort(key=sort_key)
     return hits
+
+
+def confirm_hits(root: str, hits: list[FileHits], shown: int) -> list[FileHits]:
+    """The hits of a ripgrep search that keel confirms itself: rg opens files by path, so a directory
+    swapped for a symlink while it searched would have been followed out of the workspace. The files
+    whose lines may be shown (until ``shown`` matches are covered) are read again below ``root`` with
+    no link followed (keel.policy.beneath) and kept only when every line rg printed is the file's line
+    at that number; the rest must still be regular files reached without a link."""
+    kept: list[FileHits] = []
+    for hit in hits:
+        if shown > 0:
+            ok = _same_lines(root, hit)
+            shown -= hit.matches
+        else:
+            ok = _still_regular(root, hit.path)
+        if ok:
+            kept.append(hit)
+    return kept
+
+
+def _same_lines(root: str, hit: FileHits) -> bool:
+    try:
+        data = read_beneath(root, hit.path)
+    except OSError:
+        return False
+    decoded = decode_like_rg(data)
+    if decoded is None:
+        return False
+    lines = decoded[0].split("\n")
+    show = _shown if decoded[1] else str
+    return all(n - 1 < len(lines) and show(lines[n - 1]) == text for n, _, text in hit.lines())
+
+
+def _still_regular(root: str, rel: str) -> bool:
+    try:
+        return stat.S_ISREG(stat_beneath(root, rel).st_mode)
+    except OSError:
+        return False

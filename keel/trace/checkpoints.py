@@ -20,8 +20,10 @@ command (keel.trace.snapshot), or from bytes keel read or wrote itself.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,7 @@ from keel.policy.beneath import EscapeError, anchor, read_beneath_stat
 from keel.trace.pack import Pack
 
 UNKNOWN = "?"
-BLOB_CAP = 8 * 2**20          # larger files are hashed but their bytes are not kept
+BLOB_CAP = 8 * 2**20          # larger files: kept by the shell snapshot only, streamed (put_large)
 
 
 def stat_key(st: os.stat_result) -> tuple[int, int, int]:
@@ -96,6 +98,28 @@ class CheckpointStore:
             blob.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(blob, data)
         return digest
+
+    def put_large(self, fd: int) -> str:
+        """Copy the open file ``fd`` into ``blobs/<sha256>`` by streaming it (a file over BLOB_CAP the
+        snapshot holds: never read whole into memory); its sha."""
+        directory = self.dir / "blobs"
+        directory.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".large-", delete=False) as out:
+            try:
+                offset = 0
+                while chunk := os.pread(fd, 1 << 20, offset):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    offset += len(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            except BaseException:
+                os.unlink(out.name)
+                raise
+        sha = digest.hexdigest()
+        os.replace(out.name, directory / sha)
+        return sha
 
     def blob(self, digest: str) -> bytes | None:
         try:

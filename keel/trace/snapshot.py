@@ -8,13 +8,14 @@ gives every file's (size, mtime_ns, inode) and mode, and only a file whose key d
 last snapshot held is read again. After the first command a snapshot costs the scan plus reading
 what changed since.
 
-What is held: every regular file the scan sees, which includes git-ignored *files* (``.env``, a local
-config, a log: `rm` loses them as surely as tracked ones) but not git-ignored *directories*, caches
-and environments (build output, ``node_modules``, ``.venv``: large and regenerable; Codex's ghost
-commits skip them the same way). Symlinks and ``.git`` are not held. A file over the blob cap is
-not held and is reported once as not undoable; a workspace over the total caps (``[shell]
-snapshot_max_mb`` / ``snapshot_max_files``) is not snapshotted at all, said once in an event and in
-the tool result.
+What is held: every regular file the scan sees (keel.trace.shellwatch says which: git-ignored files and
+small git-ignored folders too; not caches, environments and large ignored trees, whose files a
+command names are taken first, just before it runs: ``take_more``). Symlinks and ``.git`` are not
+held. A file over the blob cap (8 MiB) is streamed into a blob of its own, not read into memory, as
+long as such copies stay within ``[shell] snapshot_max_mb`` for the session; past that it is not held
+and is reported once as not undoable (and a command that names it for deletion or truncation asks).
+A workspace over the total caps (``snapshot_max_mb`` / ``snapshot_max_files``, counting the files up
+to the blob cap) is not snapshotted at all, said once in an event and in the tool result.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Snapshotter:
         self._private = False
         self._pending: dict[str, bytes] = {}   # blobs read, not yet appended to the pack
         self._pending_bytes = 0
+        self.large_spent = 0                   # bytes of files over the blob cap copied in this session
 
     def take(self, stats: dict[str, Key], modes: dict[str, int]) -> Taken:
         """Hold the bytes of every file in ``stats`` (a ShellWatch scan) not held at its key already."""
@@ -84,6 +86,24 @@ class Snapshotter:
             self.enabled, taken.off_reason = False, reason
             self.held.clear()
             return taken
+        self._hold_all(stats, modes, taken)
+        for gone in self.held.keys() - stats.keys():
+            del self.held[gone]
+        return taken
+
+    def take_more(self, stats: dict[str, Key], modes: dict[str, int]) -> Taken:
+        """Hold these files too (a tree a command is about to delete), keeping what is held already."""
+        taken = Taken([])
+        if self.enabled:
+            self._hold_all(stats, modes, taken)
+        return taken
+
+    def room(self) -> tuple[int, int]:
+        """(files, bytes) the snapshot may still take before the caps."""
+        small = [h.key[0] for h in self.held.values() if h.key[0] <= BLOB_CAP]
+        return self.caps.max_files - len(self.held), self.caps.max_bytes - sum(small)
+
+    def _hold_all(self, stats: dict[str, Key], modes: dict[str, int], taken: Taken) -> None:
         if not self._private:
             # the store now holds git-ignored files too (a .env among them): for the user's eyes only
             (self.store.dir / "blobs").mkdir(parents=True, exist_ok=True)
@@ -106,9 +126,6 @@ class Snapshotter:
         finally:
             os.close(root_fd)
             self._flush()   # in the store before the command runs
-        for gone in self.held.keys() - stats.keys():
-            del self.held[gone]
-        return taken
 
     def hold(self, rel: str) -> Held | None:
         """Read one file now (what a command left there), the way a snapshot does."""
@@ -153,7 +170,7 @@ class Snapshotter:
                 return None
             mode = st.st_mode & 0o7777
             if st.st_size > BLOB_CAP:
-                return Held(stat_key(st), mode, None)
+                return self._hold_large(fd, st, mode)
             with os.fdopen(os.dup(fd), "rb") as fh:
                 data = fh.read(BLOB_CAP + 1)
             after = os.fstat(fd)
@@ -171,10 +188,26 @@ class Snapshotter:
         return Held(stat_key(st), mode, digest)
 
 
+    def _hold_large(self, fd: int, st: os.stat_result, mode: int) -> Held:
+        """A file over the blob cap: streamed into a blob of its own while the session's budget for such
+        copies lasts (``[shell] snapshot_max_mb``), else not held."""
+        if self.large_spent + st.st_size > self.caps.max_bytes:
+            return Held(stat_key(st), mode, None)
+        old = next((h for h in self.held.values() if h.key == stat_key(st) and h.sha is not None), None)
+        if old is not None:
+            return Held(old.key, mode, old.sha)
+        sha = self.store.put_large(fd)
+        if stat_key(os.fstat(fd)) != stat_key(st):
+            return Held(stat_key(st), mode, None)   # written while copied: nothing torn is kept
+        self.large_spent += st.st_size
+        return Held(stat_key(st), mode, sha)
+
+
 def too_large_note(paths: list[str]) -> str:
     shown = ", ".join(paths[:LISTED]) + (f" and {len(paths) - LISTED} more" if len(paths) > LISTED else "")
-    return (f"[keel: {len(paths)} file(s) over the {BLOB_CAP // 2**20} MB snapshot limit per file are not "
-            f"kept ({shown}); if a command deletes or changes them, keel cannot undo it]")
+    return (f"[keel: {len(paths)} large file(s) are not kept by the snapshot ({shown}): the copies of files over "
+            f"{BLOB_CAP // 2**20} MB reached [shell] snapshot_max_mb for this session; a command that deletes or "
+            "truncates them by name asks first, and if code changes them keel cannot undo it]")
 
 
 def off_note(reason: str) -> str:

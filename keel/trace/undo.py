@@ -69,8 +69,10 @@ def plan_undo(changes: list[Change], to_step: int, current: Callable[[str], str 
         left = next((c.after for c in reversed(mine) if c.kind in ("after", "change", "undo")), UNKNOWN)
         now = current(path)
         if first.before == UNKNOWN:
-            plan.append(FileUndo(path, "cannot", f"changed by {first.by} at step {first.step}; keel never had "
-                                                 "its earlier bytes"))
+            why = (f"removed by {first.by} at step {first.step}: a git-ignored or dependency folder the snapshot "
+                   "did not hold" if path.endswith("/") else
+                   f"changed by {first.by} at step {first.step}; keel never had its earlier bytes")
+            plan.append(FileUndo(path, "cannot", why))
             continue
         if now == first.before:
             plan.append(FileUndo(path, "unchanged"))

@@ -13,11 +13,15 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from keel.context.ignore import IgnoreRules
+from keel.policy.beneath import open_beneath
+from keel.policy.listing import Entry
+from keel.policy.paths import is_secret_name
 
 # Directories that never hold the project's own work, on top of keel.context.ignore's list.
 EXTRA_SKIPPED_DIRS = frozenset({".keel", ".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache",
@@ -57,17 +61,18 @@ def take_snapshot(workspace: Path, *, keep_text_bytes: int = 64 * 2**20) -> Snap
     texts: dict[str, str] = {}
     budget = keep_text_bytes
 
-    def skip_extra_dirs(entry: os.DirEntry[str], is_dir: bool) -> bool | None:
+    def skip_extra_dirs(entry: Entry, is_dir: bool) -> bool | None:
         return False if is_dir and entry.name in EXTRA_SKIPPED_DIRS else None
 
     prefix = len(root.rstrip("/")) + 1   # the walker yields root + "/" + rel; os.path.relpath costs 10x more
     for entry in rules.walk_files(root, skip_extra_dirs):
         rel = entry.path[prefix:]
-        read = _hash_file(entry.path)
+        read = _hash_file(root, rel)
         if read is None:
             continue  # vanished or unreadable between listing and reading
         files[rel], data = read
-        if data is not None and len(data) <= budget and b"\0" not in data:
+        # a secret file's text is never kept: the gate's diffs and reviews go to the model
+        if data is not None and len(data) <= budget and b"\0" not in data and not is_secret_name(rel):
             try:
                 texts[rel] = data.decode("utf-8")
             except UnicodeDecodeError:
@@ -76,13 +81,16 @@ def take_snapshot(workspace: Path, *, keep_text_bytes: int = 64 * 2**20) -> Snap
     return Snapshot(root=root, files=files, texts=texts, digest=_digest(files))
 
 
-def _hash_file(path: str) -> tuple[str, bytes | None] | None:
-    """(sha256, the bytes when the file is small enough to keep as text)."""
+def _hash_file(root: str, rel: str) -> tuple[str, bytes | None] | None:
+    """(sha256, the bytes when the file is small enough to keep as text); None for what is not a regular
+    file below ``root`` reached with no symlink followed (keel.policy.beneath)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_beneath(root, rel, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         data = os.read(fd, TEXT_FILE_LIMIT)
         if len(data) < TEXT_FILE_LIMIT:
             return hashlib.sha256(data).hexdigest(), data

@@ -30,6 +30,7 @@ from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback,
 from keel.verify.plan import CheckSet, PlannedCheck
 from keel.verify.probes import contract_checks
 from keel.verify.related import narrows_by_path, related_python_tests
+from keel.verify.scratch import copy_workspace, scratch_context
 from keel.verify.selfcheck import (
     change_summary,
     debug_leftovers,
@@ -43,7 +44,6 @@ from keel.verify.snapshot import Snapshot, diff_snapshots, take_snapshot
 from keel.verify.task import task_requests_change
 
 # Dependency folders a scratch copy links to instead of copying (big, and not what the agent edits).
-_LINKED_DIRS = ("node_modules", ".venv", "venv")
 CHECK_OUTPUT_CAP = 2_000_000     # the saved log keeps this much; the model sees only the summary
 _STATUS_LINE = re.compile(r"\A[^\n]*\n?")
 
@@ -217,11 +217,7 @@ class Verifier:
         scratch = Path(tempfile.mkdtemp(prefix="restored-tests-", dir=base))
         try:
             work = scratch / self.ctx.workspace.name
-            shutil.copytree(self.ctx.workspace, work, symlinks=True,
-                            ignore=shutil.ignore_patterns(".git", "__pycache__", *_LINKED_DIRS))
-            for name in _LINKED_DIRS:  # installed dependencies: linked, not copied (the checks need them)
-                if (self.ctx.workspace / name).is_dir():
-                    (work / name).symlink_to(self.ctx.workspace / name, target_is_directory=True)
+            copy_workspace(self.ctx.workspace, work)   # secrets empty, dependencies linked (keel.verify.scratch)
             for path in tampered:
                 original = self.start.text(path)
                 target = work / path
@@ -229,7 +225,7 @@ class Verifier:
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(original, encoding="utf-8")
-            ctx = dataclasses.replace(self.ctx, workspace=work)
+            ctx = scratch_context(self.ctx, work)   # the real workspace hidden from these runs
             digest = snap.digest + ":restored"
             return tuple(self._run(c, digest, ctx) for c in self.plan.ordered())
         finally:

@@ -11,11 +11,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from keel.policy.shell.facts import has, options, values_of
 from keel.policy.shell.parse import Cwds, Word
-from keel.policy.shell.paths import PathJudge
+from keel.policy.shell.paths import PathJudge, Place
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,9 @@ class Invocation:
 
 class JudgeEnv(Protocol):
     paths: PathJudge
-    snapshot: bool                 # the workspace is snapshotted before the command (its files can be restored)
+    # the workspace is snapshotted before the command (its files can be restored): a bool, or the watch's
+    # Holdings (keel.trace.shellwatch), whose ``unheld(path, tree)`` says what it could not take first
+    snapshot: Any
     # the workspace files the OS tier hides from commands (bubblewrap: .env files), None when it hides none
     tier_hidden: Callable[[], list[Path]] | None
 
@@ -92,8 +94,9 @@ Judge = Callable[[Invocation, JudgeEnv], list[Finding]]
 
 # -- writing and deleting --------------------------------------------------------------------
 
-def judge_write(env: JudgeEnv, word: Word, cwds: Cwds, verb: str = "writes") -> list[Finding]:
-    """Escalations for writing ``word``: deny outside the workspace and into protected places."""
+def judge_write(env: JudgeEnv, word: Word, cwds: Cwds, verb: str = "writes", *, replaces: bool = True) -> list[Finding]:
+    """Escalations for writing ``word``: deny outside the workspace and into protected places.
+    ``replaces``: the old bytes are gone after it (not an append)."""
     out: list[Finding] = []
     if word.value.rstrip("/").rpartition("/")[2].startswith("-"):
         env.paths.dash_names = True           # `touch ./-o; sort *`: a later glob can turn it into an option
@@ -111,6 +114,7 @@ def judge_write(env: JudgeEnv, word: Word, cwds: Cwds, verb: str = "writes") -> 
             out.append(ask(f"{verb} {word.value!r}: {later}", destructive=True))
         elif place.where == "inside":
             out.append(ws_write(f"{verb} {word.value!r}", destructive=True))
+            out += unheld(env, place, word, verb, tree=False) if replaces else []
         else:
             out.append(ask(f"{verb} {word.value!r}", destructive=True))
     return out
@@ -125,6 +129,16 @@ def rewrites(inv: Invocation, env: JudgeEnv, targets: list[Word], what: str) -> 
             continue                       # the whole workspace: its files, each inside
         out += judge_write(env, word, inv.cwds, verb=f"{what} rewrites")
     return out
+
+
+def unheld(env: JudgeEnv, place: Place, word: Word, verb: str, tree: bool) -> list[Finding]:
+    """An ask when what ``place`` names (``tree``: and everything below it) would be lost beyond undo:
+    the snapshot before the command (keel.trace.shellwatch.Holdings) takes it first when it can."""
+    check = getattr(env.snapshot, "unheld", None)
+    if check is None or place.real is None or place.where not in ("inside", "root"):
+        return []
+    why = check(place.real, tree or place.glob_tail)
+    return [ask(f"{verb} {word.value!r}: {why}", destructive=True)] if why else []
 
 
 def judge_delete(env: JudgeEnv, word: Word, cwds: Cwds, recursive: bool, verb: str = "delete") -> list[Finding]:
@@ -154,6 +168,7 @@ def judge_delete(env: JudgeEnv, word: Word, cwds: Cwds, recursive: bool, verb: s
             out.append(ask(f"{what} of {word.value!r}, which can match .git", destructive=True))
         elif place.where == "inside" or (place.where == "root" and place.glob_tail):
             out.append(ws_write(f"{what} of {word.value!r}", destructive=True))
+            out += unheld(env, place, word, what, tree=recursive)
         else:
             out.append(ask(f"{what} of {word.value!r}", destructive=True))
     return out
@@ -213,6 +228,8 @@ def _move_or_copy(inv: Invocation, env: JudgeEnv) -> list[Finding]:
                     out.append(deny("moves the whole workspace away", destructive=True))
                 elif env.paths.protected_reason(place):
                     out.append(deny(f"moves {word.value!r} out of a protected place", destructive=True))
+                else:    # the source's bytes leave: lost if no snapshot holds them
+                    out += unheld(env, place, word, "moves", tree=True)
     for word in targets:
         out += judge_write(env, word, inv.cwds)
     if inv.name == "ln" and len(operands) == 1 and targets:      # symbolic or hard: writes go through it

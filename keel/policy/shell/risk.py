@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from keel.policy.sandbox import find_env_files
+from keel.policy.hide import hidden_by_tier
 from keel.policy.shell import builds as shell_builds
 from keel.policy.shell import commands as shell_commands
 from keel.policy.shell import git as shell_git
@@ -40,6 +40,7 @@ from keel.policy.shell.args import (
 from keel.policy.shell.bashcd import TIME_BUDGET, Budget, TooComplex
 from keel.policy.shell.commands import Finding, Invocation, allow, ask, deny, judge_write, runs_code
 from keel.policy.shell.decision import PartReport, Verdict, apply_tier, verdict_of, worst_decision
+from keel.policy.shell.inline import inline_secrets
 from keel.policy.shell.line import (
     DECODERS,
     FETCHERS,
@@ -89,9 +90,9 @@ class Analysis:
         self.budget = Budget(time.thread_time() + seconds)
         self.home = home
         self.pid_namespace = pid_namespace    # a PID namespace reaps what a command leaves behind
-        # bubblewrap, the tier with a PID namespace, also mounts an empty file over the workspace's .env files
+        # bubblewrap, the tier with a PID namespace, also hides the workspace's secret files from commands
         self.tier_hidden: Callable[[], list[Path]] | None = (
-            functools.partial(find_env_files, self.paths.root) if pid_namespace else None)
+            functools.partial(hidden_by_tier, self.paths.root) if pid_namespace else None)
         self.fetched: set[Path] = set()       # files filled with downloaded or decoded data on this line
         self.fetched_trees: set[Path] = set()  # directories a downloaded archive was unpacked into
         self.parts: list[PartReport] = []
@@ -273,6 +274,8 @@ class Analysis:
         else:
             out += judge(inv, self)
         out += self._code_sources(inv, cmd)
+        if shell_tools.PYTHON.fullmatch(name) or name in shell_tools.INTERPRETERS or name in ("nodejs",):
+            out += inline_secrets(self.paths, inv, cmd)    # python3 -c "open('.env')" asks as cat .env does
         return out
 
     def _trusted_program(self, argv0: Word, cwds: Cwds) -> bool:
@@ -353,7 +356,8 @@ class Analysis:
         if redirect.writes:
             paths.extend(p.real for p in self.paths.places(target, cmd.cwds)
                          if p.real is not None and p.where in ("inside", "root"))
-            for finding in judge_write(self, target, cmd.cwds, verb="redirects output to"):
+            for finding in judge_write(self, target, cmd.cwds, verb="redirects output to",
+                                       replaces=redirect.op not in (">>", "&>>")):
                 out.append(Finding(finding.decision, finding.reason, None, None, True, tier=finding.tier))
         if redirect.op in ("<", "<>", "<&"):
             out += self._argument_reads([Word("<", "<"), target], cmd.cwds, [], paths)
@@ -441,3 +445,4 @@ def classify_command(command: str, workspace: Path | None = None, *, confined: b
     whether an OS tier confines the filesystem (False, the safe default, when unknown)."""
     return verdict_of(analyze_command(command, workspace, confined=confined, pid_namespace=pid_namespace,
                                       snapshot=snapshot))
+

@@ -1,8 +1,9 @@
 """Secret-looking files, recognised by pattern — also through globs, recursive readers and git
 object paths (``git show HEAD:.env``).
 
-``keel.policy.paths.is_secret_name`` is the list the file tools share; the shell adds the
-patterns below, because a shell command can name files in more ways (``cat .en?``, ``grep -r``).
+The patterns are the one list the file tools and the sandbox tiers share
+(``keel.policy.paths.SECRET_PATTERNS``); a shell command names files in more ways (``cat .en?``,
+``grep -r``), which this module follows.
 """
 
 from __future__ import annotations
@@ -14,11 +15,6 @@ from pathlib import Path
 
 from keel.policy.paths import is_secret_name
 
-# Names a shell command is refused for in addition to the file tools' list (case-insensitive globs).
-# Broader than the file tools' list on purpose: `cat secrets.yaml` is one line of a command, while
-# read_file of a source file named credentials.py is ordinary work the model must be able to do.
-EXTRA_SECRET_PATTERNS = ("*credentials*", "secrets.*")
-_EXTRA = re.compile("|".join(fnmatch.translate(p) for p in EXTRA_SECRET_PATTERNS), re.IGNORECASE)
 # Exemplars a glob is tried against: `cat .en?` or `cat *.pem` names a secret even if none exists yet.
 EXEMPLARS = (".env", ".env.local", "prod.env", ".envrc", "id_rsa", "id_ed25519", "key.pem", "server.key",
              ".netrc", ".npmrc", ".pypirc", "credentials", ".git-credentials", ".vault-token", "cert.p12",
@@ -30,11 +26,9 @@ MAX_SCAN = 20_000
 
 
 def is_secret(path: str) -> bool:
-    """A secret-looking file name (the whole path is given; the name decides)."""
-    name = path.rstrip("/").rpartition("/")[2]
-    if name.lower() in (".env.example", ".env.sample", ".env.template", ".env.dist") or name.endswith(".pub"):
-        return False
-    return is_secret_name(path) or _EXTRA.fullmatch(name) is not None
+    """A secret-looking file name (the whole path is given; the name decides): the one list,
+    keel.policy.paths.SECRET_PATTERNS."""
+    return is_secret_name(path.rstrip("/"))
 
 
 def glob_names_secret(pattern: str) -> bool:
@@ -68,7 +62,7 @@ def secret_under(directory: Path, hidden: bool = True, excluded: list[str] | Non
     ``hidden=False`` skips dot-files and dot-directories (``rg`` without ``--hidden``);
     ``excluded`` are globs the reader was told to skip (``--exclude=.env``, ``-g '!.env'``);
     ``included``, when given, the only file names it reads (``--include='*.py'``, ``-g '*.py'``);
-    ``unseen``: files the OS tier hides from the command (it reads them as empty).
+    ``unseen``: files and folders the OS tier hides from the command (it reads them as empty).
     A tree too large to scan counts as holding one.
     """
     if directory.is_file():
@@ -76,7 +70,7 @@ def secret_under(directory: Path, hidden: bool = True, excluded: list[str] | Non
     seen = 0
     for root, dirs, files in os.walk(directory):
         dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and (hidden or not d.startswith("."))
-                   and not _excluded(d, excluded)]
+                   and not _excluded(d, excluded) and Path(root) / d not in unseen]
         for name in files:
             seen += 1
             if seen > MAX_SCAN:
