@@ -252,7 +252,7 @@ def python_sources(ctx: ToolContext, users: set[str], path: str | None = None, s
     do not parse are listed in ``left``."""
     out = Files()
     root = workspace_root(ctx.workspace)
-    for entry in IgnoreRules(ctx.workspace).walk_files(str(root)):
+    for entry in IgnoreRules(ctx.workspace).walk_files(str(root), with_stat=True):
         rel = Path(entry.path).relative_to(root).as_posix()
         if not rel.endswith(".py") or is_secret_name(rel):
             continue
