@@ -1,4 +1,4 @@
-"""Run one command the way keel's shell tool does (build_sandboxed + keel.tools.process), as the
+"""Run one command the way keel's shell tool does (build_sandboxed + keel.policy.process), as the
 user running the tests or as an unprivileged user, in a separate process whose pid stands for
 keel's own. Shared by the bubblewrap escape tests."""
 
@@ -23,7 +23,7 @@ DRIVER = """
 import json, os, sys
 from pathlib import Path
 from keel.policy.sandbox import SandboxPolicy, build_sandboxed
-from keel.tools.process import run_command
+from keel.policy.process import run_command
 ws, command, mode, network, timeout = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1", float(sys.argv[5])
 policy = SandboxPolicy(tier="bubblewrap") if mode == "bwrap" else SandboxPolicy(enabled=False)
 launch = build_sandboxed(dict(os.environ), ws, policy, network)

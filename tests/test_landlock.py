@@ -24,7 +24,7 @@ from conftest import path_without
 from keel.policy import landlock
 from keel.policy.sandbox import SandboxPolicy, active_sandbox, build_sandboxed, detect_sandbox
 from keel.tools.base import ToolContext
-from keel.tools.process import CommandResult, run_command
+from keel.policy.process import CommandResult, run_command
 from keel.tools.shell import RunShellArgs, run_shell
 
 pytestmark = pytest.mark.landlock

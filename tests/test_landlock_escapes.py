@@ -25,7 +25,7 @@ import pytest
 
 from keel.policy import landlock, seccomp
 from keel.policy.sandbox import GIB, SandboxPolicy, build_sandboxed
-from keel.tools.process import CommandResult, run_command
+from keel.policy.process import CommandResult, run_command
 
 pytestmark = [pytest.mark.landlock,
               pytest.mark.skipif(not seccomp.supported(), reason="the seccomp filter exists for x86_64 only")]
@@ -43,7 +43,7 @@ RUNNER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from keel.policy.sandbox import SandboxPolicy, build_sandboxed
-    from keel.tools.process import run_command
+    from keel.policy.process import run_command
     command, ws, network, policy = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "1", json.loads(sys.argv[4])
     launch = build_sandboxed({"PATH": "/usr/bin:/bin", "HOME": str(ws)}, ws, SandboxPolicy(tier="landlock", **policy),
                              network)
@@ -334,7 +334,7 @@ def test_no_process_outlives_the_command(ws: Path, user: str, how: str) -> None:
 
 
 def test_the_helper_alone_kills_the_tree_and_reports_the_status(ws: Path) -> None:
-    """Without keel.tools.process around it: the helper itself, the subreaper, does it."""
+    """Without keel.policy.process around it: the helper itself, the subreaper, does it."""
     marker = f"{301 + time.monotonic_ns() % 1000000 / 1e7:.7f}"
     launch = build_sandboxed({"PATH": "/usr/bin:/bin", "HOME": str(ws)}, ws, SandboxPolicy(tier="landlock"), False)
     proc = subprocess.run([*launch.argv_prefix, "bash", "-c", f"setsid sh -c 'sleep {marker} &'; sleep 0.3; exit 7"],

@@ -13,7 +13,7 @@ import pytest
 
 from keel.policy import landlock, seccomp
 from keel.policy.sandbox import SandboxPolicy, build_sandboxed
-from keel.tools.process import CommandResult, run_command
+from keel.policy.process import CommandResult, run_command
 
 pytestmark = [pytest.mark.landlock,
               pytest.mark.skipif(not seccomp.supported(), reason="the seccomp filter exists for x86_64 only"),

@@ -26,7 +26,7 @@ from keel.policy.sandbox import (
     find_env_files,
     scrub_env,
 )
-from keel.tools.process import CommandResult, run_command
+from keel.policy.process import CommandResult, run_command
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ The helper is the child subreaper of the command and stays outside the sandbox i
    128 + n, as a shell reports it).
 
 What remains: if the helper itself is SIGKILLed, the child dies with it (``PR_SET_PDEATHSIG``)
-but the other descendants are re-parented to init; keel's process-tree kill (keel.tools.process)
+but the other descendants are re-parented to init; keel's process-tree kill (keel.policy.process)
 collects them from /proc just before, so only a process forked in that instant escapes.
 
 keel is threaded, and running Python between fork and exec in a threaded process can deadlock;

@@ -16,7 +16,7 @@ Three tiers, strongest available first (``detect_sandbox`` picks one per process
   missing or cannot start: an allow-list of paths (workspace and a private temp dir writable,
   system and toolchain directories readable, the rest of $HOME unreadable) and, from ABI 4, no TCP.
 - **rlimits** (always, and alone where bubblewrap is missing or broken): CPU time, data memory,
-  file size and core dumps are limited; the process-tree kill lives in keel.tools.process.
+  file size and core dumps are limited; the process-tree kill lives in keel.policy.process.
 
 Every command, sandboxed or not, gets a scrubbed environment (no tokens, keys, passwords)
 and git/pager settings that can never wait for a terminal.

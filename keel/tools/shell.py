@@ -20,7 +20,7 @@ from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
 from keel.policy import runlater
 from keel.policy.sandbox import SandboxPolicy, build_sandboxed
 from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.process import CommandResult, run_command
+from keel.policy.process import CommandResult, run_command
 
 MAX_TIMEOUT_S = 600
 # Below this much of the run's wall clock left, a command is not started at all.
