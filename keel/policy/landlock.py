@@ -7,7 +7,9 @@ the rules grant, whatever its user — root included:
 - read + write + execute in the workspace and in a private per-session temp dir;
 - read + execute on system directories and the interpreter/toolchain prefixes in use; /etc entry
   by entry, without root-only secrets (``ETC_SECRETS``: shadow, sudoers, ssh host keys, ...);
-- read + write on a few harmless devices (/dev/null, /dev/tty, ...);
+- read + write on a few harmless devices (/dev/null, /dev/urandom, /dev/ptmx for a new pty, ...):
+  never a terminal (/dev/pts, /dev/tty), and /dev/shm only while it holds nothing the command could
+  overwrite (``shared_memory_free``);
 - nothing else: the rest of ``$HOME`` (``~/.ssh``, ``~/.aws``, keel's own data), other users'
   files, ``/tmp`` and ``/var`` outside the workspace;
 - from ABI 4, no TCP bind or connect unless the network was approved (this also stops a test
@@ -79,9 +81,11 @@ ETC_SECRETS = ("shadow", "gshadow", "shadow-", "gshadow-", "shadow.*", "gshadow.
 # PID namespace there is no private /proc to offer instead; ps and psutil fail here.
 PROC_READ = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime",
              "/proc/version", "/proc/filesystems", "/proc/sys")
-# Devices commands write to as a matter of course; never raw disks or memory.
-DEVICE_PATHS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-                "/dev/ptmx", "/dev/pts")
+# Devices commands write to as a matter of course; never raw disks or memory, and never a terminal:
+# /dev/pts/N is the user's other terminals (typing into them, reading what they show), and /dev/tty
+# is no use to a command without a controlling terminal. /dev/ptmx makes a new pseudo-terminal,
+# whose other end a program reaches with TIOCGPTPEER (glibc's openpty), not through /dev/pts.
+DEVICE_PATHS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/ptmx")
 # POSIX shared memory and named semaphores (Python's multiprocessing locks) are files created here.
 SHARED_MEMORY_DIR = "/dev/shm"
 # Git needs the user's identity to commit; these hold settings, not credentials (~/.git-credentials
@@ -276,9 +280,33 @@ def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool
             continue
         read.append(real)
     rw = [os.path.realpath(workspace), os.path.realpath(temp_dir)]
-    rw += [SHARED_MEMORY_DIR] if os.path.isdir(SHARED_MEMORY_DIR) else []
+    rw += [SHARED_MEMORY_DIR] if shared_memory_free() else []
     devices = [d for d in DEVICE_PATHS if os.path.exists(d)]
     return LandlockPlan(tuple(rw), tuple(read), tuple(devices), network, address_space)
+
+
+def shared_memory_free(directory: str = SHARED_MEMORY_DIR) -> bool:
+    """Whether ``directory`` (the host's /dev/shm) may be granted to a command: it exists and holds
+    no entry the command could open for writing. Landlock grants a directory whole, so the only way
+    to keep the host's existing shared memory out of reach is not to grant it while it holds some
+    this user can write (its own, or world-writable, or any at all for root): POSIX shared memory
+    and semaphores (multiprocessing's locks) then fail for that command, and run_shell says why."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        uid = os.geteuid()
+        for name in os.listdir(fd):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if uid == 0 or st.st_uid == uid or st.st_mode & (stat.S_IWOTH | stat.S_IWGRP):
+                return False
+        return True
+    finally:
+        os.close(fd)
 
 
 def describe(abi: int) -> str:
@@ -332,8 +360,9 @@ def probe() -> tuple[int, str | None]:
     can). Runs ``true`` under a real ruleset once, so a kernel or seccomp filter that refuses the
     syscalls is found before any command relies on them."""
     import shutil
-    import subprocess
     import tempfile
+
+    from keel.policy.process import run_argv
 
     abi = abi_version()
     if abi < 1:
@@ -341,12 +370,12 @@ def probe() -> tuple[int, str | None]:
     scratch = tempfile.mkdtemp(prefix="keel-probe-")
     try:
         argv = exec_argv(plan(scratch, scratch, os.environ, network=False)) + ["true"]
-        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        result = run_argv(argv, "/", timeout_s=20, env=dict(os.environ), stderr_apart=True)
+    except OSError as exc:
         return abi, f"the Landlock helper failed to start: {exc}"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if result.returncode != 0:
-        reason = result.stderr.decode(errors="replace").strip().splitlines()
-        return abi, f"Landlock does not work here: {reason[-1] if reason else f'exit {result.returncode}'}"
+    if result.exit_code != 0:
+        reason = (result.stderr or "").strip().splitlines()
+        return abi, f"Landlock does not work here: {reason[-1] if reason else f'exit {result.exit_code}'}"
     return abi, None

@@ -140,7 +140,7 @@ def _tail_cut(tail: bytes) -> int:
     return start
 
 
-def _live_tree(leader: int) -> list[int]:
+def live_tree(leader: int) -> list[int]:
     """Live (non-zombie) PIDs in ``leader``'s process group or below it, from one /proc scan.
 
     Both are needed: a job that called setsid left the group but is still a descendant, and a
@@ -209,7 +209,7 @@ def kill_tree(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) -> i
     Returns the last signal sent, or None when nothing was running any more.
     """
     leader = proc.pid  # start_new_session makes the shell its own group leader
-    pids = _live_tree(leader)
+    pids = live_tree(leader)
     if _exited(leader) and not pids:
         return None
     _signal_all(leader, pids, signals.SIGTERM)
@@ -218,7 +218,7 @@ def kill_tree(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) -> i
         if _exited(leader) and not any(_pid_alive(p) for p in pids):
             return signals.SIGTERM
         time.sleep(0.02)
-    _signal_all(leader, pids + _live_tree(leader), signals.SIGKILL)
+    _signal_all(leader, pids + live_tree(leader), signals.SIGKILL)
     return signals.SIGKILL
 
 

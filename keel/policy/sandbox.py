@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from keel.policy import landlock
+from keel.policy import landlock, limits
 from keel.policy.bwrap import (
     BASE_FLAGS,
     DEFAULT_NPROC_BUDGET,
@@ -47,10 +47,12 @@ from keel.policy.bwrap import (
     bubblewrap_failure,
     find_bwrap,
     limit_processes,
+    private_tmpfs,
     read_only_paths,
     root_secret_paths,
     toolchains_in_tmp,
 )
+from keel.policy.bwrap_job import job_binds, setid_filter_fd, socket_args
 from keel.policy.cmdenv import command_environment as command_environment  # re-exported: callers import
 from keel.policy.cmdenv import is_secret_variable as is_secret_variable  # these from the sandbox
 from keel.policy.cmdenv import scrub_env as scrub_env
@@ -100,6 +102,10 @@ class SandboxPolicy:
     cpu_seconds: int = 600
     memory_bytes: int = 4 * GIB       # RLIMIT_DATA: heap + private writable mappings
     file_size_bytes: int = 1 * GIB
+    # What one command tree may fill on disk (keel.policy.limits) and the size of bubblewrap's /tmp.
+    disk_bytes: int = 8 * GIB
+    # Host unix socket files a command may still connect to under bubblewrap (user config only).
+    allow_sockets: list[str] = field(default_factory=list)
     # RLIMIT_NPROC counts every process of the *user*, not of the command, so it is off by default.
     nproc: int | None = None
     # Processes one command may add to those its user already runs (bubblewrap tier); None: unbounded.
@@ -141,6 +147,7 @@ class SandboxLaunch(NamedTuple):
     env: dict[str, str]
     preexec_fn: Callable[[], None]
     kind: SandboxKind = "rlimits"
+    pass_fds: tuple[int, ...] = ()    # open for the child (bubblewrap's seccomp program); closed by the runner
 
 
 # ---------------------------------------------------------------- rlimits
@@ -180,10 +187,11 @@ def _preexec_for(limits: list[tuple[int, tuple[int, int]]]) -> Callable[[], None
 
 _detect_lock = threading.Lock()
 _detected: dict[str, SandboxInfo] = {}
-_BWRAP_DETAIL = ("bubblewrap ({which}): read-only filesystem except the workspace (its .git and .keel "
-                 "read-only too), private /tmp and /dev/shm, no network unless approved (a private "
-                 "loopback), own PID namespace, no capabilities, secrets and .env files hidden, "
-                 "CPU/memory/file-size and process-count limits")
+_BWRAP_DETAIL = ("bubblewrap ({which}): read-only filesystem except the workspace (its .git, nested "
+                 "repositories and .keel read-only too), private /tmp and /dev/shm, no network unless approved (a "
+                 "private loopback), host unix sockets out of reach, own PID namespace, no capabilities, no "
+                 "setuid/setgid files (seccomp), secrets and .env files hidden, CPU/memory/file-size and "
+                 "process-count limits; {bounds}")
 _NONE_DETAIL = ("none (rlimits only): {why}; commands can write anywhere this user can, read its keys and "
                 "reach the network; CPU, memory and file-size limits, a scrubbed environment and "
                 "process-tree kill on timeout apply")
@@ -220,16 +228,18 @@ def _probe(tier: str) -> SandboxInfo:
     bwrap = find_bwrap() if tier != "landlock" else None
     why = bubblewrap_failure(bwrap) if tier != "landlock" else "bubblewrap not requested"
     if why is None and bwrap is not None:
-        return SandboxInfo("bubblewrap", _BWRAP_DETAIL.format(which=bwrap.describe()), bwrap=bwrap)
+        return SandboxInfo("bubblewrap", _BWRAP_DETAIL.format(which=bwrap.describe(), bounds=limits.describe()),
+                           bwrap=bwrap)
     why = why or "bubblewrap (bwrap) is not installed"     # for mypy: a failure always has a reason
     if tier != "bubblewrap":
         abi, landlock_why = landlock.probe()
         if landlock_why is None:
-            return SandboxInfo("landlock", f"{landlock.describe(abi)} ({why})", abi, network_confined=abi >= 4)
+            return SandboxInfo("landlock", f"{landlock.describe(abi)}; {limits.describe()} ({why})", abi,
+                               network_confined=abi >= 4)
         why += f"; {landlock_why}"
     if tier != "auto":      # only this tier was asked about: say why it is unusable, nothing more
         return SandboxInfo("rlimits", f"{tier} is not usable here: {landlock_why if tier == 'landlock' else why}")
-    return SandboxInfo("rlimits", _NONE_DETAIL.format(why=why))
+    return SandboxInfo("rlimits", _NONE_DETAIL.format(why=why) + f"; {limits.describe()}")
 
 
 # ---------------------------------------------------------------- hiding secrets
@@ -352,10 +362,12 @@ def _hidden_targets(policy: SandboxPolicy, workspace: str, homes: list[str], ext
 # ---------------------------------------------------------------- assembling the command
 
 
-def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, command_env: Mapping[str, str]) -> list[str]:
+def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, command_env: Mapping[str, str],
+                    read_paths: tuple[str, ...] = (), seccomp_fd: int | None = None) -> list[str]:
     ws = os.path.realpath(workspace)
     bwrap = active_sandbox(policy).bwrap or find_bwrap()
-    argv = [bwrap.path if bwrap else "bwrap", *BASE_FLAGS]
+    argv = [bwrap.path if bwrap else "bwrap", *BASE_FLAGS, *private_tmpfs(policy.disk_bytes)]
+    argv += socket_args(ws, command_env.get("PATH", ""), policy.allow_sockets, _empty_file())
     argv += _root_capabilities(ws)
     if not network:
         argv.append("--unshare-net")    # a namespace of its own: only a loopback, which bwrap brings up
@@ -375,6 +387,7 @@ def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, co
         argv += ["--ro-bind", path, path]
     for target in after:
         argv += _hide_args(target) or []
+    argv += job_binds(ws, read_paths, seccomp_fd)
     argv += ["--chdir", ws, "--"]
     return argv
 
@@ -384,12 +397,14 @@ def build_sandboxed(
     workspace: Path,
     policy: SandboxPolicy,
     allow_network: bool,
+    read_paths: tuple[str, ...] = (),
 ) -> SandboxLaunch:
     """Everything needed to run one command confined: an argv prefix (empty without
     bubblewrap), the environment, and the preexec function that sets rlimits.
 
     ``command_env`` is the environment the command would otherwise get (usually os.environ);
-    its HOME also decides which secret directories are hidden.
+    its HOME also decides which secret directories are hidden. ``read_paths``: files outside the
+    workspace the command may read (a hook's own session transcript).
     """
     env = command_environment(command_env)
     preexec = _preexec_for(_rlimits(policy))
@@ -409,14 +424,18 @@ def build_sandboxed(
         # RLIMIT_AS counts shared mappings, which RLIMIT_DATA misses; twice the data limit leaves room
         # for the address space runtimes reserve without using (node, the JVM).
         rules = landlock.plan(str(workspace), temp, command_env, network=network, protected=protected,
-                              address_space=LANDLOCK_ADDRESS_SPACE_FACTOR * policy.memory_bytes)
+                              address_space=LANDLOCK_ADDRESS_SPACE_FACTOR * policy.memory_bytes,
+                              extra_read=read_paths)
         return SandboxLaunch(landlock.exec_argv(rules), env, limit_processes(preexec, policy.nproc_budget),
                              "landlock")
     # Only the workspace and the fresh /tmp are writable: temp files and caches go to /tmp.
     env["TMPDIR"] = "/tmp"
     env["XDG_CACHE_HOME"] = "/tmp/.cache"
-    argv = bubblewrap_argv(workspace, policy, network=network, command_env=command_env)
-    return SandboxLaunch(argv, env, limit_processes(preexec, policy.nproc_budget), "bubblewrap")
+    seccomp_fd = setid_filter_fd()
+    argv = bubblewrap_argv(workspace, policy, network=network, command_env=command_env, read_paths=read_paths,
+                           seccomp_fd=seccomp_fd)
+    return SandboxLaunch(argv, env, limit_processes(preexec, policy.nproc_budget), "bubblewrap",
+                         (seccomp_fd,) if seccomp_fd is not None else ())
 
 
 def session_temp_dir(policy: SandboxPolicy) -> str:

@@ -8,19 +8,18 @@ stop decider can count passing tests/builds as evidence.
 
 from __future__ import annotations
 
-import os
 import signal as signals
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
-from keel.policy import runlater
-from keel.policy.sandbox import SandboxPolicy, build_sandboxed
+from keel.policy.runner import Job, JobResult, run
+from keel.policy.sandbox import SandboxPolicy
 from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.policy.process import CommandResult, run_command
 
 MAX_TIMEOUT_S = 600
 # Below this much of the run's wall clock left, a command is not started at all.
@@ -102,7 +101,9 @@ _NETWORK_SIGNS = ("Temporary failure in name resolution", "Network is unreachabl
                   "Name or service not known", "getaddrinfo failed", "No address associated with hostname")
 
 
-def _status_line(result: CommandResult, timeout_s: float) -> str:
+def _status_line(result: JobResult, timeout_s: float) -> str:
+    if result.stopped:
+        return f"exit code: none — stopped at the {result.stopped} limit for one command"
     if result.timed_out:
         return f"timed out after {timeout_s:g} s — the whole process tree was killed"
     if result.signal is not None and result.exit_code is None:
@@ -149,6 +150,17 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
     return hints
 
 
+def keep_later(ctx: ToolContext) -> Callable[[str], bool]:
+    """Whether a command's change to another program's run-later config may stand: the approval
+    gate's answer for an edit of that path (a person, or an edit(...) allow rule; never unasked)."""
+    authorize = getattr(ctx.approval, "authorize_edit", None)
+
+    def keep(path: str) -> bool:
+        return bool(authorize is not None and authorize(path).allowed)
+
+    return keep
+
+
 def _check_kind(command: str) -> str | None:
     from keel.outputs.checks import classify_check
 
@@ -170,8 +182,6 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         return ToolResult.error(auth.message or "The shell policy refused this command.", decision=auth.decision)
 
     policy = ctx.sandbox if ctx.sandbox is not None else SandboxPolicy()
-    launch = build_sandboxed(os.environ, ctx.workspace, policy, allow_network=auth.network)
-    network = bool(policy.network or auth.network)
     timeout_s = min(float(args.timeout) if args.timeout is not None else ctx.shell_timeout_s, MAX_TIMEOUT_S)
     run_capped = False
     if ctx.deadline is not None:
@@ -182,20 +192,18 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         run_capped = remaining < timeout_s
         timeout_s = min(timeout_s, remaining)
     spill = OutputSpill(ctx.session_dir / OUTPUTS_DIR, command) if for_model and ctx.session_dir else None
-    guard = runlater.capture(str(ctx.workspace))    # git hooks/config, .keel/: put back after the command
-    undone: list[str] = []
+    job = Job(ctx.workspace, command=command, policy=policy, network=auth.network, timeout_s=timeout_s,
+              output_cap=ctx.output_cap_bytes, on_output=spill.feed if spill else None,
+              keep_later=keep_later(ctx))
     try:
-        result = run_command(command, ctx.workspace, timeout_s=timeout_s, output_cap_bytes=ctx.output_cap_bytes,
-                             env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn,
-                             on_output=spill.feed if spill else None)
+        result = run(job)
     except OSError as exc:
-        return ToolResult.error(f"Could not start the command: {exc}", sandbox=launch.kind)
+        return ToolResult.error(f"Could not start the command: {exc}")
     except BaseException:
         if spill is not None:
             spill.discard()
         raise
-    finally:
-        undone = runlater.restore(guard, str(ctx.workspace))
+    network = result.network
 
     status = _status_line(result, timeout_s)
     if result.timed_out and run_capped:
@@ -207,14 +215,14 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
                             str(ctx.workspace))
         body, saved = present(spill, facts, result.output, result.truncated)
     lines = [status, body if body else "(no output)"]
-    lines += _sandbox_hints(result.output, launch.kind, network)
-    if undone:
-        lines.append(runlater.report(undone))
+    lines += _sandbox_hints(result.output, result.sandbox, network)
+    lines += result.notes()
     meta: dict[str, Any] = {
-        "elapsed_s": round(result.elapsed_s, 3), "sandbox": launch.kind, "truncated": result.truncated,
+        "elapsed_s": round(result.elapsed_s, 3), "sandbox": result.sandbox, "truncated": result.truncated,
         "total_bytes": result.total_bytes, "timed_out": result.timed_out, "exit_code": result.exit_code,
         "signal": result.signal, "network": network, "decision": auth.decision,
-        "saved_output": str(saved) if saved else None, "undone": undone,
+        "saved_output": str(saved) if saved else None, "undone": list(result.undone),
+        "stripped": list(result.stripped), "kept": list(result.kept), "stopped": result.stopped,
     }
     return ToolResult(
         ok=result.exit_code == 0,

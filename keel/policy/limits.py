@@ -1,0 +1,284 @@
+"""Bounds on what a command and all its children use together: memory and disk.
+
+The rlimits of keel.policy.sandbox bound each process (RLIMIT_DATA, and RLIMIT_AS under Landlock;
+RLIMIT_FSIZE per file); twenty children each under them add up to twenty times as much. Here the
+whole tree is bounded:
+
+- **memory**: a memory cgroup holding the tree, where keel can make one (root, with a writable
+  memory controller, cgroup v1 or v2): the kernel stops the tree at the limit. Elsewhere a watch
+  sums the tree's proportional set size (``Pss`` of /proc/PID/smaps_rollup: pages shared by forked
+  children counted once) every half second and stops the tree above the limit.
+- **disk**: a watch of every filesystem the command can write (the workspace's, the Landlock tier's
+  private temp dir's): the tree is stopped once that filesystem has filled by more than the disk
+  budget since it started, or by more than it had free, less a reserve. Others writing the same
+  filesystem at the same time count too; the budget is generous. bubblewrap's private /tmp and
+  /dev/shm are tmpfs of that size (keel.policy.sandbox).
+
+``mode()`` names which memory bound this machine gives; the tiers' detail lines say it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from keel.policy.process import Watch, live_tree
+
+MIB = 1024**2
+DISK_RESERVE = 256 * MIB          # never let a command take a filesystem's last bytes
+MIN_DISK_BUDGET = 64 * MIB
+MEMORY_EVERY = 2                  # the memory watch reads the tree every 2nd call (0.5 s)
+# Where a memory controller may be mounted: cgroup v1's own hierarchy, v2 unified and hybrid.
+_MOUNTS = (("memory", "/sys/fs/cgroup/memory"), ("", "/sys/fs/cgroup"), ("", "/sys/fs/cgroup/unified"))
+_serial = itertools.count()
+_pending: list[str] = []
+_lock = threading.Lock()
+
+
+@dataclass
+class TreeBounds:
+    """The bounds of one command tree: the preexec step that puts the child in its cgroup, the
+    watch for keel.policy.process, and what stopped it."""
+
+    memory_bytes: int
+    disk_bytes: int
+    cgroup: str | None = None                 # the memory cgroup, when one holds the tree
+    version: int = 0                          # 1 or 2 (cgroup v1 or v2)
+    writable: list[str] = field(default_factory=list)
+    _start_used: dict[int, tuple[str, int, int]] = field(default_factory=dict)
+    _calls: int = 0
+
+    @property
+    def how(self) -> str:
+        return "cgroup" if self.cgroup else "watch"
+
+    def preexec(self, inner: Callable[[], None] | None) -> Callable[[], None] | None:
+        """``inner`` followed by joining the cgroup (in the child before exec: system calls only)."""
+        if self.cgroup is None:
+            return inner
+        procs = os.path.join(self.cgroup, "cgroup.procs")
+
+        def join() -> None:
+            if inner is not None:
+                inner()
+            try:
+                fd = os.open(procs, os.O_WRONLY)
+                try:
+                    os.write(fd, b"0")          # "0": this process, and so everything it starts
+                finally:
+                    os.close(fd)
+            except OSError:
+                pass
+
+        return join
+
+    def start(self) -> None:
+        """Take the filesystems' fill before the command starts."""
+        for path in self.writable:
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                if st.st_dev not in self._start_used:
+                    fs = os.statvfs(path)
+                    self._start_used[st.st_dev] = (path, _used(fs), fs.f_bavail * fs.f_frsize)
+
+    def watch(self) -> Watch:
+        def check(pid: int) -> str | None:
+            self._calls += 1
+            if self._over_disk():
+                return "disk"
+            if self.cgroup is None and self._calls % MEMORY_EVERY == 0 and tree_memory(pid) > self.memory_bytes:
+                return "memory"
+            return None
+
+        return check
+
+    def _over_disk(self) -> bool:
+        for path, used, free in self._start_used.values():
+            try:
+                grown = _used(os.statvfs(path)) - used
+            except OSError:
+                continue
+            if grown > max(min(self.disk_bytes, free - DISK_RESERVE), MIN_DISK_BUDGET):
+                return True
+        return False
+
+    def finish(self) -> str | None:
+        """Remove the cgroup; "memory" when the kernel killed in it for the limit."""
+        if self.cgroup is None:
+            return None
+        hit = _oom_kills(self.cgroup, self.version) > 0
+        _remove(self.cgroup)
+        return "memory" if hit else None
+
+
+def _used(fs: os.statvfs_result) -> int:
+    return (fs.f_blocks - fs.f_bfree) * fs.f_frsize
+
+
+def tree_memory(leader: int) -> int:
+    """Bytes the tree under ``leader`` holds: its proportional set sizes (resident sizes where the
+    kernel has no smaps_rollup)."""
+    total = 0
+    for pid in [leader, *live_tree(leader)]:
+        total += _pss(pid)
+    return total
+
+
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+# ---------------------------------------------------------------- the memory cgroup
+
+
+def _own_paths() -> dict[str, str]:
+    own: dict[str, str] = {}
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as fh:
+            for line in fh:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for name in controllers.split(","):
+                    own[name] = path
+    except (OSError, ValueError):
+        pass
+    return own
+
+
+def _parents() -> list[tuple[str, int]]:
+    """Directories a memory cgroup may be made in: (path, cgroup version)."""
+    own = _own_paths()
+    found: list[tuple[str, int]] = []
+    for controller, mount in _MOUNTS:
+        if controller not in own:
+            continue
+        for candidate in (os.path.join(mount, own[controller].lstrip("/")), mount):
+            if controller == "memory" and os.path.exists(os.path.join(candidate, "memory.limit_in_bytes")):
+                found.append((candidate, 1))
+                break
+            if controller == "" and _v2_memory(candidate):
+                found.append((candidate, 2))
+                break
+    return found
+
+
+def _v2_memory(directory: str) -> bool:
+    try:
+        with open(os.path.join(directory, "cgroup.subtree_control"), encoding="ascii") as fh:
+            return "memory" in fh.read().split()
+    except OSError:
+        return False
+
+
+def memory_cgroup(limit: int) -> tuple[str, int] | None:
+    """A fresh memory cgroup of ``limit`` bytes (swap included) for one command tree, or None where
+    none can be made here."""
+    _remove_pending()
+    for parent, version in _parents():
+        path = os.path.join(parent, f"keel-mem-{os.getpid()}-{next(_serial)}")
+        try:
+            os.mkdir(path, 0o755)
+        except OSError:
+            continue
+        try:
+            if version == 1:
+                _write(path, "memory.limit_in_bytes", limit)
+                with contextlib.suppress(OSError):     # absent without swap accounting
+                    _write(path, "memory.memsw.limit_in_bytes", limit)
+            else:
+                _write(path, "memory.max", limit)
+                with contextlib.suppress(OSError):
+                    _write(path, "memory.swap.max", 0)
+                with contextlib.suppress(OSError):     # the whole tree goes when one of it must
+                    _write(path, "memory.oom.group", 1)
+            return path, version
+        except OSError:
+            _remove(path)
+    return None
+
+
+def _write(directory: str, name: str, value: int) -> None:
+    with open(os.path.join(directory, name), "w", encoding="ascii") as fh:
+        fh.write(str(value))
+
+
+def _oom_kills(path: str, version: int) -> int:
+    name = "memory.oom_control" if version == 1 else "memory.events"
+    try:
+        with open(os.path.join(path, name), encoding="ascii") as fh:
+            for line in fh:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _remove(path: str) -> None:
+    """Remove a cgroup once its processes are gone (they may still be exiting: tried again later)."""
+    for _ in range(20):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+    with _lock:
+        _pending.append(path)
+
+
+def _remove_pending() -> None:
+    with _lock:
+        for path in list(_pending):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+                _pending.remove(path)
+
+
+_mode_lock = threading.Lock()
+_mode: str | None = None
+
+
+def mode() -> str:
+    """"cgroup" when this process can bound a tree's memory with a cgroup, else "watch" (probed once)."""
+    global _mode
+    with _mode_lock:
+        if _mode is None:
+            made = memory_cgroup(64 * MIB)
+            _mode = "cgroup" if made else "watch"
+            if made:
+                _remove(made[0])
+        return _mode
+
+
+def describe() -> str:
+    how = ("a memory cgroup" if mode() == "cgroup"
+           else "a watch of its summed memory (no writable memory cgroup here), plus rlimits per process")
+    return (f"memory of the whole command tree bounded by {how}; disk it fills bounded by a watch of the "
+            "filesystems it writes")
+
+
+def bound_tree(memory_bytes: int, disk_bytes: int, writable: list[str]) -> TreeBounds:
+    """The bounds for one command tree; ``writable``: where it may write (for the disk watch)."""
+    made = memory_cgroup(memory_bytes)
+    bounds = TreeBounds(memory_bytes, disk_bytes, made[0] if made else None, made[1] if made else 0,
+                        list(writable))
+    bounds.start()
+    return bounds
