@@ -197,6 +197,9 @@ class Hook(EventBase):
     elapsed_ms: float
     reason: str | None
     stderr: str
+    sandboxed: NotRequired[bool]          # False: it ran outside the OS sandbox (the user's sandbox = false)
+    note: NotRequired[str | None]         # why it ran otherwise than configured (keel.ext.hooks)
+    undone: NotRequired[list[str] | None]  # what keel put back or stripped after it
 
 
 class SubagentStart(EventBase):

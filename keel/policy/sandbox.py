@@ -207,13 +207,14 @@ def detect_sandbox(tier: str = "auto") -> SandboxInfo:
         return _detected[tier]
 
 
-def policy_for(setting: str, *, network: bool = False) -> SandboxPolicy:
+def policy_for(setting: str, *, network: bool = False, allow_sockets: list[str] | None = None) -> SandboxPolicy:
     """The policy behind the ``[shell] sandbox`` setting: "auto", a tier's name, or "off"."""
+    sockets = list(allow_sockets or [])
     if setting == "off":
-        return SandboxPolicy(enabled=False, network=network)
+        return SandboxPolicy(enabled=False, network=network, allow_sockets=sockets)
     tier: Literal["auto", "bubblewrap", "landlock"] = (
         "bubblewrap" if setting == "bubblewrap" else "landlock" if setting == "landlock" else "auto")
-    return SandboxPolicy(network=network, tier=tier)
+    return SandboxPolicy(network=network, tier=tier, allow_sockets=sockets)
 
 
 def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
