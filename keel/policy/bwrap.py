@@ -13,11 +13,9 @@ import atexit
 import glob
 import itertools
 import os
-import resource
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from typing import NamedTuple
 
 from keel.policy.process import run_argv
@@ -267,36 +265,3 @@ def pids_cgroup(budget: int) -> str | None:
 
 
 atexit.register(_remove_at_exit)
-
-
-def limit_processes(preexec: Callable[[], None], budget: int | None) -> Callable[[], None]:
-    """``preexec`` plus a bound on how many processes one command may add: a pids cgroup for
-    root where one can be made, else RLIMIT_NPROC relative to what this user runs now."""
-    if budget is None:
-        return preexec
-    cgroup = pids_cgroup(budget)
-    if cgroup is not None:
-        procs = os.path.join(cgroup, "cgroup.procs")
-
-        def join_cgroup() -> None:      # in the child before exec: system calls only
-            preexec()
-            try:
-                fd = os.open(procs, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")      # "0": the writing process itself, and so all it starts
-                finally:
-                    os.close(fd)
-            except OSError:
-                pass
-
-        return join_cgroup
-    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
-    limit = nproc_limit(budget)
-    limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
-    setrlimit, nproc = resource.setrlimit, resource.RLIMIT_NPROC
-
-    def set_nproc() -> None:
-        preexec()
-        setrlimit(nproc, (limit, limit))
-
-    return set_nproc

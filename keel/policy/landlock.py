@@ -37,6 +37,8 @@ import os
 import platform
 import stat
 import sys
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
@@ -259,30 +261,47 @@ def etc_entries(root: str = "/etc", secrets: Iterable[str] = ETC_SECRETS) -> lis
     return found
 
 
-def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool,
-         extra_read: Iterable[str] = (), protected: Iterable[str] = (), address_space: int | None = None) -> LandlockPlan:
-    """The rules for one command. A read grant that would contain a home directory or a
-    ``protected`` path (keel's data, credential dirs) is dropped: granting ``/home`` to reach a
-    tool would hand out every key beneath it."""
+# The read grants are the same for every command of a session: worked out once, then again after
+# GRANTS_TTL_S (a toolchain installed meanwhile is granted from then on). ~100 ms each time.
+GRANTS_TTL_S = 60.0
+_grants: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], tuple[float, tuple[str, ...]]] = {}
+_grants_lock = threading.Lock()
+
+
+def _read_grants(env: Mapping[str, str], protected: Iterable[str], extra_read: Iterable[str]) -> tuple[str, ...]:
     homes = [h for h in {env.get("HOME", ""), os.environ.get("HOME", ""), os.path.expanduser("~")}
              if os.path.isabs(h) and h != "/"]
     guarded = [os.path.realpath(p) for p in [*homes, *protected] if os.path.isabs(p)]
     home_files = [os.path.join(h, name) for h in homes for name in (*HOME_READ_FILES, *HOME_TOOLCHAINS)]
     candidates = [*SYSTEM_READ_DIRS, *etc_entries(), *PROC_READ, *toolchain_dirs(env), *extra_read, *home_files]
-    resolv = os.path.realpath("/etc/resolv.conf")     # often a link into /run
-    candidates.append(resolv)
-    read: list[str] = []
+    candidates.append(os.path.realpath("/etc/resolv.conf"))     # often a link into /run
+    read: dict[str, None] = {}
     for path in candidates:
         real = os.path.realpath(path)
-        if real == "/" or not os.path.exists(real) or real in read:
+        if real == "/" or real in read or not os.path.exists(real):
             continue
         if any(_within(g, real) for g in guarded):
             continue
-        read.append(real)
+        read[real] = None
+    return tuple(read)
+
+
+def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool,
+         extra_read: Iterable[str] = (), protected: Iterable[str] = (), address_space: int | None = None) -> LandlockPlan:
+    """The rules for one command. A read grant that would contain a home directory or a
+    ``protected`` path (keel's data, credential dirs) is dropped: granting ``/home`` to reach a
+    tool would hand out every key beneath it."""
+    key = (env.get("HOME", ""), env.get("PATH", ""), tuple(protected), tuple(extra_read))
+    now = time.monotonic()
+    with _grants_lock:
+        cached = _grants.get(key)
+        if cached is None or now - cached[0] > GRANTS_TTL_S:
+            cached = _grants[key] = (now, _read_grants(env, key[2], key[3]))
+    read = cached[1]
     rw = [os.path.realpath(workspace), os.path.realpath(temp_dir)]
     rw += [SHARED_MEMORY_DIR] if shared_memory_free() else []
     devices = [d for d in DEVICE_PATHS if os.path.exists(d)]
-    return LandlockPlan(tuple(rw), tuple(read), tuple(devices), network, address_space)
+    return LandlockPlan(tuple(rw), read, tuple(devices), network, address_space)
 
 
 def shared_memory_free(directory: str = SHARED_MEMORY_DIR) -> bool:

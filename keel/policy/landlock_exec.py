@@ -78,7 +78,7 @@ def _drop_capabilities() -> None:
 
 
 def _set_limits(plan: LandlockPlan) -> None:
-    # The process limit is set before the helper starts (keel.policy.bwrap.limit_processes: a pids
+    # The process limit is set before the helper starts (keel.policy.limits.wrapper: a pids
     # cgroup for root, whom RLIMIT_NPROC does not bind, else RLIMIT_NPROC = what the user runs + budget).
     if plan.address_space:            # counts shared mappings too, which RLIMIT_DATA does not
         _, hard = resource.getrlimit(resource.RLIMIT_AS)

@@ -381,8 +381,9 @@ def _pump(proc: subprocess.Popen[bytes], streams: _Streams, deadline: float,
                     if reason:
                         return False, reason
                     next_watch = now + WATCH_EVERY_S
-                # Without a pidfd, wake up regularly to notice the exit of the child.
-                wait = deadline - now if pidfd is not None else min(deadline - now, 0.05)
+                # Without a pidfd, wake up regularly to notice the exit of the child; with one, still
+                # once a second: a signal another thread received runs its handler only then.
+                wait = min(deadline - now, 1.0) if pidfd is not None else min(deadline - now, 0.05)
                 if next_watch is not None:
                     wait = min(wait, max(next_watch - now, 0.0))
                 for key, _ in sel.select(wait):

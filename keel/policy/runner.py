@@ -111,17 +111,18 @@ def run(job: Job) -> JobResult:
     launch = build_sandboxed(base, job.workspace, policy, job.network, read_paths=job.read_paths)
     env = {**(launch.env if job.scrub else base), **job.extra_env}
     bounds = None
+    prefix: list[str] = []
     if job.limits:
         writable = [str(job.workspace), *([session_temp_dir(policy)] if launch.kind == "landlock" else [])]
-        bounds = limits.bound_tree(policy.memory_bytes, policy.disk_bytes, writable)
+        bounds = limits.bound_tree(policy.memory_bytes, policy.disk_bytes, writable, launch.nproc_budget)
+        prefix = bounds.wrapper(launch.rlimits)
     program = list(job.argv) if job.argv is not None else ["bash", "-c", job.command or ""]
     try:
         result = run_argv(
-            [*launch.argv_prefix, *program], _cwd(job, launch.kind), timeout_s=job.timeout_s, env=env,
-            output_cap_bytes=job.output_cap,
-            preexec=bounds.preexec(launch.preexec_fn) if bounds else (launch.preexec_fn if job.limits else None),
-            on_output=job.on_output, stdin=job.stdin, stderr_apart=job.stderr_apart,
-            watch=bounds.watch() if bounds else None, pass_fds=launch.pass_fds, kill_grace_s=job.kill_grace_s)
+            [*prefix, *launch.argv_prefix, *program], _cwd(job, launch.kind), timeout_s=job.timeout_s, env=env,
+            output_cap_bytes=job.output_cap, on_output=job.on_output, stdin=job.stdin,
+            stderr_apart=job.stderr_apart, watch=bounds.watch() if bounds else None, pass_fds=launch.pass_fds,
+            kill_grace_s=job.kill_grace_s)
     finally:
         for fd in launch.pass_fds:
             with contextlib.suppress(OSError):
@@ -129,6 +130,39 @@ def run(job: Job) -> JobResult:
         oom = bounds.finish() if bounds else None
         report = care.finish(job.keep_later) if care is not None else None
     return _result(result, launch.kind, job.network or policy.network, oom, bounds, report)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A long-running process (an MCP server) for another to start: its argv, environment and
+    working directory, with the runner's tier, environment and limits already in them."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    sandbox: SandboxKind
+    bounds: str
+
+
+def prepare(job: Job) -> Prepared:
+    """What ``run`` would start for ``job``, for a caller whose library starts it (the MCP SDK). The
+    tree's memory is bounded by a cgroup where one can be made (removed at exit); no watch runs
+    beside it, so no disk bound and no memory watch; rlimits apply."""
+    policy = _policy_of(job)
+    launch = build_sandboxed(dict(job.env if job.env is not None else os.environ), job.workspace, policy,
+                             job.network, read_paths=job.read_paths)
+    if launch.pass_fds:
+        raise ValueError("a prepared job cannot pass descriptors (bubblewrap's filter): run it sandboxed with run()")
+    base = dict(job.env if job.env is not None else os.environ)
+    env = {**(launch.env if job.scrub else base), **job.extra_env}
+    prefix: list[str] = []
+    bounds = ""
+    if job.limits:
+        tree = limits.bound_tree(policy.memory_bytes, policy.disk_bytes, [], launch.nproc_budget)
+        prefix, bounds = tree.wrapper(launch.rlimits), tree.how
+        limits.remove_at_exit(tree.joins)
+    program = list(job.argv) if job.argv is not None else ["bash", "-c", job.command or ""]
+    return Prepared([*prefix, *launch.argv_prefix, *program], env, _cwd(job, launch.kind), launch.kind, bounds)
 
 
 def _policy_of(job: Job) -> SandboxPolicy:

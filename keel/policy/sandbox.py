@@ -34,7 +34,7 @@ import tempfile
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -46,7 +46,6 @@ from keel.policy.bwrap import (
     Bwrap,
     bubblewrap_failure,
     find_bwrap,
-    limit_processes,
     private_tmpfs,
     read_only_paths,
     root_secret_paths,
@@ -145,9 +144,12 @@ class SandboxInfo:
 class SandboxLaunch(NamedTuple):
     argv_prefix: list[str]
     env: dict[str, str]
-    preexec_fn: Callable[[], None]
+    # (resource, (soft, hard)) for every process of the command; keel.policy.limits sets them in an
+    # exec wrapper (a preexec function would make Python fork the whole of keel for each command)
+    rlimits: list[tuple[int, tuple[int, int]]]
     kind: SandboxKind = "rlimits"
     pass_fds: tuple[int, ...] = ()    # open for the child (bubblewrap's seccomp program); closed by the runner
+    nproc_budget: int | None = None   # processes the command may add (a pids cgroup, else RLIMIT_NPROC)
 
 
 # ---------------------------------------------------------------- rlimits
@@ -169,18 +171,6 @@ def _rlimits(policy: SandboxPolicy) -> list[tuple[int, tuple[int, int]]]:
     hard_cpu = _clamped(policy.cpu_seconds + 5, resource.RLIMIT_CPU)
     limits.append((resource.RLIMIT_CPU, (min(policy.cpu_seconds, hard_cpu), hard_cpu)))
     return limits
-
-
-def _preexec_for(limits: list[tuple[int, tuple[int, int]]]) -> Callable[[], None]:
-    # Runs in the forked child before exec: everything is computed beforehand so the child
-    # only makes system calls (no imports, no locks).
-    setrlimit = resource.setrlimit
-
-    def apply_limits() -> None:
-        for resource_id, values in limits:
-            setrlimit(resource_id, values)
-
-    return apply_limits
 
 
 # ---------------------------------------------------------------- detection
@@ -400,18 +390,18 @@ def build_sandboxed(
     allow_network: bool,
     read_paths: tuple[str, ...] = (),
 ) -> SandboxLaunch:
-    """Everything needed to run one command confined: an argv prefix (empty without
-    bubblewrap), the environment, and the preexec function that sets rlimits.
+    """Everything needed to run one command confined: an argv prefix (empty without a tier), the
+    environment, the rlimits and the process budget (keel.policy.runner applies them).
 
     ``command_env`` is the environment the command would otherwise get (usually os.environ);
     its HOME also decides which secret directories are hidden. ``read_paths``: files outside the
     workspace the command may read (a hook's own session transcript).
     """
     env = command_environment(command_env)
-    preexec = _preexec_for(_rlimits(policy))
+    rlimits = _rlimits(policy)
     kind = active_sandbox(policy).kind
     if kind == "rlimits":
-        return SandboxLaunch([], env, preexec)
+        return SandboxLaunch([], env, rlimits)
     network = policy.network or allow_network
     if kind == "landlock":
         # Temp files and caches go to the private temp dir, the only writable place besides the workspace.
@@ -427,16 +417,15 @@ def build_sandboxed(
         rules = landlock.plan(str(workspace), temp, command_env, network=network, protected=protected,
                               address_space=LANDLOCK_ADDRESS_SPACE_FACTOR * policy.memory_bytes,
                               extra_read=read_paths)
-        return SandboxLaunch(landlock.exec_argv(rules), env, limit_processes(preexec, policy.nproc_budget),
-                             "landlock")
+        return SandboxLaunch(landlock.exec_argv(rules), env, rlimits, "landlock", (), policy.nproc_budget)
     # Only the workspace and the fresh /tmp are writable: temp files and caches go to /tmp.
     env["TMPDIR"] = "/tmp"
     env["XDG_CACHE_HOME"] = "/tmp/.cache"
     seccomp_fd = setid_filter_fd()
     argv = bubblewrap_argv(workspace, policy, network=network, command_env=command_env, read_paths=read_paths,
                            seccomp_fd=seccomp_fd)
-    return SandboxLaunch(argv, env, limit_processes(preexec, policy.nproc_budget), "bubblewrap",
-                         (seccomp_fd,) if seccomp_fd is not None else ())
+    return SandboxLaunch(argv, env, rlimits, "bubblewrap", (seccomp_fd,) if seccomp_fd is not None else (),
+                         policy.nproc_budget)
 
 
 def session_temp_dir(policy: SandboxPolicy) -> str:
