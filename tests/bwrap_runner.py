@@ -18,14 +18,15 @@ from pathlib import Path
 
 UNPRIVILEGED = "kuser"
 
-# argv: workspace, command, mode ("bwrap" | "off"), network ("1" | "0"), timeout seconds
+# argv: workspace, command, mode ("bwrap" | "landlock" | "off"), network ("1" | "0"), timeout seconds
 DRIVER = """
 import json, os, sys
 from pathlib import Path
 from keel.policy.sandbox import SandboxPolicy
 from keel.policy.runner import Job, run
 ws, command, mode, network, timeout = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1", float(sys.argv[5])
-policy = SandboxPolicy(tier="bubblewrap") if mode == "bwrap" else SandboxPolicy(enabled=False)
+policy = (SandboxPolicy(tier="bubblewrap") if mode == "bwrap" else SandboxPolicy(tier="landlock") if mode == "landlock"
+          else SandboxPolicy(enabled=False))
 r = run(Job(ws, command=command, policy=policy, network=network, timeout_s=timeout))
 print(json.dumps({"kind": r.sandbox, "exit": r.exit_code, "output": r.output, "timed_out": r.timed_out,
                   "keel_pid": os.getpid(), "notes": r.notes(), "stopped": r.stopped}))
@@ -39,6 +40,8 @@ class Ran:
     output: str
     timed_out: bool
     keel_pid: int
+    notes: list[str] | None = None      # what keel said after the command (put back, stripped, stopped)
+    stopped: str | None = None
 
 
 def ensure_unprivileged_user() -> str | None:
@@ -98,6 +101,13 @@ def run_as(user: str | None, ws: Path, command: str, *, mode: str = "bwrap", net
     proc = subprocess.run(argv, capture_output=True, text=True, env=user_env(user), timeout=timeout + 30)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(proc.stdout.strip().splitlines()[-1])
-    if mode == "bwrap":
-        assert data["kind"] == "bubblewrap", data
-    return Ran(data["kind"], data["exit"], data["output"], data["timed_out"], data["keel_pid"])
+    if mode in ("bwrap", "landlock"):
+        assert data["kind"] == {"bwrap": "bubblewrap"}.get(mode, mode), data
+    return Ran(data["kind"], data["exit"], data["output"], data["timed_out"], data["keel_pid"], data["notes"],
+               data["stopped"])
+
+
+def run_plain(user: str | None, ws: Path, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The control: ``command`` as ``user`` with no keel at all (bash in the workspace)."""
+    return subprocess.run([*as_user(user), "bash", "-c", command], cwd=ws, env=user_env(user), capture_output=True,
+                          text=True, timeout=timeout)

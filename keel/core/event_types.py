@@ -231,6 +231,7 @@ class Changes(EventBase):
     debug_leftovers: list[Any]
     stray_files: list[Any]
     unrelated: list[Any]
+    runs_later: NotRequired[list[Any]]     # other programs' run-later config written: {"path", "kept"}
 
 
 class Stop(EventBase):

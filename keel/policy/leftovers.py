@@ -224,7 +224,7 @@ class Aftercare:
         added += _ask_areas(self.root, [item for item in found.later if item not in self.known_later])
         undone = runlater.restore(self.guard, self.root, keep, added)
         stripped = strip_setid(self.root, found.setid)
-        return Report(undone, stripped, list(self.guard.kept), found.complete)
+        return Report(undone, stripped, list(self.guard.kept), found.complete, list(self.guard.refused))
 
 
 @dataclass(frozen=True)
@@ -233,6 +233,7 @@ class Report:
     stripped: list[str]
     kept: list[str]
     complete: bool = True
+    refused: list[str] = field(default_factory=list)    # other programs' run-later config put back
 
     def lines(self) -> list[str]:
         out = [runlater.report(self.undone)] if self.undone else []
@@ -247,6 +248,15 @@ class Report:
             out.append("[the workspace is too large to check every file after a command: setuid bits, "
                        "repositories and run-later config deep in it were not all checked]")
         return out
+
+
+def asks_about(rel: str) -> bool:
+    """Whether a change to ``rel`` (workspace-relative) is one the aftercare asks a person about:
+    another program's run-later config, outside dependency folders."""
+    parts = [p.lower() for p in rel.split("/") if p]
+    if not parts or any(p in DEPENDENCY_DIRS for p in parts[:-1]):
+        return False
+    return any(p in _ASK_DIRS for p in parts) or parts[-1] in _ASK_FILES
 
 
 def read_only_git(workspace: str) -> list[str]:

@@ -71,6 +71,7 @@ class Guard:
     before: dict[tuple[str, str], Entry | None] = field(default_factory=dict)
     partial: bool = False
     kept: list[str] = field(default_factory=list)     # ask areas whose change a person let stand
+    refused: list[str] = field(default_factory=list)  # ask areas whose change was put back
 
 
 # ---------------------------------------------------------------- what is guarded
@@ -398,6 +399,7 @@ def restore(guard: Guard, workspace: str, keep: Keep | None = None, added: list[
         if keep is not None and keep(label):
             guard.kept.append(label)
         else:
+            guard.refused.append(label)
             todo += [(key, old, _NOT_APPROVED) for key, old in changes]
     _apply(todo)
     covered = {key for key, old, _ in todo if old is None}

@@ -81,6 +81,7 @@ class JobResult:
     undone: tuple[str, ...] = ()     # run-later changes put back (keel.policy.leftovers)
     stripped: tuple[str, ...] = ()   # files whose setuid/setgid bit was removed
     kept: tuple[str, ...] = ()       # run-later config a person let stand
+    refused: tuple[str, ...] = ()    # run-later config put back for want of a person's yes
     checked_all: bool = True         # False: the workspace was too large to check after it
 
     @property
@@ -194,7 +195,8 @@ def _result(result: CommandResult, kind: SandboxKind, network: bool, oom: str | 
         total_bytes=result.total_bytes, elapsed_s=result.elapsed_s, sandbox=kind, network=network,
         bounds=bounds.how if bounds else "",
         undone=tuple(report.undone) if report else (), stripped=tuple(report.stripped) if report else (),
-        kept=tuple(report.kept) if report else (), checked_all=report.complete if report else True)
+        kept=tuple(report.kept) if report else (), checked_all=report.complete if report else True,
+        refused=tuple(report.refused) if report else ())
 
 
 def neutral_dir() -> Path:

@@ -204,6 +204,8 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
             spill.discard()
         raise
     network = result.network
+    ctx.left_behind += [{"path": p, "kept": True} for p in result.kept]
+    ctx.left_behind += [{"path": p, "kept": False} for p in result.refused]
 
     status = _status_line(result, timeout_s)
     if result.timed_out and run_capped:
