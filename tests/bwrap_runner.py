@@ -18,18 +18,20 @@ from pathlib import Path
 
 UNPRIVILEGED = "kuser"
 
-# argv: workspace, command, mode ("bwrap" | "landlock" | "off"), network ("1" | "0"), timeout seconds
+# argv: workspace, command, mode ("bwrap" | "landlock" | "off"), network ("1" | "0"), timeout seconds,
+# SandboxPolicy fields as JSON
 DRIVER = """
 import json, os, sys
 from pathlib import Path
 from keel.policy.sandbox import SandboxPolicy
 from keel.policy.runner import Job, run
 ws, command, mode, network, timeout = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1", float(sys.argv[5])
-policy = (SandboxPolicy(tier="bubblewrap") if mode == "bwrap" else SandboxPolicy(tier="landlock") if mode == "landlock"
-          else SandboxPolicy(enabled=False))
+fields = json.loads(sys.argv[6])
+policy = (SandboxPolicy(tier="bubblewrap", **fields) if mode == "bwrap" else SandboxPolicy(tier="landlock", **fields)
+          if mode == "landlock" else SandboxPolicy(enabled=False, **fields))
 r = run(Job(ws, command=command, policy=policy, network=network, timeout_s=timeout))
 print(json.dumps({"kind": r.sandbox, "exit": r.exit_code, "output": r.output, "timed_out": r.timed_out,
-                  "keel_pid": os.getpid(), "notes": r.notes(), "stopped": r.stopped}))
+                  "keel_pid": os.getpid(), "notes": r.notes(), "stopped": r.stopped, "bounds": r.bounds}))
 """
 
 
@@ -42,6 +44,7 @@ class Ran:
     keel_pid: int
     notes: list[str] | None = None      # what keel said after the command (put back, stripped, stopped)
     stopped: str | None = None
+    bounds: str = ""                    # how the tree's memory was bounded ("cgroup" or "watch")
 
 
 def ensure_unprivileged_user() -> str | None:
@@ -95,16 +98,16 @@ def remove_workspace(path: Path) -> None:
 
 
 def run_as(user: str | None, ws: Path, command: str, *, mode: str = "bwrap", network: bool = False,
-           timeout: float = 20) -> Ran:
+           timeout: float = 20, policy: dict[str, object] | None = None) -> Ran:
     argv = [*as_user(user), sys.executable, "-c", DRIVER, str(ws), command, mode, "1" if network else "0",
-            str(timeout)]
+            str(timeout), json.dumps(policy or {})]
     proc = subprocess.run(argv, capture_output=True, text=True, env=user_env(user), timeout=timeout + 30)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     if mode in ("bwrap", "landlock"):
         assert data["kind"] == {"bwrap": "bubblewrap"}.get(mode, mode), data
     return Ran(data["kind"], data["exit"], data["output"], data["timed_out"], data["keel_pid"], data["notes"],
-               data["stopped"])
+               data["stopped"], data["bounds"])
 
 
 def run_plain(user: str | None, ws: Path, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

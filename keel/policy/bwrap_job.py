@@ -41,7 +41,7 @@ SKIP = frozenset({"/var/run", "/var/lib/docker", "/var/lib/containers", "/var/ca
                   "/var/lib/apt", "/var/lib/dpkg", "/var/lib/snapd", "/proc", "/sys", "/dev", "/tmp"})
 MAX_ENTRIES = 60_000
 SCAN_BUDGET_S = 0.5
-RESCAN_S = 30.0
+RESCAN_S = 10.0
 
 _lock = threading.Lock()
 _cache: tuple[float, tuple[str, ...]] | None = None
@@ -88,6 +88,13 @@ def _walk() -> list[str]:
     return found
 
 
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def run_bind_backs(path_env: str) -> list[str]:
     """What under /run commands still need once it is hidden: PATH directories and resolv.conf's
     target (real paths that exist)."""
@@ -104,7 +111,8 @@ def socket_args(workspace: str, path_env: str, allowed: list[str], empty_file: s
         for path in run_bind_backs(path_env):
             args += ["--ro-bind", path, path]
     for sock in host_sockets(skip=(workspace,)):
-        if not any(_within(sock, a) for a in allowed):
+        # the walk's list may be seconds old: a socket gone since would make bwrap fail to cover it
+        if not any(_within(sock, a) for a in allowed) and _is_socket(sock):
             args += ["--ro-bind", empty_file, sock]
     for sock in allowed:
         real = os.path.realpath(sock)

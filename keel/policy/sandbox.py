@@ -211,7 +211,8 @@ def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
     """The tier commands actually get under ``policy``: none when the config turned the OS
     sandbox off, else what this machine offers (``detect_sandbox``)."""
     if policy is not None and not policy.enabled:
-        return SandboxInfo("rlimits", "none (sandbox disabled in config): rlimits and process-group kill only")
+        return SandboxInfo("rlimits", "none (sandbox disabled in config): rlimits and process-group kill only; "
+                                      + limits.describe())
     return detect_sandbox(policy.tier if policy is not None else "auto")
 
 

@@ -8,6 +8,7 @@ stop decider can count passing tests/builds as evidence.
 
 from __future__ import annotations
 
+import re
 import signal as signals
 import time
 from collections.abc import Callable
@@ -124,6 +125,20 @@ def _describe_signal(number: int) -> str:
     return f"signal {name}" + (f" ({note})" if note else "")
 
 
+# A socket or a TCP bind/connect refused: Python's PermissionError from socket()/bind/connect, node's
+# "listen EACCES", Go's "bind: permission denied". Under Landlock the seccomp filter answers EPERM to
+# socket() of every family but unix, and the TCP rule EACCES to bind/connect.
+_NET_REFUSED = re.compile(r"(?i)(?:\b(?:socket|bind|connect|listen|server_bind|create_connection|urlopen)\b.{0,400}?"
+                          r"(?:permission denied|EACCES|Errno 13|Operation not permitted|EPERM|Errno 1\b))"
+                          r"|(?:listen EACCES)", re.DOTALL)
+LANDLOCK_NETWORK_HINT = (
+    "[sandbox (landlock): the network rule refused this: a command gets no network socket here (unix sockets "
+    "only, by the seccomp filter) and no TCP bind or connect (Landlock's TCP rule), not even a test server on "
+    "127.0.0.1. To allow it, set `[shell] network = true` in your user config (~/.config/keel/config.toml), or "
+    "let a person approve a command that needs the network; where bubblewrap works, commands get a private "
+    "loopback instead]")
+
+
 def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
     """Explain failures the sandbox caused, so the model does not chase a phantom bug."""
     hints = []
@@ -136,13 +151,14 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
                          "cannot change them); leave committing to the person, edit the files only]")
     if kind == "bubblewrap" and not network and any(s in output for s in _NETWORK_SIGNS):
         hints.append("[sandbox: network access is off for this command]")
+    if kind == "landlock" and not network and _NET_REFUSED.search(output):
+        hints.append(LANDLOCK_NETWORK_HINT)
     if kind == "landlock" and "Permission denied" in output:
         # Landlock refuses with EACCES for files and sockets alike, so name both causes.
         hints.append("[sandbox (landlock): only the workspace and $TMPDIR are writable; outside them only system "
-                     "and toolchain directories are readable (not the rest of $HOME); install packages into the "
-                     "workspace (a venv, or pip install --target)"
-                     + ("; TCP connect and bind are blocked for this command, also to a local server on "
-                        "127.0.0.1 that the command starts itself]" if not network else "]"))
+                     "and toolchain directories are readable (not the rest of $HOME); terminals (/dev/pts) and, "
+                     "while it holds files of yours, /dev/shm (POSIX shared memory, multiprocessing locks) are out "
+                     "of reach; install packages into the workspace (a venv, or pip install --target)]")
     if kind == "landlock" and "Operation not permitted" in output:
         hints.append("[sandbox (landlock): refused here: " + ("sockets other than unix ones (the network is "
                      "off), " if not network else "") + "device nodes, System V IPC, bpf, perf, keyrings, "

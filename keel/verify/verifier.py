@@ -216,8 +216,11 @@ class Verifier:
         else:
             summary = summarize_failure(check.command, body, code, timed_out=timed_out,
                                         workspace=str(workspace))
+        # what the sandbox caused, said by run_shell after the output: kept, or a refused bind reads as a bug
+        said = [line for line in body.splitlines() if line.startswith(("[sandbox", "[keel "))]
+        text = "\n".join([summary.text(), *said]) if said else summary.text()
         return CheckOutcome(check, code, elapsed, digest, timed_out=timed_out, output_ok=output_ok,
-                            failing_tests=tuple(summary.failing_tests), summary=summary.text(), output_path=path)
+                            failing_tests=tuple(summary.failing_tests), summary=text, output_path=path)
 
     def _run_on_restored_tests(self, snap: Snapshot, tampered: tuple[str, ...]) -> tuple[CheckOutcome, ...]:
         """Run the plan on a copy of the workspace whose edited tests are put back as they were:
