@@ -14,9 +14,10 @@ bus, a container engine, an editor's server) with this user's identity. So, for 
   entries commands need from it are bound back read-only: directories on ``PATH`` (NixOS keeps
   its tools under /run/current-system) and the target of ``/etc/resolv.conf``;
 - socket files elsewhere on the host (``/var/lib/mysql/mysql.sock``, a socket under ``/srv`` or
-  ``/var/tmp``) are covered by an empty file; they are found by a walk bounded in entries and time,
-  repeated at most every ``RESCAN_S`` seconds, skipping the system's program trees and the
-  workspace (whose own sockets stay usable);
+  ``/var/tmp``) are covered by an empty file; they are found by a walk bounded in depth, entries and
+  time, repeated at most every ``RESCAN_S`` seconds, skipping the system's program trees, installed
+  software and caches, and the workspace (whose own sockets stay usable). A daemon that starts
+  meanwhile is covered from the next walk on;
 - ``[shell] allow_sockets`` (user config) names socket files bound back as they are.
 
 ``/tmp`` and ``/dev`` are private already, and abstract sockets live in the network namespace,
@@ -39,9 +40,14 @@ SCAN_ROOTS = ("/var", "/srv", "/opt", "/mnt", "/media", "/home", "/root", "/etc"
 # Trees that hold no sockets a command may reach, or that are huge and hold only images and caches.
 SKIP = frozenset({"/var/run", "/var/lib/docker", "/var/lib/containers", "/var/cache", "/var/log",
                   "/var/lib/apt", "/var/lib/dpkg", "/var/lib/snapd", "/proc", "/sys", "/dev", "/tmp"})
+# Folders of installed software and caches (in homes above all): thousands of entries, no sockets.
+SKIP_NAMES = frozenset({".pyenv", ".cache", ".npm", ".cargo", ".rustup", ".nvm", ".local", ".m2", ".gradle",
+                        "node_modules", ".git", "site-packages", "dist-packages", "__pycache__", ".venv", "venv",
+                        "go", ".vscode-server", ".mozilla", ".config"})
+MAX_DEPTH = 4       # /var/lib/mysql/mysql.sock, /home/USER/.gnupg/S.gpg-agent: 3 below a root
 MAX_ENTRIES = 60_000
-SCAN_BUDGET_S = 0.5
-RESCAN_S = 10.0
+SCAN_BUDGET_S = 0.25
+RESCAN_S = 20.0
 
 _lock = threading.Lock()
 _cache: tuple[float, tuple[str, ...]] | None = None
@@ -67,16 +73,16 @@ def _walk() -> list[str]:
     found: list[str] = []
     seen = 0
     deadline = time.monotonic() + SCAN_BUDGET_S
-    stack = [r for r in reversed(SCAN_ROOTS) if os.path.isdir(r) and not os.path.islink(r)]
+    stack = [(r, 0) for r in reversed(SCAN_ROOTS) if os.path.isdir(r) and not os.path.islink(r)]
     while stack and seen < MAX_ENTRIES and time.monotonic() < deadline:
-        directory = stack.pop()
+        directory, depth = stack.pop()
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
                     seen += 1
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.path not in SKIP:
-                            stack.append(entry.path)
+                        if depth < MAX_DEPTH and entry.path not in SKIP and entry.name not in SKIP_NAMES:
+                            stack.append((entry.path, depth + 1))
                     elif not entry.is_symlink():
                         try:
                             if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):

@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 # Syscall numbers: the generic table, shared by x86_64 and aarch64 (and every 64-bit arch but alpha).
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
@@ -116,6 +116,10 @@ class LandlockPlan:
     network: bool
     address_space: int | None = None      # RLIMIT_AS of the command (counts shared mappings)
     shm_cleanup: bool = True              # remove what it left in /dev/shm (keel.policy.shm)
+    # (resource, soft, hard) set for the command, and cgroups the helper joins before it forks
+    # (keel.policy.limits: here instead of a wrapper, one exec fewer per command)
+    rlimits: tuple[tuple[int, int, int], ...] = ()
+    cgroups: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -124,7 +128,9 @@ class LandlockPlan:
     def from_json(cls, text: str) -> LandlockPlan:
         data = json.loads(text)
         return cls(tuple(data["read_write"]), tuple(data["read_exec"]), tuple(data["devices"]),
-                   bool(data["network"]), data.get("address_space"), bool(data.get("shm_cleanup", True)))
+                   bool(data["network"]), data.get("address_space"), bool(data.get("shm_cleanup", True)),
+                   tuple((int(r), int(s), int(h)) for r, s, h in data.get("rlimits", ())),
+                   tuple(str(c) for c in data.get("cgroups", ())))
 
 
 # ---------------------------------------------------------------- the kernel
@@ -372,6 +378,13 @@ def exec_argv(plan: LandlockPlan) -> list[str]:
     boot = (f"import sys;sys.path.insert(0,{_import_root()!r});"
             "from keel.policy.landlock_exec import main;sys.exit(main())")
     return [sys.executable, "-I", "-S", "-c", boot, plan.to_json(), "--"]
+
+
+def with_limits(argv_prefix: list[str], rlimits: list[tuple[int, tuple[int, int]]], cgroups: list[str]) -> list[str]:
+    """``exec_argv``'s prefix with the helper also setting ``rlimits`` and joining ``cgroups``."""
+    plan = replace(LandlockPlan.from_json(argv_prefix[5]), rlimits=tuple((r, s, h) for r, (s, h) in rlimits),
+                   cgroups=tuple(cgroups))
+    return [*argv_prefix[:5], plan.to_json(), *argv_prefix[6:]]
 
 
 def probe() -> tuple[int, str | None]:

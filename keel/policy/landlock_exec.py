@@ -77,9 +77,17 @@ def _drop_capabilities() -> None:
             raise OSError(ctypes.get_errno(), "capset")
 
 
+def _join_cgroups(plan: LandlockPlan) -> None:
+    """The helper joins the command's cgroups (memory, pids: keel.policy.limits) before it forks, so
+    the command is in them from its first instruction."""
+    for cgroup in plan.cgroups:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w", encoding="ascii") as fh:
+            fh.write("0")
+
+
 def _set_limits(plan: LandlockPlan) -> None:
-    # The process limit is set before the helper starts (keel.policy.limits.wrapper: a pids
-    # cgroup for root, whom RLIMIT_NPROC does not bind, else RLIMIT_NPROC = what the user runs + budget).
+    for rid, soft, hard in plan.rlimits:      # CPU, data, file size, core, processes (keel.policy.limits)
+        resource.setrlimit(rid, (soft, hard))
     if plan.address_space:            # counts shared mappings too, which RLIMIT_DATA does not
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         limit = plan.address_space if hard == resource.RLIM_INFINITY else min(plan.address_space, hard)
@@ -199,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             raise LandlockError(0, "landlock is not available on this kernel")
         if _prctl(_PR_SET_CHILD_SUBREAPER, 1) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+        _join_cgroups(plan)
     except (LandlockError, ValueError, KeyError, OSError) as exc:
         print(f"keel: could not apply the Landlock sandbox, command not run: {exc}", file=sys.stderr)
         return EXIT_CANNOT_CONFINE

@@ -76,6 +76,7 @@ class Survey:
         self.root = os.path.realpath(workspace)
         self.dirs: dict[str, _Dir] = {}
         self.lock = threading.Lock()
+        self.last: tuple[float, Found] | None = None     # (time.monotonic(), what the last refresh found)
 
     def refresh(self, *, full: bool = False) -> Found:
         with self.lock:
@@ -100,7 +101,13 @@ class Survey:
             if found.complete:
                 for gone in set(self.dirs) - seen:
                     del self.dirs[gone]
+            self.last = (time.monotonic(), found)
             return found
+
+    def recent(self, within_s: float = 1.0) -> Found:
+        """The last refresh's findings when it is that recent (the one a job began with), else a new one."""
+        last = self.last
+        return last[1] if last is not None and time.monotonic() - last[0] < within_s else self.refresh()
 
     def _visit(self, rel: str, full: bool) -> _Dir | None:
         path = os.path.join(self.root, rel) if rel else self.root
@@ -265,7 +272,7 @@ def read_only_git(workspace: str) -> list[str]:
     keel.policy.bwrap.read_only_paths)."""
     survey = survey_of(workspace)
     paths: list[str] = []
-    for rel in survey.refresh().git:
+    for rel in survey.recent().git:
         if rel != ".git":
             paths += runlater.git_dirs_behind(str(Path(survey.root) / rel))
     return list(dict.fromkeys(paths))

@@ -63,15 +63,22 @@ class TreeBounds:
     nproc: int | None = None                  # RLIMIT_NPROC, where no pids cgroup bounds the processes
     _start_used: dict[int, tuple[str, int, int]] = field(default_factory=dict)
     _calls: int = 0
+    _oom_before: int = 0
+    _pool_key: tuple[int, int | None] = (0, None)
+    _made: tuple[str, int, bool] | None = None
 
     @property
     def how(self) -> str:
         return "cgroup" if self.cgroup else "watch"
 
+    def all_rlimits(self, rlimits: list[tuple[int, tuple[int, int]]]) -> list[tuple[int, tuple[int, int]]]:
+        """``rlimits`` and RLIMIT_NPROC where no pids cgroup bounds the processes."""
+        extra = [(resource.RLIMIT_NPROC, (self.nproc, self.nproc))] if self.nproc is not None else []
+        return rlimits + extra
+
     def wrapper(self, rlimits: list[tuple[int, tuple[int, int]]]) -> list[str]:
         """The argv prefix that applies ``rlimits`` (and RLIMIT_NPROC) and joins the cgroups."""
-        extra = [(resource.RLIMIT_NPROC, (self.nproc, self.nproc))] if self.nproc is not None else []
-        return wrapper(rlimits + extra, self.joins)
+        return wrapper(self.all_rlimits(rlimits), self.joins)
 
     def start(self) -> None:
         """Take the filesystems' fill before the command starts."""
@@ -104,11 +111,13 @@ class TreeBounds:
         return False
 
     def finish(self) -> str | None:
-        """Remove the memory cgroup; "memory" when the kernel killed in it for the limit."""
+        """Give the memory cgroup back for the next command (kept while empty: making one costs more
+        than the command's own start); "memory" when the kernel killed in it for the limit."""
         if self.cgroup is None:
             return None
-        hit = _oom_kills(self.cgroup, self.version) > 0
-        _remove(self.cgroup)
+        hit = _oom_kills(self.cgroup, self.version) > self._oom_before
+        if self._made is not None:
+            _release(self._made, self._pool_key)
         return "memory" if hit else None
 
 
@@ -205,6 +214,37 @@ def _v2_memory(directory: str) -> bool:
         return False
 
 
+# Empty memory cgroups of earlier commands, by (limit, process budget): the next command takes one.
+_free: dict[tuple[int, int | None], list[tuple[str, int, bool]]] = {}
+
+
+def _take(limit: int, nproc_budget: int | None) -> tuple[str, int, bool] | None:
+    with _lock:
+        pool = _free.get((limit, nproc_budget), [])
+        while pool:
+            made = pool.pop()
+            if _empty(made[0]):
+                return made
+            _pending.append(made[0])          # something of an earlier command still runs there
+    return None
+
+
+def _release(made: tuple[str, int, bool], key: tuple[int, int | None]) -> None:
+    if not _empty(made[0]):
+        _remove(made[0])
+        return
+    with _lock:
+        _free.setdefault(key, []).append(made)
+
+
+def _empty(path: str) -> bool:
+    try:
+        with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as fh:
+            return not fh.read().strip()
+    except OSError:
+        return False
+
+
 def memory_cgroup(limit: int, nproc_budget: int | None = None) -> tuple[str, int, bool] | None:
     """A fresh memory cgroup of ``limit`` bytes (swap included) for one command tree: (its path, the
     cgroup version, whether it also bounds the processes to ``nproc_budget``: v2 with the pids
@@ -275,6 +315,14 @@ def remove_at_exit(paths: list[str]) -> None:
 
 
 @atexit.register
+def _remove_all() -> None:
+    with _lock:
+        for pool in _free.values():
+            _pending.extend(path for path, _, _ in pool)
+        _free.clear()
+    _remove_pending()
+
+
 def _remove_pending() -> None:
     with _lock:
         for path in list(_pending):
@@ -309,9 +357,12 @@ def describe() -> str:
 def bound_tree(memory_bytes: int, disk_bytes: int, writable: list[str], nproc_budget: int | None) -> TreeBounds:
     """The bounds for one command tree; ``writable``: where it may write (for the disk watch);
     ``nproc_budget``: processes it may add (None: no bound)."""
-    made = memory_cgroup(memory_bytes, nproc_budget)
+    made = _take(memory_bytes, nproc_budget) or memory_cgroup(memory_bytes, nproc_budget)
     bounds = TreeBounds(memory_bytes, disk_bytes, made[0] if made else None, made[1] if made else 0,
                         list(writable), [made[0]] if made else [])
+    if made:
+        bounds._oom_before, bounds._pool_key = _oom_kills(made[0], made[1]), (memory_bytes, nproc_budget)
+        bounds._made = made
     if nproc_budget is not None and not (made and made[2]):
         # A v2 process is in one cgroup only: beside a v2 memory cgroup, no second one for pids.
         pids = pids_cgroup(nproc_budget) if not (made and made[1] == 2) else None

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from keel.policy import limits, runlater
+from keel.policy import landlock, limits, runlater
 from keel.policy.leftovers import Aftercare, Report
 from keel.policy.process import KILL_GRACE_S, CommandResult, run_argv
 from keel.policy.sandbox import SandboxKind, SandboxPolicy, active_sandbox, build_sandboxed, session_temp_dir
@@ -116,11 +116,14 @@ def run(job: Job) -> JobResult:
     if job.limits:
         writable = [str(job.workspace), *([session_temp_dir(policy)] if launch.kind == "landlock" else [])]
         bounds = limits.bound_tree(policy.memory_bytes, policy.disk_bytes, writable, launch.nproc_budget)
-        prefix = bounds.wrapper(launch.rlimits)
+        prefix = bounds.wrapper(launch.rlimits) if launch.kind != "landlock" else []
+    helper = launch.argv_prefix
+    if bounds is not None and launch.kind == "landlock":      # its exec helper sets them: no wrapper
+        helper = landlock.with_limits(helper, bounds.all_rlimits(launch.rlimits), bounds.joins)
     program = list(job.argv) if job.argv is not None else ["bash", "-c", job.command or ""]
     try:
         result = run_argv(
-            [*prefix, *launch.argv_prefix, *program], _cwd(job, launch.kind), timeout_s=job.timeout_s, env=env,
+            [*prefix, *helper, *program], _cwd(job, launch.kind), timeout_s=job.timeout_s, env=env,
             output_cap_bytes=job.output_cap, on_output=job.on_output, stdin=job.stdin,
             stderr_apart=job.stderr_apart, watch=bounds.watch() if bounds else None, pass_fds=launch.pass_fds,
             kill_grace_s=job.kill_grace_s)
