@@ -104,3 +104,37 @@ def test_the_runs_report_names_each_write_to_run_later_config(calc_repo: Path, t
     assert sorted(e["path"] for e in result.changes["runs_later"]) == [".envrc", ".pre-commit-config.yaml"]
     assert all(e["kept"] is False for e in result.changes["runs_later"])
     assert not (calc_repo / ".envrc").exists()
+
+
+@pytest.mark.parametrize("confine", [True, False])
+def test_an_mcp_server_starts_through_the_runner_unless_the_user_says_otherwise(
+        calc_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, confine: bool) -> None:
+    pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'keel[mcp]'")
+    import json
+
+    monkeypatch.setenv("KEEL_HOME", str(tmp_path / "keel-home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("KEEL_API_KEY", "sk-not-for-servers")
+    fixture = Path(__file__).parent / "fixtures" / "mcp_server.py"
+    spec = {"command": sys.executable, "args": [str(fixture), "--name", "fx"], "env": {"FIXTURE_TOKEN": "t0k"}}
+    if not confine:
+        spec["confine"] = False
+    (tmp_path / "xdg" / "keel").mkdir(parents=True)
+    (tmp_path / "xdg" / "keel" / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": spec}}))
+    user = tmp_path / "user.toml"
+    user.write_text('[permissions]\nallow = ["mcp__fx"]\n')
+    script = [{"tool_calls": [call("mcp__fx__bounds"), call("mcp__fx__whoami")]}, {"content": "seen"}]
+    with ScriptedEngineServer(script, api_key="sk-not-for-servers") as server:
+        config, _ = load_config(calc_repo, user_path=user, env={},
+                                flags={"engine": {"base_url": server.base_url, "model": "scripted"},
+                                       "verify": {"mode": "off"}, "extensions": {"mcp_startup_timeout_s": 120}})
+        agent = Agent(workspace=calc_repo, config=config, log_path=tmp_path / "log.jsonl")
+        try:
+            agent.run("ask the server")
+        finally:
+            agent.close()
+        seen = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert seen[1] == f"cwd={calc_repo} token=t0k"             # its own env and cwd, as configured
+    # through the runner: a command's limits; as configured: the SDK's own start, no limits. Neither
+    # hands the server keel's API key.
+    assert seen[0] == (f"fsize={1024**3} key=" if confine else "fsize=unlimited key=")

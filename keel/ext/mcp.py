@@ -14,7 +14,7 @@ warning — never a crashed run.
 A stdio server starts through keel's runner (keel.policy.runner.prepare): keel's scrubbed
 environment plus the server's own ``env``, the limits of a command (memory, file size, processes;
 not CPU time), its network and filesystem as they are. ``"confine": false`` in the user's file starts
-it as configured instead, with keel's whole environment.
+it as the SDK does by itself instead (its default environment plus the server's ``env``, no limits).
 
 Every MCP call goes through the approval gate like an ask-class command: it runs when an allow rule
 names it (``mcp__SERVER__TOOL``, ``mcp__SERVER`` or ``mcp__SERVER__*`` in ``[permissions] allow``),
@@ -64,8 +64,8 @@ class ServerSpec:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    # False ("confine": false in the *user's* mcp.json): started as configured, with keel's whole
-    # environment and no limits. A project's .mcp.json cannot say it.
+    # False ("confine": false in the *user's* mcp.json): started as the SDK does by itself (its default
+    # environment plus ``env``), no limits. A project's .mcp.json cannot say it.
     confine: bool = True
 
 

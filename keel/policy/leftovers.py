@@ -77,6 +77,7 @@ class Survey:
         self.dirs: dict[str, _Dir] = {}
         self.lock = threading.Lock()
         self.last: tuple[float, Found] | None = None     # (time.monotonic(), what the last refresh found)
+        self.told_incomplete = False                     # "too large to check" is said once a session
 
     def refresh(self, *, full: bool = False) -> Found:
         with self.lock:
@@ -162,15 +163,19 @@ def _list(path: str, top: bool) -> tuple[tuple[str, ...], tuple[str, ...], tuple
 
 _surveys: dict[str, Survey] = {}
 _surveys_lock = threading.Lock()
+MAX_SURVEYS = 16     # workspaces remembered (the gate's scratch copies come and go)
 
 
 def survey_of(workspace: str) -> Survey:
-    """The one Survey of ``workspace`` in this process (made on first use)."""
+    """The one Survey of ``workspace`` in this process (made on first use; the least recently used
+    is forgotten past MAX_SURVEYS)."""
     root = os.path.realpath(workspace)
     with _surveys_lock:
-        if root not in _surveys:
-            _surveys[root] = Survey(root)
-        return _surveys[root]
+        survey = _surveys.pop(root, None) or Survey(root)
+        _surveys[root] = survey                     # last in: most recently used
+        while len(_surveys) > MAX_SURVEYS:
+            del _surveys[next(iter(_surveys))]
+        return survey
 
 
 def strip_setid(root: str, paths: list[str]) -> list[str]:
@@ -223,7 +228,10 @@ class Aftercare:
         return cls(survey.root, runlater.capture_areas(areas), frozenset(found.git), frozenset(found.later), full)
 
     def finish(self, keep: runlater.Keep | None = None) -> Report:
-        found = survey_of(self.root).refresh(full=self.full)
+        survey = survey_of(self.root)
+        found = survey.refresh(full=self.full)
+        complete = found.complete or survey.told_incomplete
+        survey.told_incomplete = survey.told_incomplete or not found.complete
         added: list[runlater.Area] = []
         for rel in found.git:
             if rel not in self.known_git and rel != ".git":
@@ -231,7 +239,7 @@ class Aftercare:
         added += _ask_areas(self.root, [item for item in found.later if item not in self.known_later])
         undone = runlater.restore(self.guard, self.root, keep, added)
         stripped = strip_setid(self.root, found.setid)
-        return Report(undone, stripped, list(self.guard.kept), found.complete, list(self.guard.refused))
+        return Report(undone, stripped, list(self.guard.kept), complete, list(self.guard.refused))
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,16 @@ def _check_kind(command: str) -> str | None:
     return classify_check(command)
 
 
+def _meta(result: JobResult, decision: str, saved: object) -> dict[str, Any]:
+    return {
+        "elapsed_s": round(result.elapsed_s, 3), "sandbox": result.sandbox, "truncated": result.truncated,
+        "total_bytes": result.total_bytes, "timed_out": result.timed_out, "exit_code": result.exit_code,
+        "signal": result.signal, "network": result.network, "decision": decision,
+        "saved_output": str(saved) if saved else None, "undone": list(result.undone),
+        "stripped": list(result.stripped), "kept": list(result.kept), "stopped": result.stopped,
+    }
+
+
 def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) -> ToolResult:
     """Run one command. ``for_model``: long output is reduced to what matters and saved in full under
     the session directory (keel.context.output); the verification gate calls without it and judges
@@ -235,13 +245,7 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     lines = [status, body if body else "(no output)"]
     lines += _sandbox_hints(result.output, result.sandbox, network)
     lines += result.notes()
-    meta: dict[str, Any] = {
-        "elapsed_s": round(result.elapsed_s, 3), "sandbox": result.sandbox, "truncated": result.truncated,
-        "total_bytes": result.total_bytes, "timed_out": result.timed_out, "exit_code": result.exit_code,
-        "signal": result.signal, "network": network, "decision": auth.decision,
-        "saved_output": str(saved) if saved else None, "undone": list(result.undone),
-        "stripped": list(result.stripped), "kept": list(result.kept), "stopped": result.stopped,
-    }
+    meta = _meta(result, auth.decision, saved)
     return ToolResult(
         ok=result.exit_code == 0,
         output="\n".join(line.rstrip("\n") for line in lines),
