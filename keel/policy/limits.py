@@ -369,6 +369,8 @@ def bound_tree(memory_bytes: int, disk_bytes: int, writable: list[str], nproc_bu
         if pids is not None:
             bounds.joins.insert(0, pids)
         else:
-            bounds.nproc = nproc_limit(nproc_budget)
+            _, hard = resource.getrlimit(resource.RLIMIT_NPROC)     # raising a hard limit needs privileges
+            wanted = nproc_limit(nproc_budget)
+            bounds.nproc = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
     bounds.start()
     return bounds
