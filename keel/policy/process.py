@@ -36,7 +36,7 @@ KILL_GRACE_S = 1.0
 DRAIN_AFTER_EXIT_S = 1.0
 # How often a watch (keel.policy.limits) is asked whether the process tree went over a bound.
 WATCH_EVERY_S = 0.25
-_READ_CHUNK = 1024 * 1024
+_READ_CHUNK = 256 * 1024    # per read: bounds what one chunk costs in memory (tests hold it under 1 MB)
 # Pipes this big let a fast writer (ripgrep's matches) fill them between two of our reads: a
 # tenth of the wakeups and reads of the 64 KiB default. Linux allows it unprivileged up to
 # /proc/sys/fs/pipe-max-size (1 MiB by default); elsewhere the default stays.
