@@ -32,7 +32,14 @@ from pathlib import Path
 from keel.policy import landlock, limits, runlater
 from keel.policy.leftovers import Aftercare, Report
 from keel.policy.process import KILL_GRACE_S, CommandResult, run_argv
-from keel.policy.sandbox import SandboxKind, SandboxPolicy, active_sandbox, build_sandboxed, session_temp_dir
+from keel.policy.sandbox import (
+    SandboxKind,
+    SandboxLaunch,
+    SandboxPolicy,
+    active_sandbox,
+    build_sandboxed,
+    session_temp_dir,
+)
 
 
 @dataclass
@@ -108,9 +115,7 @@ def run(job: Job) -> JobResult:
     policy = _policy_of(job)
     kind = active_sandbox(policy).kind
     care = Aftercare.begin(str(job.workspace), full=not _setid_refused(kind)) if job.aftercare else None
-    base = dict(job.env if job.env is not None else os.environ)
-    launch = build_sandboxed(base, job.workspace, policy, job.network, read_paths=job.read_paths)
-    env = {**(launch.env if job.scrub else base), **job.extra_env}
+    launch, env, program = _launch(job, policy)
     bounds = None
     prefix: list[str] = []
     if job.limits:
@@ -120,7 +125,6 @@ def run(job: Job) -> JobResult:
     helper = launch.argv_prefix
     if bounds is not None and launch.kind == "landlock":      # its exec helper sets them: no wrapper
         helper = landlock.with_limits(helper, bounds.all_rlimits(launch.rlimits), bounds.joins)
-    program = list(job.argv) if job.argv is not None else ["bash", "-c", job.command or ""]
     try:
         result = run_argv(
             [*prefix, *helper, *program], _cwd(job, launch.kind), timeout_s=job.timeout_s, env=env,
@@ -153,20 +157,26 @@ def prepare(job: Job) -> Prepared:
     tree's memory is bounded by a cgroup where one can be made (removed at exit); no watch runs
     beside it, so no disk bound and no memory watch; rlimits apply."""
     policy = _policy_of(job)
-    launch = build_sandboxed(dict(job.env if job.env is not None else os.environ), job.workspace, policy,
-                             job.network, read_paths=job.read_paths)
+    launch, env, program = _launch(job, policy)
     if launch.pass_fds:
         raise ValueError("a prepared job cannot pass descriptors (bubblewrap's filter): run it sandboxed with run()")
-    base = dict(job.env if job.env is not None else os.environ)
-    env = {**(launch.env if job.scrub else base), **job.extra_env}
     prefix: list[str] = []
     bounds = ""
     if job.limits:
         tree = limits.bound_tree(policy.memory_bytes, policy.disk_bytes, [], launch.nproc_budget)
         prefix, bounds = tree.wrapper(launch.rlimits), tree.how
         limits.remove_at_exit(tree.joins)
-    program = list(job.argv) if job.argv is not None else ["bash", "-c", job.command or ""]
     return Prepared([*prefix, *launch.argv_prefix, *program], env, _cwd(job, launch.kind), launch.kind, bounds)
+
+
+def _launch(job: Job, policy: SandboxPolicy) -> tuple[SandboxLaunch, dict[str, str], list[str]]:
+    """The tier's argv prefix and rlimits, the environment (cmdenv's, then the job's own variables;
+    as given for keel's own children) and the program."""
+    base = dict(job.env if job.env is not None else os.environ)
+    launch = build_sandboxed(base, job.workspace, policy, job.network, read_paths=job.read_paths)
+    env = {**(launch.env if job.scrub else base), **job.extra_env}
+    program = list(job.argv) if job.argv is not None else ["bash", "-c", job.command or ""]
+    return launch, env, program
 
 
 def _policy_of(job: Job) -> SandboxPolicy:
