@@ -310,18 +310,19 @@ def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool
     return LandlockPlan(tuple(rw), read, tuple(devices), network, address_space)
 
 
-def shared_memory_free(directory: str = SHARED_MEMORY_DIR) -> bool:
+def shared_memory_free(directory: str = SHARED_MEMORY_DIR, uid: int | None = None) -> bool:
     """Whether ``directory`` (the host's /dev/shm) may be granted to a command: it exists and holds
     no entry the command could open for writing. Landlock grants a directory whole, so the only way
     to keep the host's existing shared memory out of reach is not to grant it while it holds some
     this user can write (its own, or world-writable, or any at all for root): POSIX shared memory
-    and semaphores (multiprocessing's locks) then fail for that command, and run_shell says why."""
+    and semaphores (multiprocessing's locks) then fail for that command, and run_shell says why.
+    ``uid``: whose commands (default: this process's)."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return False
     try:
-        uid = os.geteuid()
+        uid = os.geteuid() if uid is None else uid
         for name in os.listdir(fd):
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
