@@ -93,7 +93,7 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     approver = Approver(mode, rules=rules, workspace=workspace, prompt=prompt, confined=confined,
                         pid_namespace=pid_namespace, snapshot=snapshot)
     sandbox = policy_for(shell.sandbox, network=shell.network, env_pass=tuple(shell.env_pass),
-                         env_block=api_key_variables(config))
+                         env_block=api_key_variables(config), allow_sockets=shell.allow_sockets)
     sandbox.shown = approver.reads_without_asking   # one read decision: read(...) allow rules unhide too
     return ToolContext(
         workspace=workspace, attended=attended, session=FileSession(),
@@ -200,7 +200,8 @@ class Agent:
                               session_id=lambda: self.session_id,
                               transcript=lambda: str(self.log_path) if self.log_path else None,
                               emit=lambda kind, **data: self.bus.emit(kind, **data),
-                              protection=lambda: self.protection)
+                              protection=lambda: self.protection,
+                              written=lambda: r.store.written() if (r := getattr(self, "recorder", None)) else set())
         # One registry path: the built-ins (or the caller's tools), then delegate, skills, MCP and plugins
         # all come in through ToolRegistry.register; hooks, plan mode and diffs wrap them in place.
         self.registry = ToolRegistry()
@@ -414,11 +415,14 @@ class Agent:
         if v.mode == "off":
             return None
         from keel.verify.detect import build_plan
+        from keel.verify.detect.python import make_module_probe
         from keel.verify.verifier import Verifier
 
         pinned = [(c.category, c.command) for c in v.plan] if v.plan is not None else None
         artifacts = self.log_path.with_suffix("") / "checks" if self.log_path else None
-        return Verifier(lambda: build_plan(self.workspace, task, accept=v.accept, pinned=pinned, enabled=v.enabled()),
+        probe = make_module_probe(self.ctx.sandbox)     # interpreter probes run in the session's sandbox
+        return Verifier(lambda: build_plan(self.workspace, task, accept=v.accept, pinned=pinned, enabled=v.enabled(),
+                                           has_module=probe),
                         self.ctx, task=task, artifacts_dir=artifacts, check_timeout_s=v.check_timeout_s,
                         on_plan=lambda plan: self._emit("verification_plan", **plan.to_json()))
 

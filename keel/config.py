@@ -97,6 +97,8 @@ class ShellSettings(_Section):
     # machine where bubblewrap misbehaves); "off": rlimits and process-group kill only. User config only.
     sandbox: Literal["auto", "bubblewrap", "landlock", "off"] = "auto"
     network: bool = False
+    # host unix socket files commands may still connect to under bubblewrap (by path). User config only.
+    allow_sockets: list[str] = Field(default_factory=list)
     # the snapshot before each command that makes its deletions undoable (keel.trace.snapshot); 0 turns it off
     snapshot_max_mb: int = Field(default=512, ge=0)
     snapshot_max_files: int = Field(default=50_000, ge=0)
@@ -146,6 +148,8 @@ class HookEntry(_Section):
     matcher: str = ""                # PreToolUse/PostToolUse: a regex on the tool name; "" or "*": all
     command: str = Field(min_length=1)
     timeout: float = Field(default=60.0, gt=0)   # seconds, as in Claude Code's settings
+    # False: the hook runs outside the OS sandbox (user config only; a project file cannot say it)
+    sandbox: bool = True
     source: Literal["user", "project"] = "user"
 
     @field_validator("matcher")
@@ -249,7 +253,7 @@ class ConfigError(Exception):
 UNTRUSTED_IN_PROJECT = {("engine", "base_url"), ("engine", "api_key_env"), ("engine", "extra_body"),
                         ("engine", "local_model"),  # a cloned repo must not pick the file llama.cpp parses
                         ("permissions", "allow"), ("permissions", "approval"), ("shell", "sandbox"),
-                        ("shell", "network"),
+                        ("shell", "network"), ("shell", "allow_sockets"),
                         # the snapshot is what makes a command's deletions undoable: the person sets it
                         ("shell", "snapshot_max_mb"), ("shell", "snapshot_max_files"),
                         ("shell", "env_pass"),   # which of the person's variables commands see
@@ -297,13 +301,19 @@ def _strip_untrusted(project: dict[str, Any], warnings: list[str], path: Path) -
     return clean
 
 
-def _tag_hooks(layer: dict[str, Any], source: str) -> None:
-    """Mark each hook with the file it came from: project hooks run only in a trusted project."""
+def _tag_hooks(layer: dict[str, Any], source: str, warnings: list[str] | None = None) -> None:
+    """Mark each hook with the file it came from: project hooks run only in a trusted project, and
+    always in the sandbox (``sandbox = false`` is the user's to say)."""
     hooks = layer.get("hooks")
     for entries in (hooks.values() if isinstance(hooks, dict) else []):
         for entry in entries if isinstance(entries, list) else []:
             if isinstance(entry, dict):
                 entry["source"] = source
+                if source == "project" and entry.get("sandbox") is False:
+                    entry["sandbox"] = True
+                    if warnings is not None:
+                        warnings.append(f"ignored sandbox = false on the project hook {entry.get('command')!r}: "
+                                        "only your user config can run a hook outside the sandbox")
 
 
 def _validate(data: dict[str, Any], source: str) -> Config:
@@ -363,7 +373,7 @@ def load_config(workspace: Path, *, user_path: Path | None = None,
     _validate(project, str(project_path))
     user = _read_toml(user_path)
     _validate(user, str(user_path))
-    _tag_hooks(project, "project")
+    _tag_hooks(project, "project", warnings)
     _tag_hooks(user, "user")
     merged = _merge(project, user)
     for event in {**project.get("hooks", {}), **user.get("hooks", {})}:  # hooks add up, user's first

@@ -1,4 +1,4 @@
-"""Run one command the way keel's shell tool does (build_sandboxed + keel.tools.process), as the
+"""Run one command the way keel's shell tool does (keel.policy.runner, the one door), as the
 user running the tests or as an unprivileged user, in a separate process whose pid stands for
 keel's own. Shared by the bubblewrap escape tests."""
 
@@ -18,19 +18,20 @@ from pathlib import Path
 
 UNPRIVILEGED = "kuser"
 
-# argv: workspace, command, mode ("bwrap" | "off"), network ("1" | "0"), timeout seconds
+# argv: workspace, command, mode ("bwrap" | "landlock" | "off"), network ("1" | "0"), timeout seconds,
+# SandboxPolicy fields as JSON
 DRIVER = """
 import json, os, sys
 from pathlib import Path
-from keel.policy.sandbox import SandboxPolicy, build_sandboxed
-from keel.tools.process import run_command
+from keel.policy.sandbox import SandboxPolicy
+from keel.policy.runner import Job, run
 ws, command, mode, network, timeout = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1", float(sys.argv[5])
-policy = SandboxPolicy(tier="bubblewrap") if mode == "bwrap" else SandboxPolicy(enabled=False)
-launch = build_sandboxed(dict(os.environ), ws, policy, network)
-r = run_command(command, ws, timeout_s=timeout, env=launch.env, argv_prefix=launch.argv_prefix,
-                preexec=launch.preexec_fn)
-print(json.dumps({"kind": launch.kind, "exit": r.exit_code, "output": r.output, "timed_out": r.timed_out,
-                  "keel_pid": os.getpid()}))
+fields = json.loads(sys.argv[6])
+policy = (SandboxPolicy(tier="bubblewrap", **fields) if mode == "bwrap" else SandboxPolicy(tier="landlock", **fields)
+          if mode == "landlock" else SandboxPolicy(enabled=False, **fields))
+r = run(Job(ws, command=command, policy=policy, network=network, timeout_s=timeout))
+print(json.dumps({"kind": r.sandbox, "exit": r.exit_code, "output": r.output, "timed_out": r.timed_out,
+                  "keel_pid": os.getpid(), "notes": r.notes(), "stopped": r.stopped, "bounds": r.bounds}))
 """
 
 
@@ -41,6 +42,9 @@ class Ran:
     output: str
     timed_out: bool
     keel_pid: int
+    notes: list[str] | None = None      # what keel said after the command (put back, stripped, stopped)
+    stopped: str | None = None
+    bounds: str = ""                    # how the tree's memory was bounded ("cgroup" or "watch")
 
 
 def ensure_unprivileged_user() -> str | None:
@@ -94,12 +98,19 @@ def remove_workspace(path: Path) -> None:
 
 
 def run_as(user: str | None, ws: Path, command: str, *, mode: str = "bwrap", network: bool = False,
-           timeout: float = 20) -> Ran:
+           timeout: float = 20, policy: dict[str, object] | None = None) -> Ran:
     argv = [*as_user(user), sys.executable, "-c", DRIVER, str(ws), command, mode, "1" if network else "0",
-            str(timeout)]
+            str(timeout), json.dumps(policy or {})]
     proc = subprocess.run(argv, capture_output=True, text=True, env=user_env(user), timeout=timeout + 30)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(proc.stdout.strip().splitlines()[-1])
-    if mode == "bwrap":
-        assert data["kind"] == "bubblewrap", data
-    return Ran(data["kind"], data["exit"], data["output"], data["timed_out"], data["keel_pid"])
+    if mode in ("bwrap", "landlock"):
+        assert data["kind"] == {"bwrap": "bubblewrap"}.get(mode, mode), data
+    return Ran(data["kind"], data["exit"], data["output"], data["timed_out"], data["keel_pid"], data["notes"],
+               data["stopped"], data["bounds"])
+
+
+def run_plain(user: str | None, ws: Path, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The control: ``command`` as ``user`` with no keel at all (bash in the workspace)."""
+    return subprocess.run([*as_user(user), "bash", "-c", command], cwd=ws, env=user_env(user), capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,5 +1,5 @@
 """Escape attempts against the bubblewrap tier, each a real command through keel's real launch
-path (build_sandboxed + keel.tools.process), as the test runner (root in CI and containers) and as
+path (keel.policy.runner, the one door), as the test runner (root in CI and containers) and as
 an unprivileged user. Each shows the attempt failed on the host, and where the test could pass for
 the wrong reason, a control run without the sandbox shows the same command does get through."""
 

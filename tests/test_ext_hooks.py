@@ -34,10 +34,16 @@ def _script(tmp_path: Path, name: str, body: str) -> str:
     return f"{sys.executable} {path}"
 
 
+def _outside(toml: str) -> str:
+    """The hooks of ``toml`` marked ``sandbox = false``: these scripts live and write outside the
+    workspace (tests/test_hooks_sandbox.py has hooks in the sandbox)."""
+    return toml.replace('"""\n', '"""\nsandbox = false\n')
+
+
 def _user_config(keel_env: dict[str, str], toml: str) -> None:
     path = Path(keel_env["XDG_CONFIG_HOME"]) / "keel" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(toml)
+    path.write_text(_outside(toml))
 
 
 def test_a_pre_tool_use_hook_blocks_a_command_and_the_model_reads_why(calc_repo, run_keel, keel_env, tmp_path):
@@ -68,7 +74,7 @@ def test_a_pre_tool_use_hook_blocks_a_command_and_the_model_reads_why(calc_repo,
 
 def _agent(repo: Path, server: ScriptedEngineServer, tmp_path: Path, toml: str, **kw) -> Agent:
     user = tmp_path / "user.toml"
-    user.write_text(toml)
+    user.write_text(_outside(toml))
     config, _ = load_config(repo, user_path=user, env={},
                             flags={"engine": {"base_url": server.base_url, "model": "scripted"},
                                    "verify": {"mode": "off"}})
@@ -167,8 +173,8 @@ def test_a_hook_past_its_timeout_is_killed_and_the_call_goes_on(calc_repo, tmp_p
 
 
 def test_project_hooks_wait_for_trust_and_trust_ends_when_they_change(calc_repo, run_keel, keel_env, tmp_path):
-    marker = tmp_path / "ran"
-    hook = _script(tmp_path, "mark.py", f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n")
+    marker = calc_repo / "ran"      # a project hook runs in the sandbox: it writes only the workspace
+    hook = _script(calc_repo, "mark.py", f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n")
     (calc_repo / ".keel").mkdir()
     (calc_repo / ".keel" / "config.toml").write_text(f'[[hooks.SessionStart]]\ncommand = """{hook}"""\n')
 

@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 
 from keel.policy import landlock, seccomp
-from keel.policy.sandbox import SandboxPolicy, build_sandboxed
-from keel.tools.process import CommandResult, run_command
+from keel.policy.runner import Job, JobResult, run
+from keel.policy.sandbox import SandboxPolicy
 
 pytestmark = [pytest.mark.landlock,
               pytest.mark.skipif(not seccomp.supported(), reason="the seccomp filter exists for x86_64 only"),
               pytest.mark.skipif(landlock.abi_version() < 1, reason="the kernel lacks Landlock")]
 
 
-def sandboxed(command: str, ws: Path, network: bool = False) -> CommandResult:
-    launch = build_sandboxed({"PATH": "/usr/bin:/bin", "HOME": str(ws)}, ws, SandboxPolicy(tier="landlock"), network)
-    assert launch.kind == "landlock"
-    return run_command(command, ws, timeout_s=60, env=launch.env, argv_prefix=launch.argv_prefix,
-                       preexec=launch.preexec_fn)
+def sandboxed(command: str, ws: Path, network: bool = False) -> JobResult:
+    result = run(Job(ws, command=command, policy=SandboxPolicy(tier="landlock"), network=network,
+                     env={"PATH": "/usr/bin:/bin", "HOME": str(ws)}, timeout_s=60))
+    assert result.sandbox == "landlock"
+    return result
 
 
 @pytest.fixture

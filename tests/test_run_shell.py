@@ -13,9 +13,9 @@ import psutil
 import pytest
 
 from keel.engine.types import ToolCall
+from keel.policy.process import run_command
 from keel.policy.sandbox import SandboxPolicy
 from keel.tools.base import ToolContext
-from keel.tools.process import run_command
 from keel.tools.registry import ToolRegistry
 from keel.tools.shell import RUN_SHELL, RunShellArgs, run_shell
 

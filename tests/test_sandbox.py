@@ -19,6 +19,8 @@ import psutil
 import pytest
 
 from keel.policy.hide import find_secret_files
+from keel.policy.runner import Job, JobResult
+from keel.policy.runner import run as run_job
 from keel.policy.sandbox import (
     SandboxPolicy,
     build_sandboxed,
@@ -26,7 +28,6 @@ from keel.policy.sandbox import (
     detect_sandbox,
     scrub_env,
 )
-from keel.tools.process import CommandResult, run_command
 
 
 @pytest.fixture
@@ -54,10 +55,9 @@ def base_env(home: Path | None = None, **extra: str) -> dict[str, str]:
 
 
 def sandboxed(command: str, ws: Path, *, policy: SandboxPolicy | None = None, network: bool = False,
-              env: dict[str, str] | None = None, timeout: float = 20) -> CommandResult:
-    launch = build_sandboxed(env or base_env(), ws, policy or SandboxPolicy(), network)
-    return run_command(command, ws, timeout_s=timeout, env=launch.env, argv_prefix=launch.argv_prefix,
-                       preexec=launch.preexec_fn)
+              env: dict[str, str] | None = None, timeout: float = 20) -> JobResult:
+    return run_job(Job(ws, command=command, policy=policy or SandboxPolicy(), network=network, env=env or base_env(),
+                   timeout_s=timeout))
 
 
 @pytest.mark.bubblewrap

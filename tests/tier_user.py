@@ -40,16 +40,15 @@ USERS = ["root", pytest.param("kuser", marks=pytest.mark.skipif(_kuser() is None
 DRIVER = """
 import json, os, sys
 from pathlib import Path
-from keel.policy.sandbox import SandboxPolicy, build_sandboxed
-from keel.tools.process import run_command
+from keel.policy.runner import Job, run
+from keel.policy.sandbox import SandboxPolicy
 ws, command, fields, env = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 for key in ("env_pass", "env_block", "exposed"):
     if key in fields:
         fields[key] = tuple(fields[key])
 policy = SandboxPolicy(**fields)      # kept alive: the Landlock tier's temp dir goes with it
-launch = build_sandboxed(env, ws, policy, False)
-r = run_command(command, ws, timeout_s=60, env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn)
-print(json.dumps({"kind": launch.kind, "exit": r.exit_code, "output": r.output}))
+r = run(Job(ws, command=command, policy=policy, env=env, timeout_s=60, aftercare=False))
+print(json.dumps({"kind": r.sandbox, "exit": r.exit_code, "output": r.output}))
 """
 
 

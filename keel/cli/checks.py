@@ -71,7 +71,9 @@ def format_plan(plan: CheckSet, workspace: Path) -> str:
 def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, CheckSet]:
     """The plan exactly as the gate builds it: the config's pinned plan, switches and --accept."""
     from keel.config import load_config
+    from keel.policy.sandbox import policy_for
     from keel.verify.detect import build_plan
+    from keel.verify.detect.python import make_module_probe
 
     config, warnings = load_config(workspace)
     for warning in warnings:
@@ -82,7 +84,9 @@ def _config_and_plan(args: argparse.Namespace, workspace: Path) -> tuple[Any, Ch
     pinned = [(c.category, c.command) for c in plan_entries] if plan_entries is not None else None
     enabled = verify.enabled() if verify is not None and hasattr(verify, "enabled") else None
     accept = [*(getattr(verify, "accept", None) or []), *args.accept]
-    return config, build_plan(workspace, args.task, accept=accept, pinned=pinned, enabled=enabled)
+    tier = getattr(getattr(config, "shell", None), "sandbox", "auto")
+    probe = make_module_probe(policy_for(tier))    # the interpreter probes run in the configured tier
+    return config, build_plan(workspace, args.task, accept=accept, pinned=pinned, enabled=enabled, has_module=probe)
 
 
 def run_plan(plan: CheckSet, workspace: Path, config: Any, *, echo: bool = True) -> list[CheckResult]:

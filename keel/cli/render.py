@@ -124,6 +124,8 @@ class TextRenderer:
         elif kind == "changes" and event.get("diffstat"):
             flags = [f"{len(event[k])} {k.replace('_', ' ')}" for k in ("debug_leftovers", "stray_files", "unrelated")
                      if event.get(k)]
+            flags += [f"run-later config {e['path']} ({'kept: approved' if e.get('kept') else 'put back'})"
+                      for e in event.get("runs_later") or []]
             self._line(f"changes: {event['diffstat']}" + (f" · flagged: {', '.join(flags)}" if flags else ""))
             for line in (event.get("summary") or "").splitlines()[:20]:
                 self._line(f"  {line}")

@@ -198,6 +198,9 @@ class Hook(EventBase):
     elapsed_ms: float
     reason: str | None
     stderr: str
+    sandboxed: NotRequired[bool]          # False: it ran outside the OS sandbox (the user's sandbox = false)
+    note: NotRequired[str | None]         # why it ran otherwise than configured (keel.ext.hooks)
+    undone: NotRequired[list[str] | None]  # what keel put back or stripped after it
 
 
 class SubagentStart(EventBase):
@@ -229,6 +232,7 @@ class Changes(EventBase):
     debug_leftovers: list[Any]
     stray_files: list[Any]
     unrelated: list[Any]
+    runs_later: NotRequired[list[Any]]     # other programs' run-later config written: {"path", "kept"}
 
 
 class Stop(EventBase):

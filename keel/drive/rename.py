@@ -221,7 +221,8 @@ def word_users(ctx: ToolContext, name: str) -> list[tuple[str, list[tuple[int, s
     root, rules = str(workspace_root(ctx.workspace)), IgnoreRules(ctx.workspace)
     query = GrepQuery(rf"\b{re.escape(name)}\b")
     try:
-        hits = (confirm_hits(root, grep_rg(root, ".", query, require_git=rules.require_git), 1 << 62)
+        hits = (confirm_hits(root, grep_rg(root, ".", query, require_git=rules.require_git, policy=ctx.sandbox),
+                             1 << 62)
                 if grep_backend(ctx) == "rg" else grep_python(root, ".", query, rules))
     except (GrepError, OSError):
         return []

@@ -16,22 +16,21 @@ the initial commit.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
-import time
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from keel.policy.runner import Job, JobResult, run
+
 CATEGORIES = ("feature", "bugfix", "refactor", "tests")
 SIZES = ("small", "medium", "large")
 DEFAULT_TIMEOUT_S = 120.0
 OUTPUT_TAIL = 4000  # characters of a failing command's output kept in a Grade
+_OWN_OUTPUT_CAP = 64 * 2**20   # git's output (file lists) is read whole
 CASE_FILE = "case.toml"
 # Fixed identity and dates so the initial commit is reproducible and never reads the user's git config.
 _GIT_ENV = {
@@ -271,12 +270,18 @@ def _matches(case: Case, selector: str) -> bool:
 # ---- materialize and grade (I/O) ---------------------------------------------------------------
 
 
+def _own(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> JobResult:
+    """A program of the eval's own (git, the case's setup script) through keel's runner: keel's
+    bookkeeping, not the model's, so as it is, with the environment given."""
+    return run(Job(cwd, argv=argv, sandbox=False, limits=False, scrub=False, env=env, timeout_s=timeout,
+                   stderr_apart=True, output_cap=_OWN_OUTPUT_CAP, aftercare=False))
+
+
 def git(args: Sequence[str], cwd: Path, check: bool = True, timeout: float = 60) -> str:
-    env = {**os.environ, **_GIT_ENV}
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise CaseError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout
+    proc = _own(["git", *args], cwd, {**os.environ, **_GIT_ENV}, timeout)
+    if check and proc.exit_code != 0:
+        raise CaseError(f"git {' '.join(args)} failed in {cwd}: {(proc.stderr or '').strip() or proc.output.strip()}")
+    return proc.output
 
 
 def materialize(case: Case, dest: str | os.PathLike[str], with_solution: bool = False) -> Path:
@@ -292,11 +297,11 @@ def materialize(case: Case, dest: str | os.PathLike[str], with_solution: bool = 
     if case.repo_dir is not None:
         shutil.copytree(case.repo_dir, root, dirs_exist_ok=True, symlinks=True)
     if case.setup_script is not None:
-        proc = subprocess.run(["bash", str(case.setup_script)], cwd=root, capture_output=True, text=True,
-                              timeout=case.acceptance.timeout_s, env={**os.environ, "CASE_DIR": str(case.path)})
-        if proc.returncode != 0:
-            raise CaseError(f"{case.setup_script}: exited {proc.returncode}: "
-                            f"{(proc.stderr or proc.stdout).strip()[-OUTPUT_TAIL:]}")
+        proc = _own(["bash", str(case.setup_script)], root, {**os.environ, "CASE_DIR": str(case.path)},
+                    case.acceptance.timeout_s)
+        if proc.exit_code != 0:
+            raise CaseError(f"{case.setup_script}: exited {proc.exit_code}: "
+                            f"{(proc.stderr or proc.output).strip()[-OUTPUT_TAIL:]}")
     git(["init", "-q", "-b", "main"], root)
     git(["add", "-A", "-f", "."], root)
     git(["commit", "-q", "--allow-empty", "--no-verify", "-m", f"eval case {case.id}: starting state"], root)
@@ -369,32 +374,23 @@ def grade(case: Case, workspace: str | os.PathLike[str]) -> Grade:
 
 
 def run_command(command: str, cwd: Path, timeout_s: float, case_dir: Path | None = None) -> CheckResult:
-    """One acceptance command in bash, its own process group so a timeout kills servers it started.
-    ``CASE_DIR`` points at the case folder, for acceptance files the agent never sees."""
-    start = time.monotonic()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KEEL_")}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep __pycache__ from showing up as changed files
+    """One acceptance command, run after the agent on what it left: through keel's runner as a
+    command of the model's (the sandbox, the scrubbed environment, limits, the whole tree killed at
+    the end, so a server it forgot to stop does not outlive it). ``CASE_DIR`` points at the case
+    folder, for acceptance files the agent never sees; the command may read it."""
+    extra = {"PYTHONDONTWRITEBYTECODE": "1"}    # keep __pycache__ from showing up as changed files
     if case_dir is not None:
-        env["CASE_DIR"] = str(case_dir)
-    proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, _ = proc.communicate()
-        return CheckResult("command", command, False, f"timed out after {timeout_s:g}s\n{(out or '')[-OUTPUT_TAIL:]}",
-                           None, time.monotonic() - start)
-    kill_group(proc)  # a backgrounded server the command forgot to stop must not outlive it
-    ok = proc.returncode == 0
-    detail = "" if ok else f"exit {proc.returncode}\n{(out or '')[-OUTPUT_TAIL:]}"
-    return CheckResult("command", command, ok, detail, proc.returncode, time.monotonic() - start)
-
-
-def kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
-    """Signal the process group a ``start_new_session`` child leads (servers it started included)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
+        extra["CASE_DIR"] = str(case_dir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KEEL_")}
+    ran = run(Job(cwd, command=command, env=env, extra_env=extra, timeout_s=timeout_s, output_cap=2 * OUTPUT_TAIL,
+                  read_paths=(str(case_dir),) if case_dir is not None else ()))
+    out = ran.output
+    if ran.timed_out:
+        return CheckResult("command", command, False, f"timed out after {timeout_s:g}s\n{out[-OUTPUT_TAIL:]}",
+                           None, ran.elapsed_s)
+    ok = ran.exit_code == 0
+    detail = "" if ok else f"exit {ran.exit_code}\n{out[-OUTPUT_TAIL:]}"
+    return CheckResult("command", command, ok, detail, ran.exit_code, ran.elapsed_s)
 
 
 def case_summary(case: Case) -> dict[str, Any]:

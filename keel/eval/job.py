@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from keel.eval.cases import kill_group
+from keel.policy.runner import Job, run
 
 KEEL = "keel"
 HARNESS_GRACE_S = 60.0  # past --timeout, keel's own wall-clock limit should already have stopped it
 TERM_GRACE_S = 15.0  # after SIGTERM, before SIGKILL
+_OUTPUT_CAP = 256 * 2**20   # an agent's stdout and stderr are read whole (the result is the last line)
 
 
 @dataclass(frozen=True)
@@ -77,34 +75,14 @@ def keel_pythonpath() -> str:
 
 def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                 stdin: str | None = None) -> tuple[int | None, str, str, bool]:
-    """(exit code, stdout, stderr, timed out); the whole process group dies on a timeout."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            # Short slices: a signal may be delivered to another thread of this process (a scripted
-            # server's), and only a main thread that wakes up now and then runs its handler.
-            try:
-                out, err = proc.communicate(stdin, timeout=max(0.01, min(1.0, deadline - time.monotonic())))
-                return proc.returncode, out, err, False
-            except subprocess.TimeoutExpired:
-                stdin = None  # already sent
-                if time.monotonic() >= deadline:
-                    raise
-    except subprocess.TimeoutExpired:
-        # SIGTERM first: keel stops like on Ctrl-C and still prints its result and writes `stop`.
-        kill_group(proc, signal.SIGTERM)
-        try:
-            out, err = proc.communicate(timeout=TERM_GRACE_S)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            out, err = proc.communicate()
-        return None, out, err, True
-    except BaseException:
-        # Ctrl-C reaches the eval, not the agent (its own session): it must not outlive the eval.
-        kill_group(proc)
-        raise
+    """(exit code, stdout, stderr, timed out) of an agent (keel itself, or a peer) through keel's
+    runner, as it is: its own environment, no sandbox or limits of a command. At the timeout the
+    whole tree gets SIGTERM first (keel stops as on Ctrl-C and still prints its result), SIGKILL
+    ``TERM_GRACE_S`` later; Ctrl-C reaches the eval, and the agent goes with it."""
+    ran = run(Job(cwd, argv=cmd, sandbox=False, limits=False, scrub=False, env=env, timeout_s=timeout_s,
+                  stdin=stdin.encode() if stdin else None, stderr_apart=True, output_cap=_OUTPUT_CAP,
+                  aftercare=False, kill_grace_s=TERM_GRACE_S))
+    return (None if ran.timed_out else ran.exit_code), ran.output, ran.stderr or "", ran.timed_out
 
 
 def last_json_object(text: str) -> dict[str, Any] | None:

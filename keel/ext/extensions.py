@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 class Extensions:
     def __init__(self, workspace: Path, config: Config, *, profile: str, session_id: Callable[[], str],
                  transcript: Callable[[], str | None], emit: Callable[..., Any], protection: Callable[[], str],
-                 prompt: Callable[[str], str] | None = None) -> None:
+                 prompt: Callable[[str], str] | None = None, written: Callable[[], set[str]] | None = None) -> None:
         """Plain values and callbacks from the Agent (the composition root), never the Agent itself:
-        ``session_id``/``transcript`` for hooks, ``emit`` for events, ``protection`` for sub-agents."""
+        ``session_id``/``transcript``/``written`` (the files the session wrote) for hooks, ``emit``
+        for events, ``protection`` for sub-agents."""
         from keel.ext.trust import decide_trust
+        from keel.policy.sandbox import policy_for
 
         self.workspace, self.config, self.profile = workspace, config, profile
         self.emit, self.protection = emit, protection
@@ -38,7 +40,10 @@ class Extensions:
         self.trusted, warnings = decide_trust(workspace, prompt=prompt)
         self.warnings += warnings
         specs = specs_from_config(config.hooks, trusted_project=self.trusted)
-        self.hooks = HookRunner(specs, workspace, session_id=session_id, transcript=transcript, emit=emit)
+        shell = config.shell
+        self.hooks = HookRunner(specs, workspace, session_id=session_id, transcript=transcript, emit=emit,
+                                policy=policy_for(shell.sandbox, network=shell.network, allow_sockets=shell.allow_sockets),
+                                written=written, ask=prompt)
         self.skills: list[Any] = []
         self.mcp: Any = None
 

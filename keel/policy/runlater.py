@@ -32,12 +32,14 @@ import contextlib
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from keel.policy.gitconfig import SAFE_CONFIG_KEYS as SAFE_CONFIG_KEYS  # re-exported
 from keel.policy.gitconfig import unsafe_changes
 
-GIT_FILES = ("config", "config.worktree", "info/attributes")
+# commondir: written into a git directory, it points git at another repository's config and hooks.
+GIT_FILES = ("config", "config.worktree", "info/attributes", "commondir")
 GIT_TREES = ("hooks",)
 KEEL_TREE = ".keel"
 MAX_ENTRIES = 4000
@@ -60,6 +62,7 @@ class Area:
     files: tuple[str, ...] = ()
     trees: tuple[str, ...] = ()
     git: bool = True     # the config rule and the .sample rule apply
+    ask: bool = False    # another program's run-later config: a change is kept only when a person says so
 
 
 @dataclass
@@ -67,6 +70,8 @@ class Guard:
     areas: list[Area]
     before: dict[tuple[str, str], Entry | None] = field(default_factory=dict)
     partial: bool = False
+    kept: list[str] = field(default_factory=list)     # ask areas whose change a person let stand
+    refused: list[str] = field(default_factory=list)  # ask areas whose change was put back
 
 
 # ---------------------------------------------------------------- what is guarded
@@ -94,23 +99,49 @@ def _git_areas(gitdir: str) -> list[Area]:
     return [Area(d, GIT_FILES, GIT_TREES) for d in dict.fromkeys(dirs)]
 
 
-def areas(workspace: str) -> list[Area]:
+def areas(workspace: str, nested: tuple[str, ...] = ()) -> list[Area]:
+    """What is guarded in ``workspace``: ``.keel/``, its top-level git directory (also before one
+    exists) and the ``.git`` of each repository at ``nested`` (paths relative to the workspace, of
+    ``.git`` directories or ``gitdir:`` files found deeper down)."""
     ws = os.path.realpath(workspace)
-    dotgit = os.path.join(ws, ".git")
     found = [Area(ws, (), (KEEL_TREE,), git=False)]
+    for rel in dict.fromkeys((".git", *nested)):
+        found += _repository_areas(ws, rel)
+    return found
+
+
+def _repository_areas(ws: str, rel: str) -> list[Area]:
+    """The guarded parts of one ``.git`` entry at ``rel`` below the workspace."""
+    dotgit = os.path.join(ws, rel)
     if os.path.isfile(dotgit) and not os.path.islink(dotgit):
-        found.append(Area(ws, (".git",), (), git=False))
+        found = [Area(ws, (rel,), (), git=False)]
         target = _read_gitfile(dotgit)
         if target:
-            real = os.path.realpath(os.path.join(ws, target))
+            real = os.path.realpath(os.path.join(os.path.dirname(dotgit), target))
             if os.path.isdir(real):
                 found += _git_areas(real)
         return found
-    # A .git directory, or none yet (then `git init` is judged by what it writes).
-    found.append(Area(ws, tuple(f".git/{f}" for f in GIT_FILES), tuple(f".git/{t}" for t in GIT_TREES)))
+    if rel != ".git" and not os.path.isdir(dotgit):
+        return [Area(ws, (rel,), (), git=False)]          # a link or other odd .git: only its own name
+    # A .git directory, or none yet at the top (then `git init` is judged by what it writes).
+    found = [Area(ws, tuple(f"{rel}/{f}" for f in GIT_FILES), tuple(f"{rel}/{t}" for t in GIT_TREES))]
     if os.path.isdir(dotgit) and not os.path.islink(dotgit):
         found += [a for a in _git_areas(dotgit) if a.base != dotgit]
     return found
+
+
+def git_dirs_behind(dotgit: str) -> list[str]:
+    """The real directories git reads config and hooks from for the ``.git`` entry ``dotgit``: the
+    directory itself, or a ``gitdir:`` file's target and its common dir."""
+    if os.path.islink(dotgit):
+        return []
+    if os.path.isdir(dotgit):
+        return [os.path.realpath(dotgit)]
+    target = _read_gitfile(dotgit)
+    if not target:
+        return []
+    real = os.path.realpath(os.path.join(os.path.dirname(dotgit), target))
+    return [a.base for a in _git_areas(real)] if os.path.isdir(real) else []
 
 
 # ---------------------------------------------------------------- reading without following links
@@ -200,7 +231,10 @@ def _capture(found: list[Area]) -> tuple[dict[tuple[str, str], Entry | None], bo
 
 def capture(workspace: str) -> Guard:
     """Record the guarded files before a command."""
-    found = areas(workspace)
+    return capture_areas(areas(workspace))
+
+
+def capture_areas(found: list[Area]) -> Guard:
     before, partial = _capture(found)
     return Guard(found, before, partial)
 
@@ -324,26 +358,50 @@ def _replaced_repository(guard: Guard, ws: str, after: dict[tuple[str, str], Ent
     return []
 
 
-def restore(guard: Guard, workspace: str) -> list[str]:
-    """Put back every guarded change the rules do not allow; what was undone, for the model."""
+def _ask_area_of(guard: Guard, key: tuple[str, str]) -> Area | None:
+    base, rel = key
+    for area in guard.areas:
+        if area.ask and area.base == base and (rel in area.files or any(
+                rel == t or rel.startswith(t + "/") for t in area.trees)):
+            return area
+    return None
+
+
+Keep = Callable[[str], bool]
+_NOT_APPROVED = "other programs run commands from it; not approved"
+
+
+def restore(guard: Guard, workspace: str, keep: Keep | None = None, added: list[Area] | None = None) -> list[str]:
+    """Put back every guarded change the rules do not allow; what was undone, for the model.
+
+    ``added``: areas that appeared during the command (a repository it made); all they hold is new.
+    A change in an ``ask`` area (another program's run-later config) stands only when ``keep``
+    (asked once per area, with its path) says yes; such areas go to ``guard.kept``."""
     ws = os.path.realpath(workspace)
+    guard.areas += [a for a in added or [] if a not in guard.areas]
     after, _ = _capture(guard.areas)
     undone = _replaced_repository(guard, ws, after)
     todo: list[tuple[tuple[str, str], Entry | None, str]] = []
+    asked: dict[Area, list[tuple[tuple[str, str], Entry | None]]] = {}
     for key in set(guard.before) | set(after):
         old, new = guard.before.get(key), after.get(key)
         if old == new or (key not in guard.before and guard.partial):
             continue
+        area = _ask_area_of(guard, key)
+        if area is not None:
+            asked.setdefault(area, []).append((key, old))
+            continue
         ok, note = _allowed(guard, key, old, new)
         if not ok:
             todo.append((key, old, note))
-    # Removals deepest first, then what was there before, parents first.
-    for key, _old, _ in sorted((t for t in todo if t[1] is None), key=lambda t: -t[0][1].count("/")):
-        with contextlib.suppress(OSError):
-            _put(key, None)
-    for key, old, _ in sorted((t for t in todo if t[1] is not None), key=lambda t: t[0][1].count("/")):
-        with contextlib.suppress(OSError):
-            _put(key, old)
+    for area, changes in sorted(asked.items(), key=lambda item: (item[0].files, item[0].trees)):
+        label = _display((area.base, (*area.files, *area.trees)[0]), ws)
+        if keep is not None and keep(label):
+            guard.kept.append(label)
+        else:
+            guard.refused.append(label)
+            todo += [(key, old, _NOT_APPROVED) for key, old in changes]
+    _apply(todo)
     covered = {key for key, old, _ in todo if old is None}
     for key, _, note in sorted(todo):
         parent = (key[0], key[1].rsplit("/", 1)[0])
@@ -353,7 +411,18 @@ def restore(guard: Guard, workspace: str) -> list[str]:
     return undone
 
 
+def _apply(todo: list[tuple[tuple[str, str], Entry | None, str]]) -> None:
+    """Removals deepest first, then what was there before, parents first."""
+    for key, _old, _ in sorted((t for t in todo if t[1] is None), key=lambda t: -t[0][1].count("/")):
+        with contextlib.suppress(OSError):
+            _put(key, None)
+    for key, old, _ in sorted((t for t in todo if t[1] is not None), key=lambda t: t[0][1].count("/")):
+        with contextlib.suppress(OSError):
+            _put(key, old)
+
+
 def report(undone: list[str]) -> str:
     shown = ", ".join(undone[:8]) + (f" and {len(undone) - 8} more" if len(undone) > 8 else "")
-    return (f"[keel undid this command's changes to {shown}: files that run code later (git hooks and "
-            "config, .keel/) are not a command's to change]")
+    return (f"[keel undid this command's changes to {shown}: files that other programs run code from later "
+            "(git hooks and config, .keel/, editors', hook managers' and agents' settings) are not a command's to "
+            "change; a person approves such an edit (edit_file asks)]")

@@ -16,7 +16,7 @@ Three tiers, strongest available first (``detect_sandbox`` picks one per process
   missing or cannot start: an allow-list of paths (workspace and a private temp dir writable,
   system and toolchain directories readable, the rest of $HOME unreadable) and, from ABI 4, no TCP.
 - **rlimits** (always, and alone where bubblewrap is missing or broken): CPU time, data memory,
-  file size and core dumps are limited; the process-tree kill lives in keel.tools.process.
+  file size and core dumps are limited; the process-tree kill lives in keel.policy.process.
 
 Every command, sandboxed or not, gets an allow-listed environment (keel.policy.cmdenv: never the engine key)
 and git/pager settings that can never wait for a terminal.
@@ -35,24 +35,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from keel.policy import landlock
+from keel.policy import landlock, limits
 from keel.policy.bwrap import (
     BASE_FLAGS,
     DEFAULT_NPROC_BUDGET,
     Bwrap,
     bubblewrap_failure,
     find_bwrap,
-    limit_processes,
+    private_tmpfs,
     read_only_paths,
     root_secret_paths,
     toolchains_in_tmp,
 )
+from keel.policy.bwrap_job import job_binds, setid_filter_fd, socket_args
 from keel.policy.cmdenv import command_environment as command_environment  # re-exported: callers import
 from keel.policy.cmdenv import is_secret_variable as is_secret_variable  # these from the sandbox
 from keel.policy.cmdenv import scrub_env as scrub_env
 from keel.policy.hide import (
     DEFAULT_HIDDEN_PATHS,
     Found,
+    empty_file,
     expand,
     find_secret_files,
     hidden_targets,
@@ -80,6 +82,10 @@ class SandboxPolicy:
     cpu_seconds: int = 600
     memory_bytes: int = 4 * GIB       # RLIMIT_DATA: heap + private writable mappings
     file_size_bytes: int = 1 * GIB
+    # What one command tree may fill on disk (keel.policy.limits) and the size of bubblewrap's /tmp.
+    disk_bytes: int = 8 * GIB
+    # Host unix socket files a command may still connect to under bubblewrap (user config only).
+    allow_sockets: list[str] = field(default_factory=list)
     # RLIMIT_NPROC counts every process of the *user*, not of the command, so it is off by default.
     nproc: int | None = None
     # Processes one command may add to those its user already runs (bubblewrap tier); None: unbounded.
@@ -132,8 +138,12 @@ class SandboxInfo:
 class SandboxLaunch(NamedTuple):
     argv_prefix: list[str]
     env: dict[str, str]
-    preexec_fn: Callable[[], None]
+    # (resource, (soft, hard)) for every process of the command; keel.policy.limits sets them in an
+    # exec wrapper (a preexec function would make Python fork the whole of keel for each command)
+    rlimits: list[tuple[int, tuple[int, int]]]
     kind: SandboxKind = "rlimits"
+    pass_fds: tuple[int, ...] = ()    # open for the child (bubblewrap's seccomp program); closed by the runner
+    nproc_budget: int | None = None   # processes the command may add (a pids cgroup, else RLIMIT_NPROC)
 
 
 # ---------------------------------------------------------------- rlimits
@@ -157,26 +167,15 @@ def _rlimits(policy: SandboxPolicy) -> list[tuple[int, tuple[int, int]]]:
     return limits
 
 
-def _preexec_for(limits: list[tuple[int, tuple[int, int]]]) -> Callable[[], None]:
-    # Runs in the forked child before exec: everything is computed beforehand so the child
-    # only makes system calls (no imports, no locks).
-    setrlimit = resource.setrlimit
-
-    def apply_limits() -> None:
-        for resource_id, values in limits:
-            setrlimit(resource_id, values)
-
-    return apply_limits
-
-
 # ---------------------------------------------------------------- detection
 
 _detect_lock = threading.Lock()
 _detected: dict[str, SandboxInfo] = {}
-_BWRAP_DETAIL = ("bubblewrap ({which}): read-only filesystem except the workspace (its .git and .keel "
-                 "read-only too), private /tmp and /dev/shm, no network unless approved (a private "
-                 "loopback), own PID namespace, no capabilities, credentials, keel's data and secret files "
-                 "at any depth hidden, CPU/memory/file-size and process-count limits")
+_BWRAP_DETAIL = ("bubblewrap ({which}): read-only filesystem except the workspace (its .git, nested "
+                 "repositories and .keel read-only too), private /tmp and /dev/shm, no network unless approved (a "
+                 "private loopback), host unix sockets out of reach, own PID namespace, no capabilities, no "
+                 "setuid/setgid files (seccomp), credentials, keel's data and secret files at any depth hidden, "
+                 "CPU/memory/file-size and process-count limits; {bounds}")
 _NONE_DETAIL = ("none (rlimits only): {why}; commands can write anywhere this user can, read its keys and "
                 "reach the network; CPU, memory and file-size limits, an allow-listed environment and "
                 "process-tree kill on timeout apply")
@@ -193,21 +192,24 @@ def detect_sandbox(tier: str = "auto") -> SandboxInfo:
 
 
 def policy_for(setting: str, *, network: bool = False, env_pass: tuple[str, ...] = (),
-               env_block: tuple[str, ...] = ()) -> SandboxPolicy:
+               env_block: tuple[str, ...] = (), allow_sockets: list[str] | None = None) -> SandboxPolicy:
     """The policy behind the ``[shell] sandbox`` setting: "auto", a tier's name, or "off";
-    ``env_pass``/``env_block``: see SandboxPolicy."""
+    ``env_pass``/``env_block``/``allow_sockets``: see SandboxPolicy."""
+    sockets = list(allow_sockets or [])
     if setting == "off":
-        return SandboxPolicy(enabled=False, network=network, env_pass=env_pass, env_block=env_block)
+        return SandboxPolicy(enabled=False, network=network, env_pass=env_pass, env_block=env_block,
+                             allow_sockets=sockets)
     tier: Literal["auto", "bubblewrap", "landlock"] = (
         "bubblewrap" if setting == "bubblewrap" else "landlock" if setting == "landlock" else "auto")
-    return SandboxPolicy(network=network, tier=tier, env_pass=env_pass, env_block=env_block)
+    return SandboxPolicy(network=network, tier=tier, env_pass=env_pass, env_block=env_block, allow_sockets=sockets)
 
 
 def active_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
     """The tier commands actually get under ``policy``: none when the config turned the OS
     sandbox off, else what this machine offers (``detect_sandbox``)."""
     if policy is not None and not policy.enabled:
-        return SandboxInfo("rlimits", "none (sandbox disabled in config): rlimits and process-group kill only")
+        return SandboxInfo("rlimits", "none (sandbox disabled in config): rlimits and process-group kill only; "
+                                      + limits.describe())
     return detect_sandbox(policy.tier if policy is not None else "auto")
 
 
@@ -215,16 +217,18 @@ def _probe(tier: str) -> SandboxInfo:
     bwrap = find_bwrap() if tier != "landlock" else None
     why = bubblewrap_failure(bwrap) if tier != "landlock" else "bubblewrap not requested"
     if why is None and bwrap is not None:
-        return SandboxInfo("bubblewrap", _BWRAP_DETAIL.format(which=bwrap.describe()), bwrap=bwrap)
+        return SandboxInfo("bubblewrap", _BWRAP_DETAIL.format(which=bwrap.describe(), bounds=limits.describe()),
+                           bwrap=bwrap)
     why = why or "bubblewrap (bwrap) is not installed"     # for mypy: a failure always has a reason
     if tier != "bubblewrap":
         abi, landlock_why = landlock.probe()
         if landlock_why is None:
-            return SandboxInfo("landlock", f"{landlock.describe(abi)} ({why})", abi, network_confined=abi >= 4)
+            return SandboxInfo("landlock", f"{landlock.describe(abi)}; {limits.describe()} ({why})", abi,
+                               network_confined=abi >= 4)
         why += f"; {landlock_why}"
     if tier != "auto":      # only this tier was asked about: say why it is unusable, nothing more
         return SandboxInfo("rlimits", f"{tier} is not usable here: {landlock_why if tier == 'landlock' else why}")
-    return SandboxInfo("rlimits", _NONE_DETAIL.format(why=why))
+    return SandboxInfo("rlimits", _NONE_DETAIL.format(why=why) + f"; {limits.describe()}")
 
 
 # ---------------------------------------------------------------- assembling the command
@@ -240,12 +244,14 @@ def _root_capabilities(workspace: str) -> list[str]:
     return ["--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER"]
 
 
-def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, command_env: Mapping[str, str]) -> list[str]:
+def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, command_env: Mapping[str, str],
+                    read_paths: tuple[str, ...] = (), seccomp_fd: int | None = None) -> list[str]:
     """The bwrap argv prefix for one command. Raises HidingIncomplete when the workspace's secret
     files cannot all be hidden (keel.policy.hide)."""
     ws = os.path.realpath(workspace)
     bwrap = active_sandbox(policy).bwrap or find_bwrap()
-    argv = [bwrap.path if bwrap else "bwrap", *BASE_FLAGS]
+    argv = [bwrap.path if bwrap else "bwrap", *BASE_FLAGS, *private_tmpfs(policy.disk_bytes)]
+    argv += socket_args(ws, command_env.get("PATH", ""), policy.allow_sockets, empty_file())
     argv += _root_capabilities(ws)
     if not network:
         argv.append("--unshare-net")    # a namespace of its own: only a loopback, which bwrap brings up
@@ -272,6 +278,7 @@ def bubblewrap_argv(workspace: Path, policy: SandboxPolicy, *, network: bool, co
     for path in policy.exposed:     # seen read-only even inside a hidden directory (a scratch run's deps)
         if os.path.isdir(path):
             argv += ["--ro-bind", path, path]
+    argv += job_binds(ws, read_paths, seccomp_fd)
     argv += ["--chdir", ws, "--"]
     return argv
 
@@ -281,18 +288,20 @@ def build_sandboxed(
     workspace: Path,
     policy: SandboxPolicy,
     allow_network: bool,
+    read_paths: tuple[str, ...] = (),
 ) -> SandboxLaunch:
-    """Everything needed to run one command confined: an argv prefix (empty without
-    bubblewrap), the environment, and the preexec function that sets rlimits.
+    """Everything needed to run one command confined: an argv prefix (empty without a tier), the
+    environment, the rlimits and the process budget (keel.policy.runner applies them).
 
     ``command_env`` is the environment the command would otherwise get (usually os.environ);
-    its HOME also decides which secret directories are hidden.
+    its HOME also decides which secret directories are hidden. ``read_paths``: files outside the
+    workspace the command may read (a hook's own session transcript).
     """
     env = command_environment(command_env, policy.env_pass, policy.env_block)
-    preexec = _preexec_for(_rlimits(policy))
+    rlimits = _rlimits(policy)
     kind = active_sandbox(policy).kind
     if kind == "rlimits":
-        return SandboxLaunch([], env, preexec)
+        return SandboxLaunch([], env, rlimits)
     network = policy.network or allow_network
     if kind == "landlock":
         # Temp files and caches go to the private temp dir, the only writable place besides the workspace.
@@ -306,15 +315,22 @@ def build_sandboxed(
         # RLIMIT_AS counts shared mappings, which RLIMIT_DATA misses; twice the data limit leaves room
         # for the address space runtimes reserve without using (node, the JVM).
         rules = landlock.plan(str(workspace), temp, command_env, network=network, protected=protected,
-                              extra_read=policy.exposed,
+                              extra_read=(*policy.exposed, *read_paths),
                               address_space=LANDLOCK_ADDRESS_SPACE_FACTOR * policy.memory_bytes)
-        return SandboxLaunch(landlock.exec_argv(rules), env, limit_processes(preexec, policy.nproc_budget),
-                             "landlock")
+        return SandboxLaunch(landlock.exec_argv(rules), env, rlimits, "landlock", (), policy.nproc_budget)
     # Only the workspace and the fresh /tmp are writable: temp files and caches go to /tmp.
     env["TMPDIR"] = "/tmp"
     env["XDG_CACHE_HOME"] = "/tmp/.cache"
-    argv = bubblewrap_argv(workspace, policy, network=network, command_env=command_env)
-    return SandboxLaunch(argv, env, limit_processes(preexec, policy.nproc_budget), "bubblewrap")
+    seccomp_fd = setid_filter_fd()
+    try:
+        argv = bubblewrap_argv(workspace, policy, network=network, command_env=command_env, read_paths=read_paths,
+                               seccomp_fd=seccomp_fd)
+    except BaseException:   # HidingIncomplete: nothing will run, the filter's descriptor is not passed on
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
+        raise
+    return SandboxLaunch(argv, env, rlimits, "bubblewrap", (seccomp_fd,) if seccomp_fd is not None else (),
+                         policy.nproc_budget)
 
 
 def session_temp_dir(policy: SandboxPolicy) -> str:

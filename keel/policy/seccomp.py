@@ -22,6 +22,13 @@ starts. Each rule below makes the call fail with EPERM:
   namespace its objects are shared with the host and outlive the command, and ids are guessable.
   POSIX shared memory and semaphores (files in /dev/shm, Python's multiprocessing) still work.
 
+- always, on both confining tiers (bubblewrap loads ``setid_program`` with ``--seccomp``): a
+  setuid or setgid bit in a mode: ``chmod``/``fchmod``/``fchmodat``/``fchmodat2``, ``creat`` and
+  ``open``/``openat`` with ``O_CREAT`` or ``O_TMPFILE``, ``mknod``/``mknodat`` of a regular file. A
+  file that another user runs as its owner (root, for a root keel) cannot be made here.
+  ``openat2`` answers ENOSYS (its mode sits in a struct a filter cannot read; callers fall back to
+  ``openat``), and so does ``io_uring_setup`` under bubblewrap (its opens are not syscalls).
+
 Arguments are compared on their low 32 bits only, and that is deliberate: every argument checked
 here (family, ioctl request, mode, pid, which/who) is declared ``int``/``unsigned int``/``umode_t``
 in the kernel, which truncates the 64-bit register. Comparing all 64 bits would let a caller set
@@ -40,6 +47,7 @@ import ctypes
 import errno
 import os
 import platform
+import struct
 
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -50,6 +58,8 @@ NR = {
     "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mknod": 133, "setpriority": 141,
     "semtimedop": 220, "add_key": 248, "request_key": 249, "keyctl": 250, "mknodat": 259,
     "perf_event_open": 298, "prlimit64": 302, "bpf": 321, "io_uring_setup": 425,
+    "open": 2, "creat": 85, "chmod": 90, "fchmod": 91, "openat": 257, "fchmodat": 268, "openat2": 437,
+    "fchmodat2": 452,
 }
 ALWAYS_DENIED = ("io_uring_setup", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
                  "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop", "semctl",
@@ -57,6 +67,11 @@ ALWAYS_DENIED = ("io_uring_setup", "bpf", "perf_event_open", "keyctl", "add_key"
 AF_UNIX = 1
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 S_IFMT, S_IFCHR, S_IFBLK = 0o170000, 0o020000, 0o060000
+SETID = 0o6000                              # S_ISUID | S_ISGID
+O_CREAT, O_TMPFILE_BIT = 0o100, 0o20000000   # the flags under which open's mode is used
+# (syscall, index of its mode argument, index of its flags argument or None)
+SETID_CALLS = (("chmod", 1, None), ("fchmod", 1, None), ("fchmodat", 2, None), ("fchmodat2", 2, None),
+               ("creat", 1, None), ("open", 2, 1), ("openat", 3, 2))
 PRIO_PROCESS = 0
 # struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 * i (low 32 bits first, little-endian).
 _OFF_NR, _OFF_ARCH = 0, 4
@@ -70,6 +85,7 @@ def _arg(i: int) -> int:
 _LD_ABS, _JEQ, _JGE, _AND, _RET = 0x20, 0x15, 0x35, 0x54, 0x06
 ALLOW = 0x7FFF0000
 DENY = 0x00050000 | errno.EPERM            # SECCOMP_RET_ERRNO | EPERM
+NOSYS = 0x00050000 | errno.ENOSYS          # "not implemented": the caller uses the older call
 
 
 class _SockFilter(ctypes.Structure):
@@ -87,32 +103,89 @@ def supported() -> bool:
 _Source = list[tuple[int, str | None, str | None, int] | str]
 
 
+def _ld(off: int) -> tuple[int, str | None, str | None, int]:
+    return (_LD_ABS, None, None, off)
+
+
+def _jeq(k: int, t: str | None, f: str | None) -> tuple[int, str | None, str | None, int]:
+    return (_JEQ, t, f, k)
+
+
+def _preamble() -> _Source:
+    """Another ABI is denied (its numbers are not the ones read here), x32 too."""
+    return [_ld(_OFF_ARCH), _jeq(AUDIT_ARCH_X86_64, None, "deny"), _ld(_OFF_NR), (_JGE, "deny", None, X32_BIT)]
+
+
+def _setid_jumps() -> _Source:
+    jumps: _Source = [_jeq(NR[name], f"setid_{name}", None) for name, _, _ in SETID_CALLS]
+    return [*jumps, _jeq(NR["openat2"], "nosys", None)]
+
+
+def _setid_blocks() -> _Source:
+    """Each mode-setting call: denied when its mode has S_ISUID or S_ISGID (open: only with O_CREAT or
+    O_TMPFILE, when the kernel uses the mode)."""
+    src: _Source = []
+    for name, mode, flags in SETID_CALLS:
+        src.append(f"setid_{name}")
+        if flags is not None:
+            src += [_ld(_arg(flags)), (_AND, None, None, O_CREAT | O_TMPFILE_BIT), _jeq(0, "allow", None)]
+        src += [_ld(_arg(mode)), (_AND, None, None, SETID), _jeq(0, "allow", "deny")]
+    return src
+
+
 def _source(network: bool) -> _Source:
     """The filter with symbolic jump targets; a bare string marks a label."""
-    ld, jeq = (lambda off: (_LD_ABS, None, None, off)), (lambda k, t, f: (_JEQ, t, f, k))
-    src: _Source = [ld(_OFF_ARCH), jeq(AUDIT_ARCH_X86_64, None, "deny"), ld(_OFF_NR), (_JGE, "deny", None, X32_BIT)]
-    src += [jeq(NR[name], "deny", None) for name in ALWAYS_DENIED]
+    src = _preamble() + [_jeq(NR[name], "deny", None) for name in ALWAYS_DENIED]
     if not network:
-        src.append(jeq(NR["socket"], "socket", None))
+        src.append(_jeq(NR["socket"], "socket", None))
     for name, label in (("ioctl", "ioctl"), ("mknod", "mknod"), ("mknodat", "mknodat"),
                         ("prlimit64", "pid0"), ("setpriority", "prio")):
-        src.append(jeq(NR[name], label, None))
+        src.append(_jeq(NR[name], label, None))
+    src += _setid_jumps()
     src.append((_RET, None, None, ALLOW))               # every other syscall
     if not network:
-        src += ["socket", ld(_arg(0)), jeq(AF_UNIX, "allow", "deny")]
-    src += ["ioctl", ld(_arg(1)), jeq(TIOCSTI, "deny", None), jeq(TIOCLINUX, "deny", "allow")]
+        src += ["socket", _ld(_arg(0)), _jeq(AF_UNIX, "allow", "deny")]
+    src += ["ioctl", _ld(_arg(1)), _jeq(TIOCSTI, "deny", None), _jeq(TIOCLINUX, "deny", "allow")]
     for label, index in (("mknod", 1), ("mknodat", 2)):
-        src += [label, ld(_arg(index)), (_AND, None, None, S_IFMT), jeq(S_IFCHR, "deny", None),
-                jeq(S_IFBLK, "deny", "allow")]
-    src += ["pid0", ld(_arg(0)), jeq(0, "allow", "deny")]
-    src += ["prio", ld(_arg(0)), jeq(PRIO_PROCESS, None, "deny"), ld(_arg(1)), jeq(0, "allow", "deny")]
-    # Classic BPF jumps only forward: the two verdicts come last.
-    return [*src, "allow", (_RET, None, None, ALLOW), "deny", (_RET, None, None, DENY)]
+        src += [label, _ld(_arg(index)), (_AND, None, None, S_IFMT), _jeq(S_IFCHR, "deny", None),
+                _jeq(S_IFBLK, "deny", None), _ld(_arg(index)), (_AND, None, None, SETID), _jeq(0, "allow", "deny")]
+    src += ["pid0", _ld(_arg(0)), _jeq(0, "allow", "deny")]
+    src += ["prio", _ld(_arg(0)), _jeq(PRIO_PROCESS, None, "deny"), _ld(_arg(1)), _jeq(0, "allow", "deny")]
+    src += _setid_blocks()
+    # Classic BPF jumps only forward: the verdicts come last.
+    return [*src, "nosys", (_RET, None, None, NOSYS), "allow", (_RET, None, None, ALLOW),
+            "deny", (_RET, None, None, DENY)]
+
+
+def _setid_source() -> _Source:
+    """bubblewrap's filter: no new setuid/setgid file (it has its own namespaces for the rest)."""
+    src = _preamble() + _setid_jumps()
+    src += [_jeq(NR["io_uring_setup"], "nosys", None), _jeq(NR["mknod"], "mknod", None),
+            _jeq(NR["mknodat"], "mknodat", None), (_RET, None, None, ALLOW)]
+    for label, index in (("mknod", 1), ("mknodat", 2)):
+        src += [label, _ld(_arg(index)), (_AND, None, None, SETID), _jeq(0, "allow", "deny")]
+    src += _setid_blocks()
+    return [*src, "nosys", (_RET, None, None, NOSYS), "allow", (_RET, None, None, ALLOW),
+            "deny", (_RET, None, None, DENY)]
 
 
 def program(network: bool) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jt, jf, k); jumps are resolved from the labels of ``_source``."""
-    source = _source(network)
+    """The Landlock tier's filter as (code, jt, jf, k)."""
+    return _assemble(_source(network))
+
+
+def setid_program() -> list[tuple[int, int, int, int]]:
+    """The bubblewrap tier's filter as (code, jt, jf, k)."""
+    return _assemble(_setid_source())
+
+
+def setid_filter_bytes() -> bytes:
+    """``setid_program`` as the struct sock_filter array ``bwrap --seccomp FD`` reads."""
+    return b"".join(struct.pack("<HBBI", *ins) for ins in setid_program())
+
+
+def _assemble(source: _Source) -> list[tuple[int, int, int, int]]:
+    """Jumps resolved from the labels of ``source``."""
     labels: dict[str, int] = {}
     index = 0
     for item in source:

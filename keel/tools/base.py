@@ -154,6 +154,9 @@ class ToolContext:
     # read_file may read those saved outputs. None: nothing is saved, long output is only capped.
     session_dir: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Other programs' run-later config the run's commands wrote: {"path", "kept"} (keel.policy.leftovers),
+    # named in the run's change report. Shared by the copies of this context the gate makes.
+    left_behind: list[dict[str, Any]] = field(default_factory=list)
     # The run this call belongs to, set by the runner when it starts; None outside a run.
     run: RunHandle | None = None
     # Replaces known secret values (the engine's key ...) in every tool's output before the model or

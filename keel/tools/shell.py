@@ -9,19 +9,19 @@ stop decider can count passing tests/builds as evidence.
 from __future__ import annotations
 
 import dataclasses
-import os
+import re
 import signal as signals
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
-from keel.policy import runlater
-from keel.policy.sandbox import HidingIncomplete, SandboxLaunch, SandboxPolicy, build_sandboxed
+from keel.policy.runner import Job, JobResult, run
+from keel.policy.sandbox import HidingIncomplete, SandboxPolicy
 from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
-from keel.tools.process import CommandResult, run_command
 
 MAX_TIMEOUT_S = 600
 # Below this much of the run's wall clock left, a command is not started at all.
@@ -103,7 +103,9 @@ _NETWORK_SIGNS = ("Temporary failure in name resolution", "Network is unreachabl
                   "Name or service not known", "getaddrinfo failed", "No address associated with hostname")
 
 
-def _status_line(result: CommandResult, timeout_s: float) -> str:
+def _status_line(result: JobResult, timeout_s: float) -> str:
+    if result.stopped:
+        return f"exit code: none — stopped at the {result.stopped} limit for one command"
     if result.timed_out:
         return f"timed out after {timeout_s:g} s — the whole process tree was killed"
     if result.signal is not None and result.exit_code is None:
@@ -124,6 +126,20 @@ def _describe_signal(number: int) -> str:
     return f"signal {name}" + (f" ({note})" if note else "")
 
 
+# A socket or a TCP bind/connect refused: Python's PermissionError from socket()/bind/connect, node's
+# "listen EACCES", Go's "bind: permission denied". Under Landlock the seccomp filter answers EPERM to
+# socket() of every family but unix, and the TCP rule EACCES to bind/connect.
+_NET_REFUSED = re.compile(r"(?i)(?:\b(?:socket|bind|connect|listen|server_bind|create_connection|urlopen)\b.{0,400}?"
+                          r"(?:permission denied|EACCES|Errno 13|Operation not permitted|EPERM|Errno 1\b))"
+                          r"|(?:listen EACCES)", re.DOTALL)
+LANDLOCK_NETWORK_HINT = (
+    "[sandbox (landlock): the network rule refused this: a command gets no network socket here (unix sockets "
+    "only, by the seccomp filter) and no TCP bind or connect (Landlock's TCP rule), not even a test server on "
+    "127.0.0.1. To allow it, set `[shell] network = true` in your user config (~/.config/keel/config.toml), or "
+    "let a person approve a command that needs the network; where bubblewrap works, commands get a private "
+    "loopback instead]")
+
+
 def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
     """Explain failures the sandbox caused, so the model does not chase a phantom bug."""
     hints = []
@@ -136,18 +152,30 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
                          "cannot change them); leave committing to the person, edit the files only]")
     if kind == "bubblewrap" and not network and any(s in output for s in _NETWORK_SIGNS):
         hints.append("[sandbox: network access is off for this command]")
+    if kind == "landlock" and not network and _NET_REFUSED.search(output):
+        hints.append(LANDLOCK_NETWORK_HINT)
     if kind == "landlock" and "Permission denied" in output:
         # Landlock refuses with EACCES for files and sockets alike, so name both causes.
         hints.append("[sandbox (landlock): only the workspace and $TMPDIR are writable; outside them only system "
-                     "and toolchain directories are readable (not the rest of $HOME); install packages into the "
-                     "workspace (a venv, or pip install --target)"
-                     + ("; TCP connect and bind are blocked for this command, also to a local server on "
-                        "127.0.0.1 that the command starts itself]" if not network else "]"))
+                     "and toolchain directories are readable (not the rest of $HOME); terminals (/dev/pts) and, "
+                     "while it holds files of yours, /dev/shm (POSIX shared memory, multiprocessing locks) are out "
+                     "of reach; install packages into the workspace (a venv, or pip install --target)]")
     if kind == "landlock" and "Operation not permitted" in output:
         hints.append("[sandbox (landlock): refused here: " + ("sockets other than unix ones (the network is "
                      "off), " if not network else "") + "device nodes, System V IPC, bpf, perf, keyrings, "
                      "and changing other processes' limits or priority]")
     return hints
+
+
+def keep_later(ctx: ToolContext) -> Callable[[str], bool]:
+    """Whether a command's change to another program's run-later config may stand: the approval
+    gate's answer for an edit of that path (a person, or an edit(...) allow rule; never unasked)."""
+    authorize = getattr(ctx.approval, "authorize_edit", None)
+
+    def keep(path: str) -> bool:
+        return bool(authorize is not None and authorize(path).allowed)
+
+    return keep
 
 
 def _check_kind(command: str) -> str | None:
@@ -156,19 +184,25 @@ def _check_kind(command: str) -> str | None:
     return classify_check(command)
 
 
-def _launch(command: str, ctx: ToolContext, policy: SandboxPolicy, network: bool) -> SandboxLaunch | ToolResult:
-    """How the command runs confined, or why it does not: where the tier cannot hide every secret
-    file (keel.policy.hide), a person decides; it never runs silently with secrets in view."""
-    try:
-        return build_sandboxed(os.environ, ctx.workspace, policy, allow_network=network)
-    except HidingIncomplete as exc:
-        confirm = getattr(ctx.approval, "authorize_exposure", None)
-        exposed = confirm(command, str(exc)) if confirm is not None else None
-        if exposed is None or not exposed.allowed:
-            return ToolResult.error(str(getattr(exposed, "message", "")) or f"Not run: {exc}; no one can allow it.",
-                                    decision="ask")
-        return build_sandboxed(os.environ, ctx.workspace, dataclasses.replace(policy, scan_secrets=False),
-                               allow_network=network)
+def _exposure(command: str, ctx: ToolContext, exc: HidingIncomplete) -> ToolResult | None:
+    """Where the tier cannot hide every secret file (keel.policy.hide), a person decides; the command
+    never runs silently with secrets in view. None: allowed to run with them in view."""
+    confirm = getattr(ctx.approval, "authorize_exposure", None)
+    exposed = confirm(command, str(exc)) if confirm is not None else None
+    if exposed is None or not exposed.allowed:
+        return ToolResult.error(str(getattr(exposed, "message", "")) or f"Not run: {exc}; no one can allow it.",
+                                decision="ask")
+    return None
+
+
+def _meta(result: JobResult, decision: str, saved: object) -> dict[str, Any]:
+    return {
+        "elapsed_s": round(result.elapsed_s, 3), "sandbox": result.sandbox, "truncated": result.truncated,
+        "total_bytes": result.total_bytes, "timed_out": result.timed_out, "exit_code": result.exit_code,
+        "signal": result.signal, "network": result.network, "decision": decision,
+        "saved_output": str(saved) if saved else None, "undone": list(result.undone),
+        "stripped": list(result.stripped), "kept": list(result.kept), "stopped": result.stopped,
+    }
 
 
 def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) -> ToolResult:
@@ -186,10 +220,6 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         return ToolResult.error(auth.message or "The shell policy refused this command.", decision=auth.decision)
 
     policy = ctx.sandbox if ctx.sandbox is not None else SandboxPolicy()
-    launch = _launch(command, ctx, policy, auth.network)
-    if isinstance(launch, ToolResult):
-        return launch
-    network = bool(policy.network or auth.network)
     timeout_s = min(float(args.timeout) if args.timeout is not None else ctx.shell_timeout_s, MAX_TIMEOUT_S)
     run_capped = False
     if ctx.deadline is not None:
@@ -200,20 +230,26 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         run_capped = remaining < timeout_s
         timeout_s = min(timeout_s, remaining)
     spill = OutputSpill(ctx.session_dir / OUTPUTS_DIR, command) if for_model and ctx.session_dir else None
-    guard = runlater.capture(str(ctx.workspace))    # git hooks/config, .keel/: put back after the command
-    undone: list[str] = []
+    job = Job(ctx.workspace, command=command, policy=policy, network=auth.network, timeout_s=timeout_s,
+              output_cap=ctx.output_cap_bytes, on_output=spill.feed if spill else None,
+              keep_later=keep_later(ctx))
     try:
-        result = run_command(command, ctx.workspace, timeout_s=timeout_s, output_cap_bytes=ctx.output_cap_bytes,
-                             env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn,
-                             on_output=spill.feed if spill else None)
+        try:
+            result = run(job)
+        except HidingIncomplete as exc:
+            refused = _exposure(command, ctx, exc)
+            if refused is not None:
+                return refused
+            result = run(dataclasses.replace(job, policy=dataclasses.replace(policy, scan_secrets=False)))
     except OSError as exc:
-        return ToolResult.error(f"Could not start the command: {exc}", sandbox=launch.kind)
+        return ToolResult.error(f"Could not start the command: {exc}")
     except BaseException:
         if spill is not None:
             spill.discard()
         raise
-    finally:
-        undone = runlater.restore(guard, str(ctx.workspace))
+    network = result.network
+    ctx.left_behind += [{"path": p, "kept": True} for p in result.kept]
+    ctx.left_behind += [{"path": p, "kept": False} for p in result.refused]
 
     status = _status_line(result, timeout_s)
     if result.timed_out and run_capped:
@@ -227,15 +263,9 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     if ctx.redact is not None:   # the gate calls run_shell directly: its outputs go to the model too
         body = ctx.redact(body)
     lines = [status, body if body else "(no output)"]
-    lines += _sandbox_hints(result.output, launch.kind, network)
-    if undone:
-        lines.append(runlater.report(undone))
-    meta: dict[str, Any] = {
-        "elapsed_s": round(result.elapsed_s, 3), "sandbox": launch.kind, "truncated": result.truncated,
-        "total_bytes": result.total_bytes, "timed_out": result.timed_out, "exit_code": result.exit_code,
-        "signal": result.signal, "network": network, "decision": auth.decision,
-        "saved_output": str(saved) if saved else None, "undone": undone,
-    }
+    lines += _sandbox_hints(result.output, result.sandbox, network)
+    lines += result.notes()
+    meta = _meta(result, auth.decision, saved)
     return ToolResult(
         ok=result.exit_code == 0,
         output="\n".join(line.rstrip("\n") for line in lines),

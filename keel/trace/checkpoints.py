@@ -167,6 +167,10 @@ class CheckpointStore:
         if rel is not None and (digest := self.put_blob(data)) is not None:
             self.remember(path, rel, digest)
 
+    def written(self) -> set[str]:
+        """Every workspace path this session wrote or a command of it changed (resumed runs too)."""
+        return {c.path for c in read_manifest(self.dir) if c.kind in ("before", "after", "change")}
+
     def remember(self, path: Path, rel: str, digest: str) -> None:
         try:
             self.known[rel] = (stat_key(os.stat(path)), digest)

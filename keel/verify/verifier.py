@@ -23,6 +23,7 @@ from typing import Any
 
 from keel.core.events import data_dir
 from keel.outputs.summarize import summarize_failure, summarize_missing_output
+from keel.policy.leftovers import asks_about
 from keel.tools.base import CheckRun, ToolContext
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
 from keel.verify.contract import promises
@@ -162,7 +163,16 @@ class Verifier:
         report["debug_leftovers"] = debug_leftovers(changes, now)
         report["stray_files"] = stray_files(changes)
         report["unrelated"] = unrelated_changes(changes, self.task)
+        report["runs_later"] = self._runs_later(changes)
         return report
+
+    def _runs_later(self, changes: list[Any]) -> list[dict[str, Any]]:
+        """Each change to other programs' run-later config in this run: what commands wrote (kept
+        after a person's yes, or put back) and what stands changed now (an approved edit)."""
+        seen = list(self.ctx.left_behind)
+        named = {entry["path"] for entry in seen}
+        seen += [{"path": c.path, "kept": True} for c in changes if c.path not in named and asks_about(c.path)]
+        return seen
 
     # -- running ---------------------------------------------------------------------------------
     def _inferred(self) -> list[PlannedCheck]:
@@ -206,8 +216,11 @@ class Verifier:
         else:
             summary = summarize_failure(check.command, body, code, timed_out=timed_out,
                                         workspace=str(workspace))
+        # what the sandbox caused, said by run_shell after the output: kept, or a refused bind reads as a bug
+        said = [line for line in body.splitlines() if line.startswith(("[sandbox", "[keel "))]
+        text = "\n".join([summary.text(), *said]) if said else summary.text()
         return CheckOutcome(check, code, elapsed, digest, timed_out=timed_out, output_ok=output_ok,
-                            failing_tests=tuple(summary.failing_tests), summary=summary.text(), output_path=path)
+                            failing_tests=tuple(summary.failing_tests), summary=text, output_path=path)
 
     def _run_on_restored_tests(self, snap: Snapshot, tampered: tuple[str, ...]) -> tuple[CheckOutcome, ...]:
         """Run the plan on a copy of the workspace whose edited tests are put back as they were:

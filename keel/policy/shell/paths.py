@@ -77,7 +77,8 @@ STARTUP_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_log
 RUNS_LATER_DIRS = frozenset({".git", ".keel", ".claude", ".devcontainer", ".husky", ".vscode", ".cursor",
                              ".idea", ".githooks", ".gemini", ".codex", ".continue", ".windsurf", ".zed", ".roo",
                              ".mvn", ".vim", ".nvim", ".helix", ".fleet", ".run", ".amazonq",
-                             ".kiro", ".clinerules", ".trae", ".junie", ".augment", ".opencode"})
+                             ".kiro", ".clinerules", ".trae", ".junie", ".augment", ".opencode",
+                             ".qwen", ".openhands"})   # Qwen Code's hooks and servers; OpenHands runs setup.sh
 # Hook managers whose hooks are already installed read these on every commit keel allows.
 RUNS_LATER_FILES = frozenset({".mcp.json", ".envrc", ".pre-commit-config.yaml", ".gitmodules",
                               ".gitattributes", ".bazelrc", ".npmrc", ".yarnrc", ".yarnrc.yml", "lefthook.yml",
@@ -93,7 +94,12 @@ RUNS_LATER_FILES = frozenset({".mcp.json", ".envrc", ".pre-commit-config.yaml", 
                               ".bunfig.toml", "bunfig.toml",
                               ".tool-versions", ".mise.toml", "mise.toml", ".rtx.toml",  # mise/asdf hooks
                               ".hgrc", "justfile.local", ".lintstagedrc", ".huskyrc", ".clinerules",
-                              "devbox.json", ".flox", "flake.nix", ".direnvrc", ".env.sh"})
+                              "devbox.json", ".flox", "flake.nix", ".direnvrc", ".env.sh",
+                              # Anthropic's sandbox-runtime denies writes to these in any writable folder
+                              # (anthropic-experimental/sandbox-runtime, src/sandbox/sandbox-utils.ts,
+                              # DANGEROUS_FILES at 05014eae6d552417670375018516be968792d8ec)
+                              ".gitconfig", ".ripgreprc", ".bashrc", ".bash_profile", ".zshrc", ".zprofile",
+                              ".profile", ".claude.json"})
 # Files that run later by their suffix: Python runs every .pth file in site-packages at start.
 RUNS_LATER_SUFFIXES = (".pth",)
 HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})

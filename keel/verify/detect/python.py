@@ -12,12 +12,14 @@ import configparser
 import contextlib
 import os
 import re
-import subprocess
+import shutil
 import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from keel.policy.runner import Job, neutral_dir, run
+from keel.policy.sandbox import SandboxPolicy
 from keel.verify.detect.common import Findings, read_text
 
 # (interpreter path, module name) -> importable? Injected by tests; see default_module_probe.
@@ -36,18 +38,30 @@ _USES_UNITTEST = re.compile(r"\bunittest\b|\bTestCase\b")
 
 
 def default_module_probe(interpreter: str, module: str) -> bool:
+    """``make_module_probe``'s probe under the default sandbox policy."""
+    return make_module_probe(None)(interpreter, module)
+
+
+def make_module_probe(policy: SandboxPolicy | None) -> ModuleProbe:
     """Can ``interpreter`` import ``module``?
 
     A virtualenv (pyvenv.cfg next to its bin/) is inspected on disk and never executed: a venv in
     the workspace came with the project, and starting its interpreter would run its ``.pth`` files
-    (or a fake ``python``) outside the sandbox. Any other interpreter is asked in a subprocess:
-    the checks run with the project's interpreter, usually not the one running keel, so an
-    in-process ``importlib.util.find_spec`` would answer for the wrong environment; ``find_spec``
-    does not import the module, so the probe costs one interpreter start and runs no project code."""
-    venv = Path(interpreter).parent.parent
-    if (venv / "pyvenv.cfg").is_file():
-        return venv_has_module(venv, module)
-    return _ask_interpreter(interpreter, module)
+    (or a fake ``python``). Any other interpreter is asked in a child process: the checks run with
+    the project's interpreter, usually not the one running keel, so an in-process
+    ``importlib.util.find_spec`` would answer for the wrong environment; ``find_spec`` does not
+    import the module. That child goes through keel's runner like a command (``policy``'s tier,
+    the scrubbed environment, limits), in isolated mode (``-I``: no current directory, user site or
+    PYTHON* variables on its path) and in an empty directory of its own, so no planted module that
+    shadows the standard library can run."""
+
+    def probe(interpreter: str, module: str) -> bool:
+        venv = Path(interpreter).parent.parent
+        if (venv / "pyvenv.cfg").is_file():
+            return venv_has_module(venv, module)
+        return _ask_interpreter(interpreter, module, policy)
+
+    return probe
 
 
 def _workspace_safe(workspace: Path, probe: ModuleProbe) -> ModuleProbe:
@@ -62,13 +76,17 @@ def _workspace_safe(workspace: Path, probe: ModuleProbe) -> ModuleProbe:
     return safe
 
 
-def _ask_interpreter(interpreter: str, module: str) -> bool:
+def _ask_interpreter(interpreter: str, module: str, policy: SandboxPolicy | None) -> bool:
     probe = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)"
+    neutral = neutral_dir()
     try:
-        done = subprocess.run([interpreter, "-c", probe, module], capture_output=True, timeout=15)
-    except (OSError, subprocess.SubprocessError):
+        done = run(Job(neutral, argv=[interpreter, "-I", "-c", probe, module], policy=policy, timeout_s=15,
+                       aftercare=False))
+    except OSError:
         return False
-    return done.returncode == 0
+    finally:
+        shutil.rmtree(neutral, ignore_errors=True)
+    return done.exit_code == 0
 
 
 def venv_has_module(venv: Path, module: str) -> bool:

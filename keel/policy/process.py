@@ -1,25 +1,31 @@
-"""Run one shell command: bounded time, bounded memory, and nothing left running afterwards.
+"""Start one child process and see it through: bounded time, output and memory, nothing left running.
 
-- ``bash -c`` in a new session, so the whole process tree can be signalled as one group;
-- stdin is /dev/null: a command that waits for input gets EOF instead of hanging until timeout;
-- stdout and stderr are merged into one pipe and capped *while* it is read: the head and a
+The one module of keel that starts processes (the Landlock exec helper forks its own command);
+everything else reaches it through keel.policy.runner, which adds the sandbox, the environment and
+the limits. What happens here, for every process:
+
+- a new session, so the whole process tree can be signalled as one group;
+- stdin is /dev/null, or the bytes the caller gives, written as the child reads them;
+- stdout and stderr (merged, or kept apart) are capped *while* they are read: the head and a
   ring-buffered tail are kept, the middle is only counted, so 5 GB of output costs kilobytes;
-- on timeout the group and every descendant found under the shell get SIGTERM, then SIGKILL
-  after a short grace; reading then stops within a bounded time even if an escaped grandchild
+- a watch the caller gives (memory, disk) is asked every ``WATCH_EVERY_S`` and can stop the tree;
+- on timeout the group and every descendant found under the child get SIGTERM, then SIGKILL
+  after a grace; reading then stops within a bounded time even if an escaped grandchild
   still holds the pipe open;
-- when the shell exits normally its leftover background jobs are stopped the same way, so a
+- when the child exits normally its leftover background jobs are stopped the same way, so a
   command never leaves processes behind (inside bubblewrap the PID namespace already does this).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import signal as signals
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +34,14 @@ KILL_GRACE_S = 1.0
 # After the shell has exited (or been killed), how long to keep reading output that is still
 # in flight before giving up on writers that escaped the process group.
 DRAIN_AFTER_EXIT_S = 1.0
-_READ_CHUNK = 64 * 1024
+# How often a watch (keel.policy.limits) is asked whether the process tree went over a bound.
+WATCH_EVERY_S = 0.25
+_READ_CHUNK = 256 * 1024    # per read: bounds what one chunk costs in memory (tests hold it under 1 MB)
+# Pipes this big let a fast writer (ripgrep's matches) fill them between two of our reads: a
+# tenth of the wakeups and reads of the 64 KiB default. Linux allows it unprivileged up to
+# /proc/sys/fs/pipe-max-size (1 MiB by default); elsewhere the default stays.
+_PIPE_SIZE = 1024 * 1024
+_F_SETPIPE_SZ = 1031
 _HEAD_SHARE = 0.4
 _MIN_CAP = 256
 
@@ -42,6 +55,8 @@ class CommandResult:
     total_bytes: int           # everything the command wrote, kept or not
     elapsed_s: float
     signal: int | None         # the signal that ended the command, if one did
+    stderr: str | None = None  # stderr on its own, when it was asked for apart from stdout
+    stopped: str | None = None  # what a watch stopped it for ("memory", "disk"), if one did
 
 
 class CommandInterrupted(KeyboardInterrupt):
@@ -131,7 +146,7 @@ def _tail_cut(tail: bytes) -> int:
     return start
 
 
-def _live_tree(leader: int) -> list[int]:
+def live_tree(leader: int) -> list[int]:
     """Live (non-zombie) PIDs in ``leader``'s process group or below it, from one /proc scan.
 
     Both are needed: a job that called setsid left the group but is still a descendant, and a
@@ -200,7 +215,7 @@ def kill_tree(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) -> i
     Returns the last signal sent, or None when nothing was running any more.
     """
     leader = proc.pid  # start_new_session makes the shell its own group leader
-    pids = _live_tree(leader)
+    pids = live_tree(leader)
     if _exited(leader) and not pids:
         return None
     _signal_all(leader, pids, signals.SIGTERM)
@@ -209,8 +224,12 @@ def kill_tree(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) -> i
         if _exited(leader) and not any(_pid_alive(p) for p in pids):
             return signals.SIGTERM
         time.sleep(0.02)
-    _signal_all(leader, pids + _live_tree(leader), signals.SIGKILL)
+    _signal_all(leader, pids + live_tree(leader), signals.SIGKILL)
     return signals.SIGKILL
+
+
+# A watch gets the child's pid every WATCH_EVERY_S and answers why the tree must stop, or None.
+Watch = Callable[[int], "str | None"]
 
 
 def run_command(
@@ -224,58 +243,120 @@ def run_command(
     preexec: Callable[[], None] | None = None,
     on_output: Callable[[bytes], None] | None = None,
 ) -> CommandResult:
-    """Run ``bash -c command`` (inside ``argv_prefix``, e.g. a bwrap argv ending in ``--``).
+    """Run ``bash -c command`` (inside ``argv_prefix``, e.g. a bwrap argv ending in ``--``)."""
+    return run_argv([*(argv_prefix or []), "bash", "-c", command], cwd, timeout_s=timeout_s,
+                    output_cap_bytes=output_cap_bytes, env=env, preexec=preexec, on_output=on_output)
 
-    ``on_output`` gets every byte the command writes, also the ones the cap leaves out.
 
-    Raises OSError when the command cannot be started at all (missing bash or bwrap, bad cwd).
-    """
+def run_argv(
+    argv: Sequence[str],
+    cwd: Path | str,
+    *,
+    timeout_s: float,
+    env: dict[str, str],
+    output_cap_bytes: int = 30_000,
+    preexec: Callable[[], None] | None = None,
+    on_output: Callable[[bytes], None] | None = None,
+    stdin: bytes | None = None,
+    stderr_apart: bool = False,
+    watch: Watch | None = None,
+    pass_fds: Sequence[int] = (),
+    kill_grace_s: float = KILL_GRACE_S,
+) -> CommandResult:
+    """Run ``argv`` to its end (or its timeout, or a watch's stop) and return what it did.
+
+    ``on_output`` gets every byte of stdout (merged with stderr unless ``stderr_apart``), also the
+    ones the cap leaves out. Raises OSError when the program cannot be started at all (missing
+    program, bad cwd), CommandInterrupted on Ctrl-C (after the tree is killed)."""
     if timeout_s <= 0:
         raise ValueError(f"timeout must be positive, got {timeout_s}")
-    argv = [*(argv_prefix or []), "bash", "-c", command]
     start = time.monotonic()
     proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
+        list(argv), cwd=cwd, env=env,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=preexec,
-        close_fds=True,
+        stderr=subprocess.PIPE if stderr_apart else subprocess.STDOUT,
+        start_new_session=True, preexec_fn=preexec, close_fds=True, pass_fds=tuple(pass_fds),
     )
-    assert proc.stdout is not None
-    captured = CappedOutput(output_cap_bytes, tee=on_output)
+    streams = _Streams(proc, CappedOutput(output_cap_bytes, tee=on_output),
+                       CappedOutput(output_cap_bytes) if stderr_apart else None, stdin or b"")
     timed_out = False
     kill_signal: int | None = None
     try:
-        timed_out = _pump(proc, captured, start + timeout_s)
-        if timed_out:
-            kill_signal = kill_tree(proc)
+        timed_out, stopped = _pump(proc, streams, start + timeout_s, watch)
+        if timed_out or stopped:
+            kill_signal = kill_tree(proc, grace_s=kill_grace_s if timed_out else 0.0)
         else:
-            # Background jobs the shell left behind: they must not outlive the command.
+            # Background jobs the child left behind: they must not outlive it.
             kill_tree(proc, grace_s=0.2)
-        _drain(proc, captured, time.monotonic() + DRAIN_AFTER_EXIT_S)
+        _drain(streams, time.monotonic() + DRAIN_AFTER_EXIT_S)
     except KeyboardInterrupt:
         # The tree is killed in `finally`; what the command printed so far goes to the event log.
-        raise CommandInterrupted(captured.render()) from None
+        raise CommandInterrupted(streams.out.render()) from None
     finally:
-        proc.stdout.close()
+        streams.close()
         if proc.poll() is None:
             kill_tree(proc, grace_s=0.0)
         returncode = proc.wait()
     elapsed = time.monotonic() - start
     signal_seen = -returncode if returncode < 0 else None
     return CommandResult(
-        exit_code=None if (timed_out or returncode < 0) else returncode,
-        output=captured.render(),
+        exit_code=None if (timed_out or stopped or returncode < 0) else returncode,
+        output=streams.out.render(),
         timed_out=timed_out,
-        truncated=captured.truncated,
-        total_bytes=captured.total,
+        truncated=streams.out.truncated or bool(streams.err and streams.err.truncated),
+        total_bytes=streams.out.total + (streams.err.total if streams.err else 0),
         elapsed_s=elapsed,
         signal=signal_seen if signal_seen is not None else kill_signal,
+        stderr=streams.err.render() if streams.err is not None else None,
+        stopped=stopped,
     )
+
+
+class _Streams:
+    """The child's pipes: stdout (and stderr) read into caps, stdin written from ``feed``."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], out: CappedOutput, err: CappedOutput | None,
+                 feed: bytes) -> None:
+        assert proc.stdout is not None
+        self.out, self.err, self.feed = out, err, memoryview(feed)
+        self.readers: dict[int, CappedOutput] = {proc.stdout.fileno(): out}
+        if err is not None:
+            assert proc.stderr is not None
+            self.readers[proc.stderr.fileno()] = err
+        self.stdin = proc.stdin
+        self.writer = proc.stdin.fileno() if proc.stdin is not None else None
+        self.files = [f for f in (proc.stdout, proc.stderr) if f is not None]
+        for fd in [*self.readers, *([self.writer] if self.writer is not None else [])]:
+            os.set_blocking(fd, False)
+        for fd in self.readers:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+
+    def write(self) -> bool:
+        """Write what stdin takes now. False once everything is written (or the child closed it):
+        the caller then closes it, so the child reads end of file."""
+        assert self.writer is not None
+        try:
+            sent = os.write(self.writer, self.feed[:_READ_CHUNK])
+        except BlockingIOError:
+            return True
+        except OSError:             # the child closed its stdin: the rest is not wanted
+            sent = len(self.feed)
+        self.feed = self.feed[sent:]
+        return bool(self.feed)
+
+    def close_stdin(self) -> None:
+        if self.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.stdin.close()
+            self.stdin = self.writer = None
+
+    def close(self) -> None:
+        self.close_stdin()
+        for fh in self.files:
+            with contextlib.suppress(OSError, ValueError):
+                fh.close()
 
 
 def _open_pidfd(pid: int) -> int | None:
@@ -285,31 +366,46 @@ def _open_pidfd(pid: int) -> int | None:
         return None
 
 
-def _pump(proc: subprocess.Popen[bytes], captured: CappedOutput, deadline: float) -> bool:
-    """Read output until the shell exits or ``deadline`` passes. Returns True on timeout."""
-    assert proc.stdout is not None
-    out_fd = proc.stdout.fileno()
-    os.set_blocking(out_fd, False)
+def _pump(proc: subprocess.Popen[bytes], streams: _Streams, deadline: float,
+          watch: Watch | None) -> tuple[bool, str | None]:
+    """Read output (and write stdin) until the child exits, ``deadline`` passes or ``watch`` says
+    stop. Returns (timed out, the watch's reason)."""
     pidfd = _open_pidfd(proc.pid)
+    next_watch = time.monotonic() + WATCH_EVERY_S if watch is not None else None
     with selectors.DefaultSelector() as sel:
-        sel.register(out_fd, selectors.EVENT_READ, "out")
+        for fd in streams.readers:
+            sel.register(fd, selectors.EVENT_READ, "out")
+        if streams.writer is not None:
+            sel.register(streams.writer, selectors.EVENT_WRITE, "in")
         if pidfd is not None:
             sel.register(pidfd, selectors.EVENT_READ, "exit")
         try:
-            pipe_open = True
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return True
-                # Without a pidfd, wake up regularly to notice the exit of the shell.
-                wait = remaining if pidfd is not None else min(remaining, 0.05)
+                now = time.monotonic()
+                if now >= deadline:
+                    return True, None
+                if next_watch is not None and now >= next_watch:
+                    assert watch is not None
+                    reason = watch(proc.pid)
+                    if reason:
+                        return False, reason
+                    next_watch = now + WATCH_EVERY_S
+                # Without a pidfd, wake up regularly to notice the exit of the child; with one, still
+                # once a second: a signal another thread received runs its handler only then.
+                wait = min(deadline - now, 1.0) if pidfd is not None else min(deadline - now, 0.05)
+                if next_watch is not None:
+                    wait = min(wait, max(next_watch - now, 0.0))
                 for key, _ in sel.select(wait):
-                    if key.data == "out" and not _read_once(out_fd, captured):
-                        sel.unregister(out_fd)
-                        pipe_open = False
+                    if key.data == "exit":
+                        continue
+                    going = _read_once(key.fd, streams.readers[key.fd]) if key.data == "out" else streams.write()
+                    if not going:
+                        sel.unregister(key.fd)
+                        if key.data == "in":
+                            streams.close_stdin()
                 if _exited(proc.pid):
-                    return False
-                if not pipe_open and pidfd is None:
+                    return False, None
+                if len(sel.get_map()) == 0:
                     time.sleep(0.01)  # nothing left to select on: avoid a busy loop
         finally:
             if pidfd is not None:
@@ -328,15 +424,16 @@ def _read_once(fd: int, captured: CappedOutput) -> bool:
     return True
 
 
-def _drain(proc: subprocess.Popen[bytes], captured: CappedOutput, deadline: float) -> None:
-    """Collect output still in the pipe; stop at EOF or ``deadline`` (an escaped writer may never close it)."""
-    assert proc.stdout is not None
-    out_fd = proc.stdout.fileno()
+def _drain(streams: _Streams, deadline: float) -> None:
+    """Collect output still in the pipes; stop at EOF or ``deadline`` (an escaped writer may never close them)."""
+    streams.close_stdin()
     with selectors.DefaultSelector() as sel:
-        sel.register(out_fd, selectors.EVENT_READ)
-        while True:
+        for fd in streams.readers:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            if sel.select(remaining) and not _read_once(out_fd, captured):
-                return
+            for key, _ in sel.select(remaining):
+                if not _read_once(key.fd, streams.readers[key.fd]):
+                    sel.unregister(key.fd)
