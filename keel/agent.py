@@ -153,15 +153,34 @@ def approval_problem(config: Config) -> str | None:
             "or choose --approval auto-edit (file edits proceed, commands still ask)")
 
 
+def config_for(workspace: Path, config: Config | None, *, base_url: str | None = None,
+               model: str | None = None) -> tuple[Config, list[str]]:
+    """The configuration an Agent runs with, and its warnings. No config given: the layers `keel run`
+    reads (KEEL_* environment, the user's and the project's config.toml), so the library and the CLI
+    agree; a bad file raises keel.config.ConfigError. ``base_url``/``model`` go on top, as flags do;
+    a given config is copied before they do, never changed."""
+    engine = {"base_url": base_url, "model": model}
+    if config is None:
+        return load_config(workspace, flags={"engine": engine})
+    if base_url is None and model is None:
+        return config, []
+    return config.model_copy(deep=True, update={"engine": config.engine.model_copy(
+        update={k: v for k, v in engine.items() if v is not None})}), []
+
+
 class Agent:
-    """A configured keel agent. ``run(task)`` carries one task to a stop and returns the result."""
+    """A configured keel agent. ``run(task)`` carries one task to a stop and returns the result;
+    ``with Agent(...) as agent:`` closes it (the MCP servers it started) on the way out."""
 
     def __init__(self, engine: Engine | None = None, *, workspace: str | Path = ".",
                  config: Config | None = None, attended: bool = False,
                  prompt: Callable[[str], str] | None = None, ask_user: Callable[[str], str] | None = None,
                  sinks: list[EventSink] | None = None, log_path: Path | None | bool = None,
                  tools: list[Tool] | None = None, system_prompt: str | None = None,
-                 session_id: str | None = None, plan_mode: bool = False) -> None:
+                 session_id: str | None = None, plan_mode: bool = False,
+                 base_url: str | None = None, model: str | None = None, api_key: str | None = None) -> None:
+        """``base_url``, ``model``: the engine's URL and model name, over what ``config`` or the
+        environment says; ``api_key``: the key itself, instead of the environment's (KEEL_API_KEY)."""
         from keel.drive.change import make_change_tool
         from keel.engine.prompts import system_prompt as default_prompt
         from keel.tools.catalog import default_tools
@@ -173,13 +192,10 @@ class Agent:
         if self.workspace == Path(self.workspace.anchor) or self.workspace == Path.home().resolve():
             # the workspace is what the sandbox makes writable: "/" or $HOME would fence nothing
             raise EngineError("config", f"refusing {self.workspace} as the workspace: choose a project directory")
-        # No config given: the layers `keel run` reads (KEEL_* environment, the user's and the project's
-        # config.toml), so the library and the CLI agree; a bad file raises keel.config.ConfigError.
-        self.config_warnings: list[str] = []
-        if config is None:
-            config, self.config_warnings = load_config(self.workspace)
-        self.config = config
-        self.engine = engine or build_engine(self.config)
+        if engine is not None and (base_url or model or api_key):
+            raise ValueError("pass either engine= or base_url=/model=/api_key=, not both")
+        self.config, self.config_warnings = config_for(self.workspace, config, base_url=base_url, model=model)
+        self.engine = engine or build_engine(self.config, api_key)
         self.attended = attended
         self.plan_mode = plan_mode
         from keel.ext.extensions import Extensions
@@ -233,6 +249,12 @@ class Agent:
             if self.ctx.approval is not None:
                 self.ctx.approval = self.recorder.recording(self.ctx.approval)
 
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
         from keel.context.memory import memory_cap, project_memory
         from keel.engine.prompts import task_message
@@ -279,9 +301,10 @@ class Agent:
         if refusal is not None:
             message = f"the prompt was refused by a UserPromptSubmit hook: {refusal}"
             self.bus.emit("stop", step=0, status="error", reason="prompt_blocked", error=message, summary="",
-                          usage=Usage().to_json(), cost_usd=0.0)
+                          usage=Usage().to_json(), cost_usd=0.0 if self.config.prices.known else None)
             return [], None, RunResult(status="error", stop_reason="prompt_blocked", error=message,
-                                       session_id=self.session_id, log=str(self.log_path) if self.log_path else None)
+                                       session_id=self.session_id, log=str(self.log_path) if self.log_path else None,
+                                       cost_known=self.config.prices.known)
         messages = self.initial_messages(task)
         extra = "".join(f"\n\n<hook_context>\n{c}\n</hook_context>" for c in context)
         state = None
@@ -374,8 +397,10 @@ class Agent:
                                               step=runner.steps if runner else 0)
 
     def close(self) -> None:
-        """Stop what the extensions started (MCP servers)."""
+        """Stop what the extensions started (MCP servers) and close the event log's file."""
         self.ext.close()
+        if self.log_path is not None:
+            self._writer.close()
 
     def _emit(self, kind: str, **fields: Any) -> None:
         """Events of work done before session_start (the first message's checks) wait for it."""

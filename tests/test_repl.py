@@ -63,16 +63,18 @@ def test_a_task_shows_steps_and_a_diff_asks_approval_then_stats_and_undo(repo, k
         child = spawn(server, repo, keel_env)
         child.sendline("fix the add function")
         child.expect("keel wants to edit calc.py")
+        child.expect(r"-    return a - b")       # the coloured diff of the edit, before the question
+        child.expect(r"\+    return a \+ b")
         child.expect(r"\[a\] always")
         child.expect(">")
-        child.sendline("a")
+        assert "return a - b" in (repo / "calc.py").read_text()   # nothing changed while asking
+        child.send("a")                            # one key, no Enter
         child.expect("edit_file calc.py")
-        child.expect(r"-    return a - b")       # the coloured diff of the edit
-        child.expect(r"\+    return a \+ b")
         child.expect("keel wants to run: " + MAKE_MARKER)
+        assert "-    return a - b" not in child.before   # the diff is not shown a second time
         child.expect("needs approval: ")           # and why
         child.expect(">")
-        child.sendline("y")
+        child.send("y")
         child.expect("run_shell " + MAKE_MARKER)
         child.expect("it now adds")                # the answer, rendered as markdown
         child.expect("■ complete · 3 steps")

@@ -316,14 +316,14 @@ class Runner:
         result = RunResult(status=status, stop_reason=reason, summary=summary, steps=self.steps,  # type: ignore[arg-type]
                            usage=self.usage, cost_usd=self.cost_usd(), duration_s=self.clock() - started,
                            files_changed=list(self.state.files_changed), session_id=self.bus.session_id,
-                           error=error, messages=messages)
+                           error=error, messages=messages, cost_known=self.prices.known)
         if self.verifier is not None and status != "error":  # a configuration error changed nothing
             last = self.verifier.last
             result.verification = last.to_json() if last is not None else {"status": "not_run"}
             result.changes = self.verifier.change_report()
             self.bus.emit("changes", step=self.steps, **result.changes)
         self.bus.emit("stop", step=self.steps, status=status, reason=reason, error=error,
-                      summary=summary[:2000], usage=result.to_json()["usage"], cost_usd=result.cost_usd)
+                      summary=summary[:2000], usage=result.to_json()["usage"], cost_usd=result.to_json()["cost_usd"])
         return result
 
 

@@ -156,17 +156,33 @@ class ToolContext:
     extra: dict[str, Any] = field(default_factory=dict)
     # The run this call belongs to, set by the runner when it starts; None outside a run.
     run: RunHandle | None = None
+    # Called by a tool just before it first changes the workspace, once approved (approval_refusal,
+    # run_shell): the runner's gate baseline, so a person is asked before the checks, not after them.
+    before_change: Callable[[], object] | None = None
 
 
-def approval_refusal(ctx: ToolContext, action: str, path: str) -> str | None:
+def approval_refusal(ctx: ToolContext, action: str, path: str,
+                     preview: Callable[[], str] | None = None) -> str | None:
     """Ask the approval gate (if any) whether ``action`` ("edit" or "read") on ``path`` may go ahead.
 
     Returns None when allowed, else the refusal text for the model. File tools call this after
     the path jail and before touching anything, so rules like ``edit(src/**)`` or ``read(.env)``
-    apply to every tool the same way.
+    apply to every tool the same way. ``preview``: makes the change an edit would make (a unified
+    diff), shown to the person before the question (called only when someone is asked). An allowed edit is about to happen, so the run's
+    ``before_change`` (the gate's baseline checks) runs here: after the person answered, not before.
     """
     authorize = getattr(ctx.approval, f"authorize_{action}", None)
-    if authorize is None:
-        return None
-    outcome = authorize(path)
-    return None if outcome.allowed else str(outcome.message)
+    if authorize is not None:
+        outcome = authorize(path, preview=preview) if preview is not None else authorize(path)
+        if not outcome.allowed:
+            return str(outcome.message)
+    if action == "edit":
+        before_change(ctx)
+    return None
+
+
+def before_change(ctx: ToolContext) -> None:
+    """Call the run's hook for the moment before a tool first changes the workspace (the runner's:
+    the verification gate's baseline checks, run once)."""
+    if ctx.before_change is not None:
+        ctx.before_change()

@@ -25,8 +25,8 @@ class RecordingApprover:
         if name not in _ACTIONS or not callable(attr):
             return attr
 
-        def authorize(target: str) -> Any:
-            outcome = attr(target)
+        def authorize(target: str, **details: Any) -> Any:   # details: an edit's preview
+            outcome = attr(target, **details)
             if getattr(outcome, "decision", "allow") != "allow" or not getattr(outcome, "allowed", True):
                 self._emit("approval", step=self._step(), action=_ACTIONS[name], target=str(target)[:2000],
                            decision=getattr(outcome, "decision", None), allowed=bool(outcome.allowed),

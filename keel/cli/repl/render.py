@@ -21,6 +21,7 @@ from keel.core.events import Event
 from keel.loop.limits import Prices
 
 MAX_DIFF_LINES = 60
+MAX_PREVIEW_LINES = 120   # an approval's diff: the person decides on it, so more of it is shown
 
 
 def diff_text(diff: str, limit: int = MAX_DIFF_LINES) -> Text:
@@ -77,6 +78,7 @@ class ReplRenderer:
         self.answer = ""          # the answer streamed so far in this model call
         self.reasoning = ""
         self.question: str | None = None   # the last ask_user question (needs_user: the person answers)
+        self.previewed: set[str] = set()   # diffs an approval question showed: not shown again under the edit
 
     # -- the live region (spinner or streaming markdown) ----------------------------------------
     def _show(self, renderable: RenderableType) -> None:
@@ -175,8 +177,9 @@ class ReplRenderer:
             first = (str(event.get("result_preview") or "").strip().splitlines() or [""])[0]
             line.append(f"\n    {shorten(first, 160)}", style="dim")
         self._print(line)
-        if event.get("diff"):
+        if event.get("diff") and event["diff"].rstrip("\n") not in self.previewed:
             self._print(diff_text(event["diff"]))
+        self.previewed.clear()
 
     def _stop(self, event: Event) -> None:
         self._flush_answer()

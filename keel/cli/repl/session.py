@@ -7,6 +7,7 @@ person types is the answer, on the same task.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,14 @@ from rich.text import Text
 
 from keel.agent import Agent
 from keel.cli.repl.input import TaskInput
-from keel.cli.repl.render import ReplRenderer, Tally
+from keel.cli.repl.render import MAX_PREVIEW_LINES, ReplRenderer, Tally, diff_text
 from keel.cli.repl.stepping import StepPauser
 from keel.config import Config
 from keel.core.events import data_dir
 from keel.core.state import TaskState
 from keel.loop.limits import Prices
 from keel.loop.result import RunResult
+from keel.policy.approval import question_parts
 
 EXIT_HINT = "(Ctrl-C again or Ctrl-D to exit)"
 
@@ -40,7 +42,7 @@ class ReplSession:
         self.input = TaskInput({name: c.help for name, c in COMMANDS.items()},
                                history_path if history_path is not None else data_dir() / "repl_history",
                                toolbar=self.toolbar)
-        self.stepper = StepPauser(self.ask, enabled=step)
+        self.stepper = StepPauser(lambda q: self.choose(q, "cas", default="c") or "a", enabled=step)
         self.messages: list[dict[str, Any]] = []
         self.last: RunResult | None = None
         self.note: str | None = None   # told to the model with the next task (e.g. files were undone)
@@ -71,9 +73,28 @@ class ReplSession:
         self.console.print(Text(question, style="bold yellow"))
         return self.input.ask("> ")
 
+    def choose(self, question: str, keys: str, default: str | None = None) -> str:
+        """One key of ``keys`` (Ctrl-C, Esc or Ctrl-D: "")."""
+        self.renderer.pause()
+        self.console.print(Text(question, style="bold yellow"))
+        try:
+            return self.input.choose("> ", keys, default)
+        except (EOFError, KeyboardInterrupt):
+            return ""
+
     def approve(self, question: str) -> str:
-        """The Approver's prompt: what keel wants to do, why it needs approval, once / always / no."""
-        return self.ask(question)
+        """The Approver's prompt: what keel wants to do and why, the change it would make (a coloured
+        diff), then once / always / no as one key, before anything runs."""
+        head, preview, options = question_parts(question)
+        self.renderer.pause()
+        self.console.print(Text(head, style="bold yellow"))
+        if preview:
+            self.console.print(diff_text(preview, limit=MAX_PREVIEW_LINES))
+            self.renderer.previewed.add(preview)   # the same diff is not printed again under the edit
+        keys = "".join(re.findall(r"\[(\w)\]", options))
+        if not keys:
+            return self.ask(options or "?")
+        return self.choose(options, keys) or "n"
 
     def toolbar(self) -> str:
         return (f" {self.agent.engine.model} · {self.tally.line()} · Esc-Enter or \\ for a new line · "
@@ -97,11 +118,7 @@ class ReplSession:
             planner.close()
         if planned.stop_reason != "awaiting_plan_approval" or not planned.plan:
             return planned
-        try:
-            answer = self.ask("approve this plan?  [y] carry it out   [n] discard it").strip().lower()
-        except (EOFError, KeyboardInterrupt):
-            answer = "n"
-        if answer not in ("y", "yes"):
+        if self.choose("approve this plan?  [y] carry it out   [n] discard it", "yn") != "y":
             self.console.print(Text("plan discarded", style="dim"))
             return planned
         plan = planned.plan
