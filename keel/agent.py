@@ -6,11 +6,12 @@ the loop itself lives in keel.loop.runner.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keel.config import Config, load_config, resolve_api_key
+from keel.config import Config, config_for, resolve_api_key
 from keel.core.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
 from keel.core.schema import config_summary
 from keel.core.state import TaskState
@@ -153,21 +154,6 @@ def approval_problem(config: Config) -> str | None:
             "or choose --approval auto-edit (file edits proceed, commands still ask)")
 
 
-def config_for(workspace: Path, config: Config | None, *, base_url: str | None = None,
-               model: str | None = None) -> tuple[Config, list[str]]:
-    """The configuration an Agent runs with, and its warnings. No config given: the layers `keel run`
-    reads (KEEL_* environment, the user's and the project's config.toml), so the library and the CLI
-    agree; a bad file raises keel.config.ConfigError. ``base_url``/``model`` go on top, as flags do;
-    a given config is copied before they do, never changed."""
-    engine = {"base_url": base_url, "model": model}
-    if config is None:
-        return load_config(workspace, flags={"engine": engine})
-    if base_url is None and model is None:
-        return config, []
-    return config.model_copy(deep=True, update={"engine": config.engine.model_copy(
-        update={k: v for k, v in engine.items() if v is not None})}), []
-
-
 class Agent:
     """A configured keel agent. ``run(task)`` carries one task to a stop and returns the result;
     ``with Agent(...) as agent:`` closes it (the MCP servers it started) on the way out."""
@@ -196,6 +182,7 @@ class Agent:
             raise ValueError("pass either engine= or base_url=/model=/api_key=, not both")
         self.config, self.config_warnings = config_for(self.workspace, config, base_url=base_url, model=model)
         self.engine = engine or build_engine(self.config, api_key)
+        prompt = self._timed(prompt) if prompt is not None else None
         self.attended = attended
         self.plan_mode = plan_mode
         from keel.ext.extensions import Extensions
@@ -248,6 +235,17 @@ class Agent:
             self.bus.subscribe(self.recorder.on_event)
             if self.ctx.approval is not None:
                 self.ctx.approval = self.recorder.recording(self.ctx.approval)
+
+    def _timed(self, prompt: Callable[[str], str]) -> Callable[[str], str]:
+        """``prompt``, its wait for the person kept out of the asking tool's time (ToolContext.waited_s)."""
+        def timed(question: str) -> str:
+            began = time.monotonic()
+            try:
+                return prompt(question)
+            finally:
+                if (ctx := getattr(self, "ctx", None)) is not None:
+                    ctx.waited_s += time.monotonic() - began
+        return timed
 
     def __enter__(self) -> Agent:
         return self

@@ -381,3 +381,18 @@ def resolve_api_key(config: Config, env: dict[str, str] | None = None) -> str | 
     if config.engine.api_key_env:
         return env.get(config.engine.api_key_env)
     return env.get("KEEL_API_KEY") or env.get("OPENAI_API_KEY")
+
+
+def config_for(workspace: Path, config: Config | None, *, base_url: str | None = None,
+               model: str | None = None) -> tuple[Config, list[str]]:
+    """The configuration an Agent runs with, and its warnings. No config given: the layers `keel run`
+    reads (KEEL_* environment, the user's and the project's config.toml), so the library and the CLI
+    agree; a bad file raises keel.config.ConfigError. ``base_url``/``model`` go on top, as flags do;
+    a given config is copied before they do, never changed."""
+    engine = {"base_url": base_url, "model": model}
+    if config is None:
+        return load_config(workspace, flags={"engine": engine})
+    if base_url is None and model is None:
+        return config, []
+    return config.model_copy(deep=True, update={"engine": config.engine.model_copy(
+        update={k: v for k, v in engine.items() if v is not None})}), []

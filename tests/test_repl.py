@@ -161,7 +161,7 @@ def test_step_mode_pauses_and_abort_stops_before_the_next_step(repo, keel_env):
         child.expect("list_dir")
         child.expect("step 1 done")
         child.expect(">")
-        child.sendline("a")
+        child.send("a")                           # one key
         child.expect("■ interrupted")
         child.expect(PROMPT)
         assert ctrl_d_exits(child) == 0

@@ -105,7 +105,8 @@ class Server:
 
     # -- cancel and shutdown (loop thread) ----------------------------------------------------------
     def cancel(self, session: Any) -> None:
-        """session/cancel: an approval being asked is refused, a running loop gets SIGINT."""
+        """session/cancel: an approval being asked is withdrawn (the run stops as interrupted, not
+        refused), a running loop gets SIGINT."""
         session.cancelled = True
         with self.lock:
             if self.active is not session:
@@ -193,12 +194,17 @@ class Server:
         with self.lock:
             self.asking = future
         try:
-            return answer_for(future.result())
+            response = future.result()
         except (concurrent.futures.CancelledError, Exception):
-            return "n"   # cancelled, or the client is gone: refused, and the run stops at the step's end
+            response = None
         finally:
             with self.lock:
                 self.asking = None
+        # a cancel (the client's "cancelled" outcome, session/cancel, the client gone) is no answer: the
+        # run stops as interrupted and the call is answered as cut short, not as refused by the person
+        if session.cancelled or self.closed or getattr(getattr(response, "outcome", None), "outcome", "") == "cancelled":
+            raise KeyboardInterrupt
+        return answer_for(response) if response is not None else "n"
 
     def close_sessions(self) -> None:
         for session in list(self.sessions.values()):

@@ -49,17 +49,45 @@ def _target(name: str, arguments: str) -> str:
     return ""
 
 
-def _verification_line(event: Event) -> str:
-    """`ruff check . ✓ · python -m pytest -q ✗ exit 1 → verification_failed` for one gate run."""
+def checks_marks(checks: list[dict[str, Any]], before: frozenset[str] = frozenset()) -> str:
+    """`ruff check . ✓ · python -m pytest -q ✗ exit 1`: each check and how it ended."""
     parts = []
-    before = set(event.get("preexisting_failures") or ())   # failing at the baseline too: not this run's doing
-    for c in event.get("checks", []):
-        mark = "✓" if c["passed"] else ("refused" if c.get("refused") else f"✗ exit {c['exit_code']}")
+    for c in checks:
+        mark = "✓" if c["passed"] else ("refused" if c.get("refused") else
+                                        "✗ timed out" if c.get("timed_out") else f"✗ exit {c['exit_code']}")
         if not c["passed"] and c["command"] in before:
             mark += " (failing before this run)"
         parts.append(f"{shorten(c['command'], 40)} {mark}")
+    return " · ".join(parts) or "no checks"
+
+
+def _verification_line(event: Event) -> str:
+    """`ruff check . ✓ · python -m pytest -q ✗ exit 1 → verification_failed (1.2 s)` for one gate run."""
+    before = frozenset(event.get("preexisting_failures") or ())   # failing at the baseline too: not this run's doing
     verdict = event.get("problem") or event.get("status", "")
-    return (" · ".join(parts) or "no checks") + f" → {verdict}"
+    return f"{checks_marks(event.get('checks', []), before)} → {verdict}{took(event)}"
+
+
+def baseline_line(event: Event) -> str:
+    """`baseline: python -m pytest -q ✗ exit 1 (3.2 s)`: the checks on the untouched workspace."""
+    return f"baseline: {checks_marks(event.get('results') or [])}{took(event)}"
+
+
+def checks_start_line(event: Event) -> str:
+    """`running baseline checks: pytest -q, ruff check .` / `verifying: …` while the gate works."""
+    what = "running baseline checks" if event.get("phase") == "baseline" else "verifying"
+    return f"{what}: {shorten(', '.join(event.get('commands') or []), 100)}"
+
+
+def seconds(event: Event) -> str:
+    """`1.2 s` (or `420 ms`) for an event's ``elapsed_s``; "" without one."""
+    s = event.get("elapsed_s")
+    return "" if not isinstance(s, int | float) else f"{s * 1000:.0f} ms" if s < 1 else f"{s:.1f} s"
+
+
+def took(event: Event) -> str:
+    """` (1.2 s)` for an event's ``elapsed_s``; "" without one."""
+    return f" ({s})" if (s := seconds(event)) else ""
 
 
 def _ms(value: float) -> str:
@@ -119,6 +147,10 @@ class TextRenderer:
         elif kind == "model_call":
             self._answer(self._calls.end(recovered_from_text(event), str(event.get("content") or "")))
             self._printed_this_attempt = False
+        elif kind == "checks_start":   # the gate's own time, said as it starts: no tool is slow
+            self._line(f"[step {event['step']}] {checks_start_line(event)}")
+        elif kind == "checks_before":
+            self._line(f"[step {event.get('step', 0)}] {baseline_line(event)}")
         elif kind == "verification":
             self._line(f"[step {event['step']}] verify: {_verification_line(event)}")
         elif kind == "changes" and event.get("diffstat"):

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 _REPORTS_CHANGES = frozenset({"run_shell", "edit_file", "write_file", "change_file", "todo_write", "remember",
                               "finish", "ask_user"})
 INTERRUPTED = "Interrupted by the user before this call finished; it may not have run."
+# keel's own tools that call ctx.before_change once approved, just before their first change: the
+# gate's baseline waits for the person's answer instead of making them wait for it
+_ASK_FIRST = frozenset({"edit_file", "write_file", "run_shell", "remember", "change_file"})
 
 
 class Runner:
@@ -66,6 +69,7 @@ class Runner:
         started, pushback, summary = self.clock(), None, ""
         self.state.tools = frozenset(self.registry.names)   # also after a resume restored the state
         self.ctx.run = RunView(self)   # the run, for tools that drive a model or the gate (keel.drive)
+        self.ctx.before_change = self._baseline
         if self.limits.max_seconds is not None:  # a tool's own timeout (run_shell) never outlasts the run
             self.ctx.deadline = time.monotonic() + self.limits.max_seconds
         decision: Decision | None = None
@@ -156,8 +160,8 @@ class Runner:
         progress = struck = invalid = False
         answered = 0
         try:  # an interrupt from here on (the baseline's checks too) answers every call: history stays valid
-            if calls and self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
-                self.verifier.ensure_baseline()  # which checks fail before anything changes
+            if any(not self.registry.is_read_only(c) and c.name not in _ASK_FIRST for c in calls):
+                self._baseline()   # a tool that may write without asking first: the baseline before it runs
             for call, result, skip in self._execute(calls):
                 self.state.record_tool_call()
                 if isinstance(spent := result.meta.get("usage"), Usage):  # spent also when it repeated
@@ -184,7 +188,9 @@ class Runner:
                 if i == 0:  # the call that was running: logged, with any output it had produced
                     partial = getattr(interrupt, "partial_output", None)
                     text += f"\nOutput before the interrupt:\n{partial}" if partial else ""
-                    self._emit_tool_call(call, ToolResult(ok=False, output=text, meta={"interrupted": True}), 0)
+                    ran = float(getattr(interrupt, "elapsed_ms", 0.0))   # how long it ran (keel.tools.registry)
+                    self._emit_tool_call(call, ToolResult(ok=False, output=text,
+                                                          meta={"interrupted": True, "elapsed_ms": ran}), 0)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
             raise
         malformed = not calls and looks_like_tool_call(turn.content, set(self.registry.names))
@@ -248,8 +254,12 @@ class Runner:
         decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                           plan_mode=self.plan_mode)
         if decision.verdict == "verify" and self.verifier is not None:
+            self.bus.emit("checks_start", step=self.steps, phase="verify",
+                          commands=[c.command for c in self.verifier.plan.ordered()])
+            began = time.monotonic()
             facts = self.verifier.verify()
-            self.bus.emit("verification", step=self.steps, **facts.to_json())
+            self.bus.emit("verification", step=self.steps, **facts.to_json(),
+                          elapsed_s=round(time.monotonic() - began, 3))
             outcome = dataclasses.replace(outcome, verification=facts)
             decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                               plan_mode=self.plan_mode)
@@ -267,6 +277,23 @@ class Runner:
         self.bus.emit("decision", step=self.steps, verdict=decision.verdict, reason=decision.reason,
                       pushback_kind=decision.pushback_kind, pushback=decision.pushback)
         return decision
+
+    def _baseline(self) -> bool:
+        """Which checks fail before anything changes, run once, just before the first change (after
+        the person approved it), with events of its own: its time is no tool's. True when checks ran
+        (they may have written to the workspace: caches, reports)."""
+        v = self.verifier
+        if v is None or v.baseline is not None or v.plan.empty:
+            return False
+        self.bus.emit("checks_start", step=self.steps, phase="baseline", commands=v.baseline_commands())
+        began = time.monotonic()
+        try:
+            results = v.ensure_baseline()
+        finally:
+            self.ctx.waited_s += time.monotonic() - began
+        self.bus.emit("checks_before", step=self.steps, results=[o.to_json() for o in results],
+                      elapsed_s=round(time.monotonic() - began, 3))
+        return True
 
     def _saved(self, messages: list[dict[str, Any]], decision: Decision | None) -> None:
         if self.on_step is not None:

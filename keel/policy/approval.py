@@ -216,10 +216,12 @@ class Approver:
         return ApprovalOutcome(False, f"refused by the user: do not {verb} {shown}.", "ask"), False
 
     def _ask(self, question: str) -> str:
-        """The person's answer, normalised; anything unexpected (or an error) counts as "no"."""
+        """The person's answer, normalised; anything unexpected (or no input) counts as "no". An
+        interrupt (Ctrl-C or Esc at the question, an editor's cancel) is not an answer: it stops the
+        run, and is recorded as a cancel, not as a refusal (keel.trace.approvals)."""
         assert self.prompt is not None
         try:
             answer = self.prompt(question)
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:
             return "n"
         return answer.strip().lower() if isinstance(answer, str) else "n"

@@ -158,7 +158,11 @@ class ToolContext:
     run: RunHandle | None = None
     # Called by a tool just before it first changes the workspace, once approved (approval_refusal,
     # run_shell): the runner's gate baseline, so a person is asked before the checks, not after them.
-    before_change: Callable[[], object] | None = None
+    # Returns True when it ran something (checks may write caches or reports in the workspace).
+    before_change: Callable[[], bool] | None = None
+    # Seconds spent inside tool calls on what is not the tool's own work — a person's answer to an
+    # approval, the gate's baseline checks — kept apart so a tool's time is its own (registry.execute).
+    waited_s: float = 0.0
 
 
 def approval_refusal(ctx: ToolContext, action: str, path: str,

@@ -19,7 +19,16 @@ from pydantic import Field
 from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
 from keel.policy import runlater
 from keel.policy.sandbox import SandboxPolicy, build_sandboxed
-from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
+from keel.tools.base import (
+    CheckRun,
+    Tool,
+    ToolAnnotations,
+    ToolArgs,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    before_change,
+)
 from keel.tools.process import CommandResult, run_command
 
 MAX_TIMEOUT_S = 600
@@ -168,6 +177,7 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     auth = _authorize(command, ctx)
     if not auth.allowed:
         return ToolResult.error(auth.message or "The shell policy refused this command.", decision=auth.decision)
+    before_change(ctx)   # approved: the run's baseline checks (once) before the command may change anything
 
     policy = ctx.sandbox if ctx.sandbox is not None else SandboxPolicy()
     launch = build_sandboxed(os.environ, ctx.workspace, policy, allow_network=auth.network)

@@ -88,11 +88,23 @@ class ShellWatch:
                           "command; what shell commands change is not tracked (or undoable) in this session")
                 return tool.execute(args, ctx)
             notes, snap_s = self._snapshot(before, modes, ctx)
+            hook = ctx.before_change
+            if hook is not None:   # the gate's baseline may run inside the call: what it writes is not the command's
+                def rescan_after() -> bool:
+                    nonlocal before
+                    if not hook():
+                        return False
+                    fresh: dict[str, int] = {}
+                    before = scan(self.store.workspace, fresh)
+                    notes.extend(self._snapshot(before, fresh, ctx)[0])
+                    return True
+                ctx.before_change = rescan_after
             result: ToolResult | None = None
             try:
                 result = tool.execute(args, ctx)
                 return result
             finally:  # also when interrupted: what the command changed so far is still recorded
+                ctx.before_change = hook
                 changes = self.record(before, scan(self.store.workspace))
                 if result is not None:
                     if changes:

@@ -70,7 +70,8 @@ class _ChecksApproval:
 def _checks_context(ctx: ToolContext) -> ToolContext:
     """The context the gate runs its checks in; the saved output keeps far more than the model sees."""
     approval = _ChecksApproval(ctx.approval) if ctx.approval is not None else None
-    return dataclasses.replace(ctx, approval=approval, output_cap_bytes=CHECK_OUTPUT_CAP)
+    # before_change: a check is no change of the agent's (and the baseline would run itself again)
+    return dataclasses.replace(ctx, approval=approval, output_cap_bytes=CHECK_OUTPUT_CAP, before_change=None)
 
 
 class Verifier:
@@ -107,13 +108,19 @@ class Verifier:
         return {p for c in self.plan.checks for p in c.protects}
 
     # -- the two entry points ------------------------------------------------------------------
-    def ensure_baseline(self) -> None:
-        """Record which checks fail before the agent changes anything (once; cheap when cached)."""
+    def ensure_baseline(self) -> tuple[CheckOutcome, ...]:
+        """Record which checks fail before the agent changes anything (once; cheap when cached);
+        the outcomes it ran, () when it had run already."""
         if self.baseline is not None or self.plan.empty:
-            return
+            return ()
         snap = take_snapshot(self.ctx.workspace)
         results = tuple(self._run(c, snap.digest, self.ctx) for c in self._inferred())
         self.baseline = Baseline.from_results(snap.digest, results)
+        return results
+
+    def baseline_commands(self) -> list[str]:
+        """The commands ensure_baseline runs (the acceptance checks wait for a claim)."""
+        return [c.command for c in self._inferred()]
 
     def verify(self) -> GateFacts:
         snap = take_snapshot(self.ctx.workspace)

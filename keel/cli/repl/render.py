@@ -15,7 +15,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from keel.cli.render import _target, _verification_line, shorten
+from keel.cli.render import _target, _verification_line, baseline_line, checks_start_line, shorten
 from keel.cli.textcalls import recovered_from_text
 from keel.core.events import Event
 from keel.loop.limits import Prices
@@ -79,6 +79,7 @@ class ReplRenderer:
         self.reasoning = ""
         self.question: str | None = None   # the last ask_user question (needs_user: the person answers)
         self.previewed: set[str] = set()   # diffs an approval question showed: not shown again under the edit
+        self.running = ""                  # what the spinner says while the turn's tools run
 
     # -- the live region (spinner or streaming markdown) ----------------------------------------
     def _show(self, renderable: RenderableType) -> None:
@@ -123,7 +124,8 @@ class ReplRenderer:
             calls = (event.get("replay") or {}).get("calls") or []
             if calls:  # the tools run now: say which (Ctrl-C interrupts them)
                 names = ", ".join(f"{c['name']} {_target(c['name'], c['arguments'])}".strip() for c in calls)
-                self._show(Spinner("dots", text=Text(f"running {shorten(names, 100)}", style="dim")))
+                self.running = f"running {shorten(names, 100)}"
+                self._show(Spinner("dots", text=Text(self.running, style="dim")))
         elif kind == "tool_call":
             self._tool(event)
         elif kind == "decision":
@@ -131,6 +133,12 @@ class ReplRenderer:
                 self._print(Text(f"  ↺ pushback: {event['pushback_kind']}", style="yellow"))
             if event.get("verdict") != "stop":
                 self._show(self._thinking())
+        elif kind == "checks_start":   # the gate's checks, timed apart from any tool
+            self._show(Spinner("dots", text=Text(checks_start_line(event), style="dim")))
+        elif kind == "checks_before":
+            self._print(Text(f"  ◦ {baseline_line(event)}", style="dim"))
+            if self.running and self.live is not None:   # the tool that waited for them goes on
+                self._show(Spinner("dots", text=Text(self.running, style="dim")))
         elif kind == "verification":
             ok = event.get("status") == "passed"
             self._print(Text(f"  {'✓' if ok else '✗'} verify: {_verification_line(event)}",

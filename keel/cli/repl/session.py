@@ -94,7 +94,11 @@ class ReplSession:
         keys = "".join(re.findall(r"\[(\w)\]", options))
         if not keys:
             return self.ask(options or "?")
-        return self.choose(options, keys) or "n"
+        self.console.print(Text(options + "   (Esc or Ctrl-C: stop the run)", style="bold yellow"))
+        try:   # Esc or Ctrl-C propagates: the run stops as interrupted, the question recorded as cancelled
+            return self.input.choose("> ", keys)
+        except EOFError:
+            return "n"
 
     def toolbar(self) -> str:
         return (f" {self.agent.engine.model} · {self.tally.line()} · Esc-Enter or \\ for a new line · "
