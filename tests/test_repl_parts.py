@@ -90,3 +90,13 @@ def test_tally_counts_calls_live_and_takes_the_runs_total_at_its_stop():
     tally.stop({"usage": {"prompt_tokens": 1500, "completion_tokens": 100}, "cost_usd": 0.0017})
     assert tally.tokens == 1600 and tally.cost == "$0.0017"    # the summarising call of a compaction too
     assert Tally(Prices(), prices_known=False).cost == "cost unknown"
+
+
+def test_an_answer_settles_at_blank_lines_outside_code_fences():
+    from keel.cli.repl.stream import settled
+
+    assert settled("one paragraph, still being writ") == 0
+    assert settled("First.\n\nSecond, being writ") == len("First.\n\n")
+    code = "Look:\n\n```python\nx = 1\n\ny = 2\n"          # a blank line inside an open fence settles nothing
+    assert settled(code) == len("Look:\n\n")
+    assert settled(code + "```\n\nAfter.") == len(code + "```\n\n")

@@ -11,12 +11,12 @@ from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
 from keel.cli.render import _target, _verification_line, baseline_line, checks_start_line, shorten
-from keel.cli.textcalls import recovered_from_text
+from keel.cli.repl.stream import AnswerStream
+from keel.cli.textcalls import CallTextFilter, recovered_from_text
 from keel.core.events import Event
 from keel.loop.limits import Prices
 
@@ -75,7 +75,8 @@ class ReplRenderer:
     def __init__(self, console: Console, tally: Tally) -> None:
         self.console, self.tally = console, tally
         self.live: Live | None = None
-        self.answer = ""          # the answer streamed so far in this model call
+        self.answer = AnswerStream(console)   # this model call's answer: settled blocks printed once
+        self.calls = CallTextFilter()         # calls written as text are not shown as answer text
         self.reasoning = ""
         self.question: str | None = None   # the last ask_user question (needs_user: the person answers)
         self.previewed: set[str] = set()   # diffs an approval question showed: not shown again under the edit
@@ -102,11 +103,14 @@ class ReplRenderer:
             self.live.stop()
             self.live = None
 
-    def _flush_answer(self) -> None:
+    def _flush_answer(self, recovered: bool = False, content: str = "") -> None:
+        """The reply is over: the rest of its answer into the scrollback (``recovered``: its calls were
+        written as text and ``content`` is the reply without them)."""
         self.pause()
-        if self.answer.strip():
-            self.console.print(Markdown(self.answer))
-        self.answer = self.reasoning = ""
+        self.answer.feed(self.calls.end(recovered, content))
+        if (rest := self.answer.finish()) is not None:
+            self.console.print(rest)
+        self.answer, self.reasoning = AnswerStream(self.console), ""
 
     # -- events ---------------------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
@@ -118,9 +122,8 @@ class ReplRenderer:
             self._show(self._thinking())
         elif kind == "model_call":
             self.tally.model_call(event.get("usage") or {})
-            if recovered_from_text(event):  # calls written as text: kept are the words, not the call text
-                self.answer = str(event.get("content") or "")
-            self._flush_answer()
+            # calls written as text: kept are the words, not the call text
+            self._flush_answer(recovered_from_text(event), str(event.get("content") or ""))
             calls = (event.get("replay") or {}).get("calls") or []
             if calls:  # the tools run now: say which (Ctrl-C interrupts them)
                 names = ", ".join(f"{c['name']} {_target(c['name'], c['arguments'])}".strip() for c in calls)
@@ -155,15 +158,19 @@ class ReplRenderer:
 
     def _delta(self, event: Event) -> None:
         if event["kind"] == "content":
-            self.answer += event["text"]
-            self._show(Group(Markdown(self.answer), Spinner("dots", text=Text(self.tally.line(), style="dim"))))
+            if (settled := self.answer.feed(self.calls.feed(event["text"]))) is not None:
+                self._print(settled)   # whole blocks go into the scrollback once; the one being written stays live
+            room = self.console.height - 3   # the live region never outgrows the screen
+            self._show(Group(self.answer.live(room), Spinner("dots", text=Text(self.tally.line(), style="dim"))))
         elif event["kind"] == "reasoning":
             self.reasoning += event["text"]
-            if not self.answer:
+            if not self.answer.text:
                 self._show(self._thinking())
-        elif event["kind"] == "retry":
-            self.answer = ""
-            self._print(Text(f"  [retry] {event['text']}", style="yellow"))
+        elif event["kind"] == "retry":   # what was printed of the dropped attempt cannot be unprinted: say so
+            shown = self.answer.upto > 0
+            self.answer, self.calls = AnswerStream(self.console), CallTextFilter()
+            note = " (the text above is from the dropped attempt)" if shown else ""
+            self._print(Text(f"  [retry] {event['text']}{note}", style="yellow"))
 
     def _print(self, renderable: RenderableType) -> None:
         if self.live is not None:
