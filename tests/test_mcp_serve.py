@@ -230,3 +230,77 @@ def test_a_client_that_disconnects_mid_run_loses_nothing(calc_repo, keel_env, tm
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     assert (calc_repo / "calc.py").read_text() == CALC
     assert "Traceback" not in (tmp_path / "err.txt").read_text()
+
+
+def _start_run(proc: subprocess.Popen[str], workspace: Path) -> str:
+    """initialize, then a run_task with a progress token; the session id from the first progress note."""
+    assert proc.stdout is not None
+    _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "run_task", "arguments": {"task": "run the slow job", "workspace": str(workspace)},
+        "_meta": {"progressToken": "p"}}})
+    note = json.loads(proc.stdout.readline())
+    assert "started in" in note["params"]["message"]
+    return str(note["params"]["message"].split()[1])
+
+
+def _sleeping(seconds: str) -> list[int]:
+    """PIDs of live `sleep SECONDS` processes, seen from /proc (sandboxed or not)."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", seconds.encode()]:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("how", ["disconnect", "sigterm"])
+def test_a_running_command_is_stopped_when_the_client_leaves_and_the_session_is_interrupted(
+        calc_repo, keel_env, tmp_path, how):
+    """A command that would run a minute: the client closes stdin (or the server gets SIGTERM) while it
+    runs. The command's process tree is killed at once, the session is saved as interrupted (not
+    crashed) with the call answered as cut short, and the server exits within seconds."""
+    import signal
+    import time
+
+    script = [{"tool_calls": [call("run_shell", command="sleep 61.5")]},
+              {"tool_calls": [call("finish", summary="never reached")]}]
+    with ScriptedEngineServer(script) as server, (tmp_path / "err.txt").open("w") as err:
+        proc = subprocess.Popen(_command(server.base_url), env=keel_env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            session_id = _start_run(proc, calc_repo)
+            deadline = time.monotonic() + 30
+            while not _sleeping("61.5") and time.monotonic() < deadline:   # the command runs
+                time.sleep(0.1)
+            assert _sleeping("61.5")
+            started = time.monotonic()
+            if how == "disconnect":
+                assert proc.stdin is not None
+                proc.stdin.close()
+            else:
+                proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=30)
+            took = time.monotonic() - started
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert took < 10, took                                   # not the minute the command would have run
+    assert code == (0 if how == "disconnect" else -signal.SIGTERM)
+    assert not _sleeping("61.5")                             # its process tree is gone
+    session = Path(keel_env["KEEL_HOME"]) / "sessions" / session_id
+    state = json.loads((session / "state.json").read_text())
+    assert (state["status"], state["stop_reason"]) == ("interrupted", "interrupted")   # not crashed
+    answer = [m for m in state["messages"] if m["role"] == "tool"][-1]["content"]
+    assert answer.startswith("Interrupted by the user")
+    assert "Traceback" not in (tmp_path / "err.txt").read_text()

@@ -48,6 +48,7 @@ class Job:
     workspace: Path
     task: str
     stop: threading.Event = field(default_factory=threading.Event)
+    now: threading.Event = field(default_factory=threading.Event)   # the run's ToolContext.cancel
     events: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT))
     pending: deque[Event] = field(default_factory=deque)   # for progress notifications, drained by the server
     session_id: str = ""
@@ -67,11 +68,13 @@ class Job:
         self.pending.append(event)
 
     def request_stop(self, now: bool = False) -> None:
-        """Stop after the step in flight; ``now`` also cuts a model call or command in flight
-        (the run's deadline, which every tool and the engine guard honour)."""
+        """Stop after the step in flight; ``now`` also kills a command in flight and starts no further
+        call (ToolContext.cancel), and cuts a streaming model reply (the run's deadline)."""
         self.stop.set()
-        if now and self.agent is not None:
-            self.agent.ctx.deadline = time.monotonic()
+        if now:
+            self.now.set()
+            if self.agent is not None:
+                self.agent.ctx.deadline = time.monotonic()
 
 
 class Runs:
@@ -169,6 +172,7 @@ def _execute(options: ServerOptions, job: Job, limits: dict[str, Any], accept: l
     except OSError as e:
         raise Refused(f"cannot write the event log: {e}") from None
     job.agent, job.session_id = agent, agent.session_id
+    agent.ctx.cancel = job.now
     agent.after_step = lambda _step: not job.stop.is_set()   # a stop request ends the run after this step
     try:
         result = agent.run(job.task)

@@ -107,8 +107,9 @@ _session_status, _list_sessions = session_status, list_sessions   # the tools ab
 
 async def _wait_for(job: Job, runs: Runs, limits: dict[str, Any], accept: list[str], ctx: Any) -> dict[str, Any]:
     """Run ``job`` on its own thread and wait, sending progress; a cancelled call (the client's
-    notifications/cancelled, or the connection gone) stops the run after its step, saved, and
-    releases the workspace only once the run has stopped."""
+    notifications/cancelled, or the connection gone) stops the run now — a running command is
+    killed, no further call starts — saved as interrupted, and releases the workspace only once the
+    run has stopped."""
     import anyio
 
     box: dict[str, Any] = {}
@@ -129,8 +130,8 @@ async def _wait_for(job: Job, runs: Runs, limits: dict[str, Any], accept: list[s
         while thread.is_alive():
             await _send_progress(job, ctx)
             await anyio.sleep(POLL_S)
-    except anyio.get_cancelled_exc_class():
-        job.request_stop()
+    except anyio.get_cancelled_exc_class():   # the caller cancelled or went away: nobody waits for more
+        job.request_stop(now=True)
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(thread.join)
         raise

@@ -7,6 +7,7 @@ validates raw JSON arguments and turns every failure into text the model can act
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,6 +164,9 @@ class ToolContext:
     # Seconds spent inside tool calls on what is not the tool's own work — a person's answer to an
     # approval, the gate's baseline checks — kept apart so a tool's time is its own (registry.execute).
     waited_s: float = 0.0
+    # Set when the run must stop now, from another thread (keel mcp-serve: the client went away or the
+    # server got SIGTERM): a running command is killed, no further call starts, the run ends interrupted.
+    cancel: threading.Event | None = None
 
 
 def approval_refusal(ctx: ToolContext, action: str, path: str,

@@ -18,6 +18,7 @@ import os
 import selectors
 import signal as signals
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -223,10 +224,13 @@ def run_command(
     argv_prefix: list[str] | None = None,
     preexec: Callable[[], None] | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> CommandResult:
     """Run ``bash -c command`` (inside ``argv_prefix``, e.g. a bwrap argv ending in ``--``).
 
-    ``on_output`` gets every byte the command writes, also the ones the cap leaves out.
+    ``on_output`` gets every byte the command writes, also the ones the cap leaves out. ``cancel``,
+    set from another thread, stops the command as Ctrl-C would (CommandInterrupted, the tree killed):
+    a run that is not on the main thread cannot be sent SIGINT.
 
     Raises OSError when the command cannot be started at all (missing bash or bwrap, bad cwd).
     """
@@ -250,7 +254,7 @@ def run_command(
     timed_out = False
     kill_signal: int | None = None
     try:
-        timed_out = _pump(proc, captured, start + timeout_s)
+        timed_out = _pump(proc, captured, start + timeout_s, cancel)
         if timed_out:
             kill_signal = kill_tree(proc)
         else:
@@ -285,8 +289,10 @@ def _open_pidfd(pid: int) -> int | None:
         return None
 
 
-def _pump(proc: subprocess.Popen[bytes], captured: CappedOutput, deadline: float) -> bool:
-    """Read output until the shell exits or ``deadline`` passes. Returns True on timeout."""
+def _pump(proc: subprocess.Popen[bytes], captured: CappedOutput, deadline: float,
+          cancel: threading.Event | None = None) -> bool:
+    """Read output until the shell exits or ``deadline`` passes. Returns True on timeout; raises
+    KeyboardInterrupt once ``cancel`` is set."""
     assert proc.stdout is not None
     out_fd = proc.stdout.fileno()
     os.set_blocking(out_fd, False)
@@ -301,8 +307,11 @@ def _pump(proc: subprocess.Popen[bytes], captured: CappedOutput, deadline: float
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return True
-                # Without a pidfd, wake up regularly to notice the exit of the shell.
+                if cancel is not None and cancel.is_set():
+                    raise KeyboardInterrupt
+                # Without a pidfd, wake up regularly to notice the exit of the shell (or a cancel).
                 wait = remaining if pidfd is not None else min(remaining, 0.05)
+                wait = min(wait, 0.1) if cancel is not None else wait
                 for key, _ in sel.select(wait):
                     if key.data == "out" and not _read_once(out_fd, captured):
                         sel.unregister(out_fd)

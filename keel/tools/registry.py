@@ -141,6 +141,8 @@ class ToolRegistry:
         if isinstance(parsed, str):
             return ToolResult(ok=False, output=parsed, meta={"invalid": True})
         tool, args = parsed
+        if ctx.cancel is not None and ctx.cancel.is_set():   # the run is being stopped: nothing new starts
+            raise KeyboardInterrupt
         started, waited = time.perf_counter(), ctx.waited_s
         try:
             result = tool.execute(args, ctx)

@@ -197,7 +197,7 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     try:
         result = run_command(command, ctx.workspace, timeout_s=timeout_s, output_cap_bytes=ctx.output_cap_bytes,
                              env=launch.env, argv_prefix=launch.argv_prefix, preexec=launch.preexec_fn,
-                             on_output=spill.feed if spill else None)
+                             on_output=spill.feed if spill else None, cancel=ctx.cancel)
     except OSError as exc:
         return ToolResult.error(f"Could not start the command: {exc}", sandbox=launch.kind)
     except BaseException:
