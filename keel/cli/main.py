@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from keel.cli.guard import UsageExit, UsageParser, positive_float, positive_int
+from keel.cli.usage import add_local_flag
 
 EXIT_USAGE = 2
 
@@ -32,9 +33,7 @@ def _run_parser(sub: Any) -> None:
     p.add_argument("--model", help="model name as the server lists it (default: KEEL_MODEL); "
                                    "the scripted engine serves 'scripted'")
     p.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
-    p.add_argument("--local", nargs="?", const="", metavar="MODEL",
-                   help="run a GGUF model in this process (llama.cpp, no server): a .gguf path or a Hugging "
-                        "Face repo:file; without MODEL the default small Qwen2.5-Coder (needs keel[local])")
+    add_local_flag(p)   # --local [MODEL], declared once for every command that runs a model
     p.add_argument("--context-window", type=positive_int, metavar="N",
                    help="the model's context window in tokens (default: what the server reports, else 32768); "
                         "keel compacts the history to stay inside it")

@@ -40,6 +40,7 @@ class ServerOptions:
     api_key_env: str | None = None
     approval: str | None = None
     allow_any_cwd: bool = False
+    local_model: str | None = None   # --local: the in-process engine, loaded for each run
 
 
 @dataclass
@@ -146,7 +147,8 @@ def _execute(options: ServerOptions, job: Job, limits: dict[str, Any], accept: l
     from keel.loop.result import RunResult
     from keel.policy.rules import RuleError
 
-    flags = {"engine": {"base_url": options.base_url, "model": options.model, "api_key_env": options.api_key_env},
+    flags = {"engine": {"base_url": options.base_url, "model": options.model, "api_key_env": options.api_key_env,
+                        "local_model": options.local_model},
              "limits": limits, "permissions": {"approval": options.approval}}
     try:
         config, warnings = load_config(job.workspace, flags=flags)

@@ -178,7 +178,10 @@ def mcp_serve_main(argv: list[str]) -> int:
     except ImportError:
         print("keel: keel mcp-serve needs the MCP SDK: pip install 'keel[mcp]'", file=sys.stderr)
         return 2
-    runs = Runs(ServerOptions(args.base_url, args.model, args.api_key_env, args.approval, args.allow_any_cwd))
+    from keel.cli.run import local_flag
+
+    runs = Runs(ServerOptions(args.base_url, args.model, args.api_key_env, args.approval, args.allow_any_cwd,
+                              local_flag(args.local)))
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _on_stop_signal(runs))

@@ -56,8 +56,10 @@ def repl_main(argv: list[str]) -> int:
     if problem:
         print(f"keel: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    from keel.cli.run import local_flag
+
     flags = {"engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
-                        "context_window": args.context_window},
+                        "local_model": local_flag(args.local), "context_window": args.context_window},
              "limits": {"max_steps": args.max_steps, "max_seconds": args.max_seconds, "budget_usd": args.budget_usd},
              "permissions": {"approval": args.approval}, "verify": {"mode": args.verify}}
     try:
