@@ -56,3 +56,24 @@ def test_a_long_streamed_answer_lands_in_the_scrollback_once(calc_repo, keel_env
     assert shown == [f"{n:03d}" for n in range(1, 121)]      # each line once, in order: 120 lines, not 212
     assert sum("That is all." in line for line in lines) == 1
     assert sum("Here is the list:" in line for line in lines) == 1
+
+
+def test_a_commands_output_is_folded_under_its_row_and_the_summary_shown_whole(calc_repo, keel_env):
+    summary = "Counted the lines.\n\n- six lines in all\n- nothing else to do"
+    script = [{"tool_calls": [{"name": "run_shell",
+                               "arguments": {"command": "printf 'one\\ntwo\\nthree\\nfour\\nfive\\nsix\\n'"}}]},
+              {"tool_calls": [{"name": "finish", "arguments": {"summary": summary}}]}]
+    term = Terminal()
+    with ScriptedEngineServer(script) as server:
+        child = spawn(server, calc_repo, keel_env, "--approval", "auto-edit")
+        child.setwinsize(ROWS, COLS)
+        child.logfile_read = term
+        child.sendline("count the lines")
+        child.expect("■ ")
+        child.expect(PROMPT)
+        assert ctrl_d_exits(child) == 0
+    text = "\n".join(term.lines())
+    row = re.search(r"✓ run_shell printf[^\n]*\n    one\n    two\n    three\n    four\n    … \+2 lines\n", text)
+    assert row, text                                                      # first lines, then how many more
+    assert re.search(r"✓ finish  \(\d+ ms\)\n", text) and "Counted the lines." in text
+    assert "• six lines in all" in text                                   # the summary rendered as markdown

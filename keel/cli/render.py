@@ -90,6 +90,37 @@ def took(event: Event) -> str:
     return f" ({s})" if (s := seconds(event)) else ""
 
 
+FOLD_LINES = 4   # a command's output shown under its row: the first lines, then how many more
+
+
+def folded_output(event: Event, limit: int = FOLD_LINES) -> list[str]:
+    """What a run_shell call printed, folded: its first lines (the exit status only when it failed)
+    and `… +N lines`. keel's reduced output (failures and the summary line) is what is shown, as
+    the model saw it."""
+    if event.get("name") != "run_shell" or event.get("repeat") or event.get("not_run"):
+        return []
+    preview = str(event.get("result_preview") or "")   # the first 300 characters of what the model saw
+    lines = preview.splitlines()
+    unseen = max(int(event.get("output_lines") or 0) - len(lines), 0)   # lines past the preview
+    if lines and lines[0].startswith("exit code: 0"):
+        lines = lines[1:]
+    lines = [line for line in lines if line.strip() and line.strip() != "(no output)"]
+    shown, more = lines[:limit], len(lines) - min(len(lines), limit) + unseen
+    return [shorten(line.rstrip(), 160) for line in shown] + ([f"… +{more} lines"] if more else [])
+
+
+def finish_summary(event: Event) -> str:
+    """A finish call's summary, whole: it is the run's answer, not a row's target."""
+    if event.get("name") != "finish" or not event.get("ok"):
+        return ""
+    try:
+        args = json.loads(event.get("arguments") or "{}")
+    except (json.JSONDecodeError, TypeError):
+        return ""
+    summary = args.get("summary") if isinstance(args, dict) else None
+    return summary.strip() if isinstance(summary, str) else ""
+
+
 def _ms(value: float) -> str:
     return f"{value:.0f} ms" if value < 10_000 else f"{value / 1000:.1f} s"
 
@@ -133,17 +164,7 @@ class TextRenderer:
             if self.verbose:
                 self._line(f"  sandbox: {event['protection']}", self.err)
         elif kind == "tool_call":
-            target = _target(event["name"], event["arguments"])
-            status = "ok" if event["ok"] else "error"
-            if event["repeat"]:   # what the repetition guard did, truthfully: the call ran, or it did not
-                status = "not run (repeat)" if event.get("not_run") else "ran again (same result)"
-            detail = ""
-            if not event["ok"] and not event["repeat"]:
-                # the first lines up to the reason: "Invalid arguments for x:" alone says nothing
-                detail = ": " + shorten(" ".join(event["result_preview"].split()), 160)
-            who = f"[{event['subagent']}] " if event.get("subagent") else ""  # a delegate's sub-agent
-            self._line(f"{who}[step {event['step']}] {event['name']} {target} → {status}{detail} "
-                       f"({_ms(event['elapsed_ms'])})".replace("  ", " "))
+            self._tool_line(event)
         elif kind == "model_call":
             self._answer(self._calls.end(recovered_from_text(event), str(event.get("content") or "")))
             self._printed_this_attempt = False
@@ -172,6 +193,36 @@ class TextRenderer:
         elif kind == "stop":
             self._calls.reset()
             self._stop_line(event)
+
+    def _tool_line(self, event: Event) -> None:
+        """`[step 3] edit_file src/calc.py → ok (4 ms)`; a finish's summary whole on the lines below it;
+        with --verbose also an edit's diff and a command's first lines of output."""
+        summary = finish_summary(event)
+        target = "" if summary else _target(event["name"], event["arguments"])
+        status = "ok" if event["ok"] else "error"
+        if event["repeat"]:   # what the repetition guard did, truthfully: the call ran, or it did not
+            status = "not run (repeat)" if event.get("not_run") else "ran again (same result)"
+        detail = ""
+        if not event["ok"] and not event["repeat"]:
+            # the first lines up to the reason: "Invalid arguments for x:" alone says nothing
+            detail = ": " + shorten(" ".join(event["result_preview"].split()), 160)
+        who = f"[{event['subagent']}] " if event.get("subagent") else ""  # a delegate's sub-agent
+        self._line(f"{who}[step {event['step']}] {event['name']} {target} → {status}{detail} "
+                   f"({_ms(event['elapsed_ms'])})".replace("  ", " "))
+        if self.verbose:
+            for line in folded_output(event):
+                self._line(f"    {line}")
+            for line in str(event.get("diff") or "").splitlines():
+                self._line(f"    {self._coloured(line)}")
+        if summary:
+            self._line(summary)
+
+    def _coloured(self, line: str) -> str:
+        """A diff line, green/red on a terminal, as it is elsewhere."""
+        if not self.out.isatty() or line.startswith(("+++", "---")):
+            return line
+        colour = "32" if line.startswith("+") else "31" if line.startswith("-") else "36" if line.startswith("@@") else ""
+        return f"\x1b[{colour}m{line}\x1b[0m" if colour else line
 
     def _answer(self, text: str) -> None:
         if not text:

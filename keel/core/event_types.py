@@ -86,6 +86,7 @@ class ToolCallEvent(EventBase):
     not_run: bool
     invalid: bool
     result_preview: str
+    output_lines: NotRequired[int]
     output_bytes: int
     files_changed: list[str]
     elapsed_ms: float

@@ -333,7 +333,7 @@ class Runner:
                       arguments=call.arguments[:4000], ok=result.ok and not repeat, repeat=repeat,
                       not_run=bool(result.meta.get("not_run")),
                       invalid=bool(result.meta.get("invalid")),
-                      result_preview=result.output[:300],
+                      result_preview=result.output[:300], output_lines=result.output.count("\n") + 1,
                       output_bytes=len(result.output.encode("utf-8", "replace")), files_changed=result.files_changed,
                       elapsed_ms=round(result.meta.get("elapsed_ms", 0.0), 2),
                       **({"diff": result.meta["diff"]} if result.meta.get("diff") else {}))  # keel.tools.diffs

@@ -11,10 +11,19 @@ from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from keel.cli.render import _target, _verification_line, baseline_line, checks_start_line, shorten
+from keel.cli.render import (
+    _target,
+    _verification_line,
+    baseline_line,
+    checks_start_line,
+    finish_summary,
+    folded_output,
+    shorten,
+)
 from keel.cli.repl.stream import AnswerStream
 from keel.cli.textcalls import CallTextFilter, recovered_from_text
 from keel.core.events import Event
@@ -185,16 +194,23 @@ class ReplRenderer:
         mark, style = ("✓", "green") if ok else ("↻", "yellow") if event.get("repeat") else ("✗", "red")
         line = Text(f"  {mark} ", style=style)
         who = f"[{event['subagent']}] " if event.get("subagent") else ""
-        line.append(f"{who}{event['name']} {_target(event['name'], event['arguments'])}".rstrip())
+        summary = finish_summary(event)   # the run's answer: shown whole below, not cut into the row
+        target = "" if summary else _target(event["name"], event["arguments"])
+        line.append(f"{who}{event['name']} {target}".rstrip())
         ms = float(event.get("elapsed_ms") or 0)
         line.append(f"  ({ms:.0f} ms)" if ms < 10_000 else f"  ({ms / 1000:.1f} s)", style="dim")
-        if not ok:
+        fold = folded_output(event)   # a command's first lines of output, then how many more
+        if fold:
+            line.append("".join(f"\n    {x}" for x in fold), style="dim")
+        elif not ok:
             first = (str(event.get("result_preview") or "").strip().splitlines() or [""])[0]
             line.append(f"\n    {shorten(first, 160)}", style="dim")
         self._print(line)
         if event.get("diff") and event["diff"].rstrip("\n") not in self.previewed:
             self._print(diff_text(event["diff"]))
         self.previewed.clear()
+        if summary:
+            self._print(Markdown(summary))
 
     def _stop(self, event: Event) -> None:
         self._flush_answer()
