@@ -33,3 +33,28 @@ def test_without_verbose_rows_stay_one_line_each_but_the_summary_is_whole(calc_r
     with ScriptedEngineServer(script) as server:
         r = _run(server, calc_repo, run_keel)
     assert "return a - b" not in r.stdout and SUMMARY in r.stdout
+
+
+def test_an_unknown_cost_is_null_in_the_stop_event_and_every_result(calc_repo, run_keel, keel_env):
+    import json
+
+    script = [{"tool_calls": [call("read_file", path="calc.py")]}, {"content": "An add function."}]
+    with ScriptedEngineServer(script) as server:
+        r = run_keel("run", "what is in calc.py?", "--cwd", str(calc_repo), "--base-url", server.base_url,
+                     "--model", "scripted", "--output-format", "stream-json")
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    stop = next(e for e in events if e["type"] == "stop")
+    assert stop["cost_usd"] is None and events[-1]["cost_usd"] is None      # never $0 when no prices are set
+    flag_error = run_keel("run", "x", "--max-steps", "0", "--output-format", "json")
+    engine_error = run_keel("run", "x", "--cwd", str(calc_repo), "--base-url", "http://127.0.0.1:9/v1",
+                            "--model", "m", "--output-format", "json")
+    assert flag_error.code == 2 and flag_error.result["cost_usd"] is None
+    assert engine_error.result["status"] != "complete" and engine_error.result["cost_usd"] is None
+    config = __import__("pathlib").Path(keel_env["XDG_CONFIG_HOME"]) / "keel" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[prices]\ninput_per_m = 1.0\noutput_per_m = 2.0\n")
+    with ScriptedEngineServer(script) as server:
+        priced = run_keel("run", "what is in calc.py?", "--cwd", str(calc_repo), "--base-url", server.base_url,
+                          "--model", "scripted", "--output-format", "stream-json")
+    stop = next(json.loads(line) for line in priced.stdout.splitlines() if '"type": "stop"' in line)
+    assert stop["cost_usd"] > 0
