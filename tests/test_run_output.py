@@ -58,3 +58,46 @@ def test_an_unknown_cost_is_null_in_the_stop_event_and_every_result(calc_repo, r
                           "--model", "scripted", "--output-format", "stream-json")
     stop = next(json.loads(line) for line in priced.stdout.splitlines() if '"type": "stop"' in line)
     assert stop["cost_usd"] > 0
+
+
+def test_a_limit_stop_says_how_to_go_on_and_the_resume_keeps_its_limits(calc_repo, run_keel):
+    """limit:steps at --max-steps 2: the text output names the session and the command that carries it
+    on; `--continue` keeps the limit (as an answer does), so without a higher one it says which flag to
+    raise instead of stopping again at once; with --max-steps 4 it resumes from step 2, says so, and
+    stops at 4 in all."""
+    look = [{"tool_calls": [call("read_file", path="calc.py", offset=n)]} for n in range(1, 7)]
+    with ScriptedEngineServer(look) as server:
+        base = ["--cwd", str(calc_repo), "--base-url", server.base_url, "--model", "scripted"]
+        first = run_keel("run", "study calc.py", *base, "--max-steps", "2")
+        assert first.code == 1 and "■ incomplete (limit:steps) · 2 steps" in first.stdout
+        hint = next(line for line in first.stderr.splitlines() if "carry it on" in line)
+        assert "(limit:steps)" in hint and hint.endswith("--max-steps 4") and "keel run --resume " in hint
+        same = run_keel("run", "--continue", *base)
+        assert same.code == 2 and "stopped at limit:steps (--max-steps 2, 2 used" in same.stderr
+        assert "--max-steps 4" in same.stderr
+        more = run_keel("run", "--continue", *base, "--max-steps", "4")
+    assert "resumed session " in more.stderr and "from step 2" in more.stderr
+    assert "■ incomplete (limit:steps) · 4 steps" in more.stdout
+
+
+def test_an_interrupted_run_names_its_session_and_how_to_go_on(calc_repo, keel_env):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = [{"tool_calls": [call("run_shell", command="sleep 30")]}, {"content": "never"}]
+    with ScriptedEngineServer(script) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "run", "wait", "--cwd", str(calc_repo),
+                                 "--base-url", server.base_url, "--model", "scripted", "--approval", "auto-edit"],
+                                env=keel_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+        while not server.requests:
+            time.sleep(0.1)
+        time.sleep(1.5)   # the command runs
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "■ incomplete (interrupted)" in out
+    hint = next(line for line in err.splitlines() if "carry it on" in line)
+    assert "(interrupted)" in hint and "keel run --resume " in hint

@@ -79,6 +79,14 @@ def checks_start_line(event: Event) -> str:
     return f"{what}: {shorten(', '.join(event.get('commands') or []), 100)}"
 
 
+def resume_line(event: Event) -> str:
+    """`resumed session S from step 4 (1 call cut short: answered as interrupted)`."""
+    cut = len(event.get("interrupted_calls") or [])
+    calls = f" ({cut} call{'s' if cut != 1 else ''} cut short, answered as interrupted)" if cut else ""
+    was = f", {event['previous_status']} before" if event.get("previous_status") else ""
+    return f"resumed session {event.get('session_id')} from step {event.get('from_step', 0)}{was}{calls}"
+
+
 def seconds(event: Event) -> str:
     """`1.2 s` (or `420 ms`) for an event's ``elapsed_s``; "" without one."""
     s = event.get("elapsed_s")
@@ -168,6 +176,8 @@ class TextRenderer:
         elif kind == "model_call":
             self._answer(self._calls.end(recovered_from_text(event), str(event.get("content") or "")))
             self._printed_this_attempt = False
+        elif kind == "resume":
+            self._line(resume_line(event), self.err)
         elif kind == "checks_start":   # the gate's own time, said as it starts: no tool is slow
             self._line(f"[step {event['step']}] {checks_start_line(event)}")
         elif kind == "checks_before":

@@ -75,6 +75,9 @@ def _read_inputs(args: argparse.Namespace) -> _Inputs:
     _check(plan_problem(args, saved, plan) or problem)
     answer, problem = prepare_answer(args, saved, sys.stdin)  # --answer: the reply to a needs_user stop
     _check(problem)
+    if saved is not None and answer is None:   # a plain resume keeps the stopped run's limits and policy
+        from keel.cli.carry_on import inherit_for_resume
+        _check(inherit_for_resume(args, saved))
     task, problem = (saved.task, None) if saved else read_task(args.task, args.task_file, sys.stdin)
     _check(problem)
     if saved:  # the session's own workspace, log and model
@@ -194,6 +197,10 @@ def _report(args: argparse.Namespace, result: RunResult) -> int:
         print(f"keel: {result.summary}", file=sys.stderr)  # the engine's error was shown with the stop line
     if args.output_format == "text" and result.handoff:  # a limit stop: where to pick the task up
         print(f"handoff note: {result.handoff}", flush=True)
+    if args.output_format == "text":
+        from keel.cli.carry_on import carry_on_hint
+        if hint := carry_on_hint(result, vars(args)):   # an interrupt or a limit: how to go on
+            print(f"keel: {hint}", file=sys.stderr)
     if args.output_format != "text":
         print_json(result_object(result, args.output_format))
         args.result_printed = True  # a signal from here on must not print a second result

@@ -22,6 +22,7 @@ from keel.cli.render import (
     checks_start_line,
     finish_summary,
     folded_output,
+    resume_line,
     shorten,
 )
 from keel.cli.repl.stream import AnswerStream
@@ -145,6 +146,8 @@ class ReplRenderer:
                 self._print(Text(f"  ↺ pushback: {event['pushback_kind']}", style="yellow"))
             if event.get("verdict") != "stop":
                 self._show(self._thinking())
+        elif kind == "resume":
+            self._print(Text(resume_line(event), style="bold"))
         elif kind == "checks_start":   # the gate's checks, timed apart from any tool
             self._show(Spinner("dots", text=Text(checks_start_line(event), style="dim")))
         elif kind == "checks_before":
