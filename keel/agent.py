@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keel.config import Config, config_for, resolve_api_key
+from keel.config import Config, config_for, key_source, resolve_api_key
 from keel.core.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
 from keel.core.schema import config_summary
 from keel.core.state import TaskState
@@ -52,6 +52,7 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
         raise EngineError("config", "no model name: pass --model or set KEEL_MODEL "
                                     "(`keel doctor --base-url URL` lists the served models)")
     return OpenAICompatEngine(e.base_url, e.model, api_key if api_key is not None else resolve_api_key(config),
+                              key_source=key_source(config, given=api_key is not None),
                               temperature=e.temperature, seed=e.seed, tool_choice=e.tool_choice,
                               max_tokens=e.max_tokens, timeout_s=e.timeout_s, max_attempts=e.max_attempts,
                               extra_body=e.extra_body or None, stream=e.stream,

@@ -375,6 +375,22 @@ def load_config(workspace: Path, *, user_path: Path | None = None,
     return _validate(merged, "configuration"), warnings
 
 
+def key_source(config: Config, env: dict[str, str] | None = None, *, given: bool = False) -> str:
+    """Where the key sent to the engine came from, or why none was sent, for a refusal to name:
+    the server rejecting a key and a key that never left keel are fixed differently."""
+    env = dict(os.environ) if env is None else env
+    name = config.engine.api_key_env
+    if given:
+        return "the API key given in code (api_key=)"
+    if name:
+        return (f"the API key from ${name} (--api-key-env / [engine] api_key_env)" if env.get(name) else
+                f"no API key was sent: --api-key-env / [engine] api_key_env names ${name}, which is not set")
+    for default in ("KEEL_API_KEY", "OPENAI_API_KEY"):
+        if env.get(default):
+            return f"the API key from ${default}"
+    return "no API key was sent: KEEL_API_KEY and OPENAI_API_KEY are not set (or name another with --api-key-env)"
+
+
 def resolve_api_key(config: Config, env: dict[str, str] | None = None) -> str | None:
     """The key comes from the environment only: the variable named by api_key_env, else the defaults."""
     env = dict(os.environ) if env is None else env

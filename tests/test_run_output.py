@@ -101,3 +101,20 @@ def test_an_interrupted_run_names_its_session_and_how_to_go_on(calc_repo, keel_e
     assert "■ incomplete (interrupted)" in out
     hint = next(line for line in err.splitlines() if "carry it on" in line)
     assert "(interrupted)" in hint and "keel run --resume " in hint
+
+
+def test_a_refused_key_says_whether_one_was_sent_and_from_where(calc_repo, run_keel, keel_env):
+    with ScriptedEngineServer([{"content": "x"}] * 4, api_key="right-key") as server:
+        base = ["run", "x", "--cwd", str(calc_repo), "--base-url", server.base_url, "--model", "scripted"]
+        unset = run_keel(*base, "--api-key-env", "MY_SERVER_KEY")
+        none = run_keel(*base)
+        wrong = run_keel(*base, "--api-key-env", "MY_SERVER_KEY", env={**keel_env, "MY_SERVER_KEY": "wrong"})
+        default = run_keel(*base, env={**keel_env, "KEEL_API_KEY": "wrong"})
+        doctor = run_keel("doctor", "--base-url", server.base_url, "--api-key-env", "MY_SERVER_KEY")
+    assert unset.code == none.code == wrong.code == default.code == 2
+    assert "no API key was sent: --api-key-env / [engine] api_key_env names $MY_SERVER_KEY, which is not set" \
+        in unset.stderr and "rejected" not in unset.stderr
+    assert "no API key was sent: KEEL_API_KEY and OPENAI_API_KEY are not set" in none.stderr
+    assert "the server rejected the API key from $MY_SERVER_KEY" in wrong.stderr
+    assert "the server rejected the API key from $KEEL_API_KEY" in default.stderr
+    assert "names $MY_SERVER_KEY, which is not set" in doctor.stdout

@@ -181,7 +181,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         return local_doctor_main(local_flag(args.local) or "")
     import os
 
-    from keel.config import ConfigError, load_config, resolve_api_key
+    from keel.config import ConfigError, key_source, load_config, resolve_api_key
     from keel.engine.doctor import format_doctor, price_check, run_doctor
 
     try:
@@ -190,8 +190,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"keel: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    # constrain "on": probe tool_choice "required"; key_source: a refusal says where the key came from
     checks = run_doctor(config.engine.base_url, config.engine.model, resolve_api_key(config, dict(os.environ)),
-                        constrain_tool_calls=config.engine.constrain_tool_calls)  # "on": probe tool_choice "required"
+                        constrain_tool_calls=config.engine.constrain_tool_calls, key_source=key_source(config))
     checks.append(price_check(config.prices.model_dump(), config.limits.budget_usd))
     from keel.agent import protection_summary, sandbox_tier
     from keel.engine.doctor import DoctorCheck
