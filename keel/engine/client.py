@@ -307,6 +307,24 @@ class OpenAICompatEngine:
         except (openai.APIError, ValueError, TypeError):
             return None
 
+    def first_contact(self, timeout: float = 2.0) -> str | None:
+        """What keeps the engine from answering a task, said before the first one (the REPL's start):
+        no answer at the URL, the key refused, the model not served. None: it answered, or it cannot
+        tell (the first model call will)."""
+        try:
+            status, served = sse.get_models(self.base_url, {"Authorization": f"Bearer {self._api_key}",
+                                                            **self._headers}, timeout)
+        except (OSError, http.client.HTTPException) as exc:
+            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            return (f"the engine at {self.base_url} does not answer ({why}): start it, or fix --base-url / "
+                    "KEEL_BASE_URL (`keel doctor` checks it)")
+        if status in (401, 403):
+            refused = self._status_failure(status, "", None, None, {})
+            return str(getattr(refused, "message", refused))
+        if served and self.model not in served:
+            return f"model '{self.model}' is not served at {self.base_url} (available: {', '.join(served)}); set --model"
+        return None
+
     def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
         names, schemas = set(), {}
         for tool in tools:

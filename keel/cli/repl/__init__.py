@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from keel.cli.usage import add_engine_flags
+
+if TYPE_CHECKING:
+    from keel.cli.repl.session import ReplSession
 
 EXIT_USAGE = 2
 
@@ -37,6 +42,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--step", action="store_true",
                    help="pause after each step: continue / abort / stop stepping")
     return p
+
+
+def start_line(session: ReplSession, workspace: Path) -> str:
+    """`keel · MODEL · WORKSPACE · sandbox: TIER · /help …`: the tier named as `keel run` names it."""
+    from keel.agent import sandbox_tier
+
+    agent = session.agent
+    tier, confining = sandbox_tier(agent.config)
+    sandbox = f"sandbox: {tier}" + ("" if confining else " (commands NOT confined: keel doctor)")
+    return f"keel · {agent.engine.model} · {workspace} · {sandbox} · /help for commands, Ctrl-D to exit"
 
 
 def repl_main(argv: list[str]) -> int:
@@ -84,8 +99,10 @@ def repl_main(argv: list[str]) -> int:
     except OSError as e:
         print(f"keel: cannot write the event log: {e}", file=sys.stderr)
         return EXIT_USAGE
-    console.print(f"keel · {session.agent.engine.model} · {workspace} · /help for commands, Ctrl-D to exit",
-                  style="bold", markup=False)
+    console.print(start_line(session, workspace), style="bold", markup=False)
+    contact = getattr(session.agent.engine, "first_contact", None)   # an engine that cannot answer: say so now,
+    if contact is not None and (problem := contact()):                # not after the first task is typed
+        console.print(f"keel: warning: {problem}", style="yellow", markup=False)
     try:
         return session.loop()
     except KeyboardInterrupt:  # between two prompts, outside any run
