@@ -341,3 +341,36 @@ def test_without_the_sdk_keel_acp_says_what_to_install(keel_env, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "keel.cli.main", "acp"], env=env, capture_output=True,
                           text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and "pip install 'keel[acp]'" in proc.stderr
+
+
+def test_requests_from_a_file_are_answered_in_turn_and_the_exit_is_0(calc_repo, keel_env, tmp_path):
+    """`keel acp < requests.jsonl > replies.jsonl`: stdin and stdout are files, not pipes. Each request
+    is answered in turn — a saved session loaded, then prompted — and a malformed line gets its error."""
+    with ScriptedEngineServer([{"tool_calls": [call("read_file", path="calc.py")]},
+                               {"content": "calc.py defines add."}, {"content": "It subtracts."}]) as server:
+        first = subprocess.run([sys.executable, "-m", "keel.cli.main", "run", "what is in calc.py?", "--cwd",
+                                str(calc_repo), "--base-url", server.base_url, "--model", "scripted",
+                                "--output-format", "json"], env=keel_env, capture_output=True, text=True)
+        session_id = json.loads(first.stdout.splitlines()[-1])["session_id"]
+        requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+                    "{not json",
+                    {"jsonrpc": "2.0", "id": 2, "method": "session/load",
+                     "params": {"cwd": str(calc_repo), "sessionId": session_id, "mcpServers": []}},
+                    {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                     "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "and what is wrong?"}]}}]
+        (tmp_path / "requests.jsonl").write_text("\n".join(r if isinstance(r, str) else json.dumps(r)
+                                                           for r in requests) + "\n")
+        with (tmp_path / "requests.jsonl").open() as stdin, (tmp_path / "replies.jsonl").open("w") as stdout:
+            done = subprocess.run([sys.executable, "-m", "keel.cli.main", "acp", "--base-url", server.base_url,
+                                   "--model", "scripted"], env=keel_env, stdin=stdin, stdout=stdout,
+                                  stderr=subprocess.PIPE, text=True, timeout=120)
+    replies = [json.loads(line) for line in (tmp_path / "replies.jsonl").read_text().splitlines()]
+    answers = {r["id"]: r for r in replies if "method" not in r}
+    assert done.returncode == 0 and "failed" not in done.stderr, done.stderr
+    assert answers[1]["result"]["protocolVersion"] == 1
+    assert answers[None]["error"]["code"] == -32700
+    assert "error" not in answers[2]
+    assert answers[3]["result"]["stopReason"] == "end_turn"
+    said = "".join(r["params"]["update"]["content"]["text"] for r in replies if r.get("method") == "session/update"
+                   and r["params"]["update"].get("sessionUpdate") == "agent_message_chunk")
+    assert "It subtracts." in said

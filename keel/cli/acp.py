@@ -76,4 +76,4 @@ def acp_main(argv: list[str]) -> int:
             pass
         finally:
             server.close_sessions()
-    return stop.exit_code(0)
+    return stop.exit_code(1 if server.failed else 0)

@@ -42,6 +42,7 @@ class Server:
         self.conn: Any = None
         self.outbox: asyncio.Queue[Any] | None = None
         self.closed = False
+        self.failed = False           # the connection broke: keel acp exits 1
         self.approvals = 0
 
     # -- the protocol thread ----------------------------------------------------------------------
@@ -50,6 +51,7 @@ class Server:
             asyncio.run(self._serve(fd_in, fd_out))
         except Exception as exc:  # the client's pipes broke in a way the SDK did not absorb
             logging.warning("the protocol connection failed: %s", exc)
+            self.failed = True
         finally:
             self.shutdown()
 
@@ -66,6 +68,8 @@ class Server:
         sender = asyncio.create_task(self._send_updates())
         try:
             await conn.listen()
+            if transport.finite:   # requests read from a file: answer them all before closing
+                await self._finish_requests(transport)
         finally:
             self.shutdown()   # a client gone mid-run: cancel it, so it stops and is saved
             await self.flush()
@@ -86,6 +90,12 @@ class Server:
                 await self.conn.session_update(session_id, update)
             except Exception:  # the client is gone; the session log still has everything
                 continue
+
+    async def _finish_requests(self, transport: Any) -> None:
+        """Wait until every request read has been answered (its prompt run, its updates sent)."""
+        while transport.unanswered:
+            await asyncio.sleep(0.05)
+        await self.flush()
 
     async def flush(self) -> None:
         """Wait until every update posted so far has been sent."""
