@@ -64,8 +64,10 @@ def test_run_task_fixes_a_bug_with_passing_verification(calc_repo, keel_env, tmp
 
     async def main() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         async with _client(server.base_url, keel_env, tmp_path / "err.txt") as s:
-            names = {t.name for t in (await s.list_tools()).tools}
-            assert {"run_task", "session_status", "list_sessions"} <= names
+            tools = (await s.list_tools()).tools
+            assert {"run_task", "session_status", "list_sessions"} <= {t.name for t in tools}
+            for tool in tools:   # one paragraph each, not the source's indentation
+                assert "  " not in tool.description and "\n" not in tool.description, tool.description
             result = _body(await s.call_tool("run_task", {"task": "fix the failing test",
                                                           "workspace": str(calc_repo)},
                                              progress_callback=on_progress))
@@ -147,13 +149,16 @@ def test_bad_input_gets_error_results_and_the_server_goes_on(calc_repo, keel_env
         ("session_status", {"session_id": "../../etc/passwd"}, "is not a session id"),
         ("session_status", {}, "session_id"),
         ("run_task", {"task": "fix it"}, "workspace"),
-        ("run_task", {"task": "fix it", "workspace": str(tmp_path / "gone")}, "no such directory"),
+        ("run_task", {"task": "fix it", "workspace": str(tmp_path / "gone")},
+         f"run_task: workspace {tmp_path / 'gone'}: no such directory"),   # the path said once
         ("run_task", {"task": "fix it", "workspace": str(a_file)}, "not a directory"),
         ("run_task", {"task": "fix it", "workspace": keel_env.get("HOME", "/root")}, "home directory"),
         ("run_task", {"task": "fix it", "workspace": "/"}, "refusing /"),
         ("run_task", {"task": "  ", "workspace": str(calc_repo)}, "task is empty"),
-        ("run_task", {"task": "fix it", "workspace": str(calc_repo), "max_steps": 0}, "max_steps"),
-        ("run_task", {"task": "fix it", "workspace": str(calc_repo), "max_steps": "many"}, "max_steps"),
+        ("run_task", {"task": "fix it", "workspace": str(calc_repo), "max_steps": 0},
+         "run_task: max_steps: must be at least 1 (got 0)"),
+        ("run_task", {"task": "fix it", "workspace": str(calc_repo), "max_steps": "many"},
+         "run_task: max_steps: must be a whole number (got 'many')"),
         ("run_task", {"task": "fix it", "workspace": str(calc_repo), "accept": [""]}, "accept needs"),
         ("list_sessions", {"workspace": str(tmp_path / "gone")}, "not a directory"),
     ]
@@ -173,6 +178,7 @@ def test_bad_input_gets_error_results_and_the_server_goes_on(calc_repo, keel_env
     texts, unknown, failed, listed = anyio.run(main)
     for text, (name, _args, expected) in zip(texts, bad_calls, strict=True):
         assert expected in text, (name, text)
+        assert "\n" not in text and "http" not in text and "Error executing" not in text, text   # one plain line
     assert "no_such_tool" in unknown
     assert failed["status"] in ("error", "incomplete") and failed["stop_reason"] != "complete"
     assert [s["session_id"] for s in listed["sessions"]] == [failed["session_id"]]

@@ -3,6 +3,8 @@ what tools did, the finish summary whole, diffs with --verbose."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import call
 
 from keel.testing.server import ScriptedEngineServer
@@ -118,3 +120,14 @@ def test_a_refused_key_says_whether_one_was_sent_and_from_where(calc_repo, run_k
     assert "the server rejected the API key from $MY_SERVER_KEY" in wrong.stderr
     assert "the server rejected the API key from $KEEL_API_KEY" in default.stderr
     assert "names $MY_SERVER_KEY, which is not set" in doctor.stdout
+
+
+def test_a_refused_workspace_is_named_once_and_as_the_user_gave_it(run_keel, tmp_path):
+    here = run_keel("run", "x", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", cwd=Path("/"))
+    assert here.code == 2 and "refusing / (the current directory) as the workspace" in here.stderr
+    assert "--cwd ." not in here.stderr                       # nobody typed a --cwd
+    gone = run_keel("run", "x", "--cwd", "nope", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", cwd=tmp_path)
+    assert f"keel: --cwd nope ({tmp_path / 'nope'}): no such directory" in gone.stderr
+    absolute = run_keel("run", "x", "--cwd", str(tmp_path / "nope"), "--base-url", "http://127.0.0.1:9/v1",
+                        "--model", "m")
+    assert f"keel: --cwd {tmp_path / 'nope'}: no such directory" in absolute.stderr   # the path once

@@ -38,9 +38,9 @@ def workspace_problem(path: Path, home: Path | None = None) -> str | None:
     system directory, or $HOME and its ancestors would fence nothing worth fencing.
     """
     if not path.exists():
-        return f"{path}: no such directory"
+        return "no such directory"
     if not path.is_dir():
-        return f"{path}: not a directory"
+        return "not a directory"
     if home is None:
         home_text = os.environ.get("HOME")
         home = Path(home_text).resolve() if home_text else None
@@ -55,18 +55,22 @@ def workspace_problem(path: Path, home: Path | None = None) -> str | None:
     return None
 
 
-def check_workspace(raw: str, allow_any: bool) -> tuple[Path, str | None]:
+def check_workspace(raw: str, allow_any: bool, name: str = "--cwd") -> tuple[Path, str | None]:
     """The resolved workspace and a message when it is refused (``allow_any`` only lifts the
-    system/home refusal, never the must-be-a-directory one)."""
+    system/home refusal, never the must-be-a-directory one). ``name``: what the caller calls the
+    value (`--cwd`, MCP's `workspace`); each path is said once."""
     path = Path(raw).expanduser().resolve()
     problem = workspace_problem(path)
     if problem is None:
         return path, None
     if allow_any and path.is_dir():
         return path, None
-    if path.is_dir():
-        problem += f" (pass {OVERRIDE_FLAG} to use it anyway)"
-    return path, f"--cwd {raw}: {problem}"
+    if not path.is_dir():   # named as typed, and resolved when that differs
+        return path, f"{name} {raw}{'' if str(path) == raw.rstrip('/') else f' ({path})'}: {problem}"
+    problem += f" (pass {OVERRIDE_FLAG} to use it anyway)"
+    if raw in (".", "./"):   # the default: nobody typed a --cwd, so say where keel was started instead
+        return path, problem.replace(f"refusing {path} ", f"refusing {path} (the current directory) ", 1)
+    return path, problem if str(path) == raw.rstrip("/") or raw == "/" else f"{name} {raw}: {problem}"
 
 
 def positive_int(text: str) -> int:

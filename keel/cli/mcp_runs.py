@@ -94,10 +94,9 @@ class Runs:
             raise Refused("task is empty: say what to do")
         if not workspace.strip():
             raise Refused("workspace is empty: give the project directory's absolute path")
-        path, problem = check_workspace(workspace, self.options.allow_any_cwd)
+        path, problem = check_workspace(workspace, self.options.allow_any_cwd, name="workspace")
         if problem:
-            raise Refused(problem.replace("--cwd ", "workspace ", 1).replace("--allow-any-cwd", "keel mcp-serve "
-                                                                             "--allow-any-cwd"))
+            raise Refused(problem.replace("--allow-any-cwd", "keel mcp-serve --allow-any-cwd"))
         key = str(path)
         with self._lock:
             if key in self.jobs:

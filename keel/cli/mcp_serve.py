@@ -48,16 +48,39 @@ def build_server(runs: Runs) -> Any:
     from importlib.metadata import PackageNotFoundError, version
 
     from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from pydantic import Field
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import Field, ValidationError
 
     try:
         ours = version("keel")
     except PackageNotFoundError:
         ours = "unknown"
-    app = MCPServer("keel", version=ours, log_level="WARNING",
-                    instructions="keel carries a coding task to a verified stop in one workspace. run_task "
-                                 "blocks until the run stops and returns its result; one run per workspace.")
+
+    class Server(MCPServer):
+        """Tool descriptions as one paragraph each (not the docstrings' indentation), and arguments that
+        fail validation said in one line per field, as keel's config errors are (not pydantic's text
+        with its documentation URL)."""
+
+        def tool(self, **kwargs: Any) -> Any:   # type: ignore[override]
+            def described(fn: Any) -> Any:
+                if fn.__doc__:
+                    kwargs.setdefault("description", " ".join(fn.__doc__.split()))
+                return MCPServer.tool(self, **kwargs)(fn)
+            return described
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], *rest: Any, **kw: Any) -> Any:
+            try:
+                return await super().call_tool(name, arguments, *rest, **kw)
+            except UnexpectedToolError:
+                raise
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(f"{name}: {argument_problems(exc.__cause__)}") from None
+                raise ToolError(f"{name}: {str(exc).removeprefix(f'Error executing tool {name}: ')}") from None
+
+    app = Server("keel", version=ours, log_level="WARNING",
+                 instructions="keel carries a coding task to a verified stop in one workspace. run_task "
+                              "blocks until the run stops and returns its result; one run per workspace.")
     positive_int = Annotated[int | None, Field(ge=1)]
     positive_float = Annotated[float | None, Field(gt=0)]
 
@@ -152,6 +175,25 @@ async def _send_progress(job: Job, ctx: Any) -> None:
         except Exception:   # progress is a courtesy: a client that stopped listening does not stop the run
             job.pending.clear()
             return
+
+
+def argument_problems(error: Any) -> str:
+    """A pydantic ValidationError as `max_steps: must be at least 1 (got 0); …`: the field, the rule,
+    the value, one clause each."""
+    said = []
+    for err in error.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "run_taskArguments") or "arguments"
+        what = _RULES.get(err.get("type", ""), "").format(**(err.get("ctx") or {})) or \
+            str(err.get("msg", "invalid")).split("[", 1)[0].strip().rstrip(",")
+        got = f" (got {err['input']!r})" if "input" in err and err.get("type") != "missing" else ""
+        said.append(f"{where}: {what}{got}")
+    return "; ".join(said)
+
+
+_RULES = {"greater_than_equal": "must be at least {ge}", "greater_than": "must be more than {gt}",
+          "less_than_equal": "must be at most {le}", "int_parsing": "must be a whole number",
+          "int_from_float": "must be a whole number", "float_parsing": "must be a number",
+          "string_type": "must be a string", "list_type": "must be a list", "missing": "is required"}
 
 
 def _on_stop_signal(runs: Runs) -> Any:
