@@ -131,3 +131,12 @@ def test_a_refused_workspace_is_named_once_and_as_the_user_gave_it(run_keel, tmp
     absolute = run_keel("run", "x", "--cwd", str(tmp_path / "nope"), "--base-url", "http://127.0.0.1:9/v1",
                         "--model", "m")
     assert f"keel: --cwd {tmp_path / 'nope'}: no such directory" in absolute.stderr   # the path once
+
+
+def test_an_unknown_flag_gets_the_commands_own_usage_and_the_flag_meant(run_keel):
+    bogus = run_keel("run", "--bogus", "x")
+    assert bogus.code == 2 and bogus.stderr.startswith("usage: keel run ")   # not the top-level list of commands
+    assert "keel run: error: unrecognized arguments: --bogus" in bogus.stderr and "did you mean" not in bogus.stderr
+    typo = run_keel("run", "fix it", "--max-stepz", "3", "--output-format", "json")
+    assert typo.code == 2 and "(did you mean --max-steps?)" in typo.stderr
+    assert typo.result["status"] == "error" and "did you mean --max-steps?" in typo.result["error"]

@@ -159,9 +159,26 @@ class UsageExit(SystemExit):
 
 
 class UsageParser(argparse.ArgumentParser):
-    """argparse's parser (its sub-parsers are of the same class), raising UsageExit on a usage error."""
+    """argparse's parser (its sub-parsers are of the same class), raising UsageExit on a usage error.
+    ``commands``: sub-commands' parsers, for an error to be said with the command's own usage."""
+
+    def __init__(self, *args: typing.Any, **kwargs: typing.Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
 
     def error(self, message: str) -> typing.NoReturn:
+        message += self.did_you_mean(message)
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise UsageExit(f"{self.prog}: {message}")
+
+    def did_you_mean(self, message: str) -> str:
+        """` (did you mean --max-steps?)` for an unrecognized option close to one of this command's."""
+        import difflib
+
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        close = [m[0] for word in message.split(": ", 1)[1].split() if word.startswith("--")
+                 if (m := difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.7))]
+        return f" (did you mean {', '.join(dict.fromkeys(close))}?)" if close else ""
