@@ -7,6 +7,7 @@ into exit 2 (with a result object in the JSON output formats).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,7 +157,9 @@ def _run(args: argparse.Namespace, inputs: _Inputs, config: Config, sinks: list[
             agent.after_step = StepPauser(terminal_prompt)
         for w in agent.ext.warnings:  # untrusted project hooks / MCP servers, skills or plugins left out
             print(f"keel: warning: {w}", file=sys.stderr)
-        result = _carry(agent, inputs)
+        from keel.cli.keys import watching
+        with watching(sys.stdin.fileno()) if sys.stdin.isatty() else contextlib.nullcontext():
+            result = _carry(agent, inputs)   # in a terminal: keys typed are not echoed, Esc stops the run
         agent.close()
     except KeyboardInterrupt:  # a stop signal outside the loop (start hooks, first checks): still a result
         from keel.cli.signals import interrupted_outside_loop

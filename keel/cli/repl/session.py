@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from keel.agent import Agent
+from keel.cli.keys import paused, watching
 from keel.cli.repl.input import TaskInput
 from keel.cli.repl.render import MAX_PREVIEW_LINES, ReplRenderer, Tally, diff_text
 from keel.cli.repl.stepping import StepPauser
@@ -70,15 +71,17 @@ class ReplSession:
     # -- asking the person ------------------------------------------------------------------------
     def ask(self, question: str) -> str:
         self.renderer.pause()
-        self.console.print(Text(question, style="bold yellow"))
-        return self.input.ask("> ")
+        with paused():   # the run's key watch stands aside; keys typed before the question do not answer it
+            self.console.print(Text(question, style="bold yellow"))
+            return self.input.ask("> ")
 
     def choose(self, question: str, keys: str, default: str | None = None) -> str:
         """One key of ``keys`` (Ctrl-C, Esc or Ctrl-D: "")."""
         self.renderer.pause()
-        self.console.print(Text(question, style="bold yellow"))
         try:
-            return self.input.choose("> ", keys, default)
+            with paused():
+                self.console.print(Text(question, style="bold yellow"))
+                return self.input.choose("> ", keys, default)
         except (EOFError, KeyboardInterrupt):
             return ""
 
@@ -87,18 +90,21 @@ class ReplSession:
         diff), then once / always / no as one key, before anything runs."""
         head, preview, options = question_parts(question)
         self.renderer.pause()
-        self.console.print(Text(head, style="bold yellow"))
-        if preview:
-            self.console.print(diff_text(preview, limit=MAX_PREVIEW_LINES))
-            self.renderer.previewed.add(preview)   # the same diff is not printed again under the edit
         keys = "".join(re.findall(r"\[(\w)\]", options))
         if not keys:
-            return self.ask(options or "?")
-        self.console.print(Text(options + "   (Esc or Ctrl-C: stop the run)", style="bold yellow"))
-        try:   # Esc or Ctrl-C propagates: the run stops as interrupted, the question recorded as cancelled
-            return self.input.choose("> ", keys)
-        except EOFError:
-            return "n"
+            return self.ask(question)
+        # keys typed before the question is on screen are dropped (keel.cli.keys); Esc or Ctrl-C
+        # propagates: the run stops as interrupted, the question recorded as cancelled
+        with paused():
+            self.console.print(Text(head, style="bold yellow"))
+            if preview:
+                self.console.print(diff_text(preview, limit=MAX_PREVIEW_LINES))
+                self.renderer.previewed.add(preview)   # the same diff is not printed again under the edit
+            self.console.print(Text(options + "   (Esc or Ctrl-C: stop the run)", style="bold yellow"))
+            try:
+                return self.input.choose("> ", keys)
+            except EOFError:
+                return "n"
 
     def toolbar(self) -> str:
         return (f" {self.agent.engine.model} · {self.tally.line()} · Esc-Enter or \\ for a new line · "
@@ -195,8 +201,9 @@ class ReplSession:
             text = line.strip()
             if not text:
                 continue
-            if text.startswith("/"):
-                if dispatch(self, text) == "exit":
-                    return 0
-                continue
-            self.run_task(text)
+            with watching():   # while it works: typed keys are not echoed, Esc stops it as Ctrl-C does
+                if text.startswith("/"):
+                    if dispatch(self, text) == "exit":
+                        return 0
+                    continue
+                self.run_task(text)
