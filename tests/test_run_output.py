@@ -140,3 +140,11 @@ def test_an_unknown_flag_gets_the_commands_own_usage_and_the_flag_meant(run_keel
     typo = run_keel("run", "fix it", "--max-stepz", "3", "--output-format", "json")
     assert typo.code == 2 and "(did you mean --max-steps?)" in typo.stderr
     assert typo.result["status"] == "error" and "did you mean --max-steps?" in typo.result["error"]
+
+
+def test_trust_list_says_when_nothing_is_trusted(run_keel, calc_repo):
+    empty = run_keel("trust", "--list")
+    assert empty.code == 0 and "no project is trusted" in empty.stdout
+    assert run_keel("trust", "--cwd", str(calc_repo)).code == 0
+    listed = run_keel("trust", "--list")
+    assert str(calc_repo) in listed.stdout and "no project is trusted" not in listed.stdout
