@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from keel.cli.render import baseline_line, checks_start_line, verification_line
 from keel.core.schema import read_log
 from keel.trace.stats import summarize
 
@@ -157,9 +158,10 @@ def event_line(e: dict[str, Any], t0: float) -> str:
     elif kind == "decision":
         reason = f" ({e['reason']})" if e.get("reason") else ""
         body = f"decide   {e.get('verdict')}{reason}" + (f" + pushback: {e.get('pushback_kind')}" if e.get("pushback") else "")
-    elif kind == "verification":
-        body = f"verify   {e.get('status', '')} " + _short(json.dumps({k: v for k, v in e.items()
-                                                                         if k in ("blocking", "summary")}), 100)
+    elif kind == "verification":   # the checks and the verdict, as keel run says them
+        body = f"verify   {verification_line(e)}"
+    elif kind in ("checks_start", "checks_before"):
+        body = f"checks   {checks_start_line(e) if kind == 'checks_start' else baseline_line(e)}"
     elif kind == "workspace_change":
         body = "shell changed " + ", ".join(f"{c['status'][0].upper()} {c['path']}" for c in e.get("changes", []))
     elif kind == "workspace_snapshot":
@@ -169,7 +171,7 @@ def event_line(e: dict[str, Any], t0: float) -> str:
         body = f"stop     {e.get('status')} ({e.get('reason')})" + (f": {_short(e.get('error'), 80)}"
                                                                      if e.get("error") else "")
     elif kind == "approval":
-        verdict = "allowed" if e.get("allowed") else "REFUSED"
+        verdict = "CANCELLED" if e.get("cancelled") else "allowed" if e.get("allowed") else "REFUSED"
         body = f"approval {e.get('action')} {_short(e.get('target'), 60)}: {verdict} ({_short(e.get('how'), 60)})"
     elif kind == "resume":
         body = f"resume   from step {e.get('from_step')}, {len(e.get('interrupted_calls') or [])} call(s) interrupted"

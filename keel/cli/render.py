@@ -61,10 +61,12 @@ def checks_marks(checks: list[dict[str, Any]], before: frozenset[str] = frozense
     return " · ".join(parts) or "no checks"
 
 
-def _verification_line(event: Event) -> str:
+def verification_line(event: Event) -> str:
     """`ruff check . ✓ · python -m pytest -q ✗ exit 1 → verification_failed (1.2 s)` for one gate run."""
     before = frozenset(event.get("preexisting_failures") or ())   # failing at the baseline too: not this run's doing
     verdict = event.get("problem") or event.get("status", "")
+    if verdict == "passed" and before:   # a ✗ beside "passed" reads as a contradiction: say why it stands
+        verdict = "passed: no new failures"
     return f"{checks_marks(event.get('checks', []), before)} → {verdict}{took(event)}"
 
 
@@ -183,7 +185,7 @@ class TextRenderer:
         elif kind == "checks_before":
             self._line(f"[step {event.get('step', 0)}] {baseline_line(event)}")
         elif kind == "verification":
-            self._line(f"[step {event['step']}] verify: {_verification_line(event)}")
+            self._line(f"[step {event['step']}] verify: {verification_line(event)}")
         elif kind == "changes" and event.get("diffstat"):
             flags = [f"{len(event[k])} {k.replace('_', ' ')}" for k in ("debug_leftovers", "stray_files", "unrelated")
                      if event.get(k)]

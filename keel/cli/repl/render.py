@@ -17,13 +17,13 @@ from rich.text import Text
 
 from keel.cli.render import (
     _target,
-    _verification_line,
     baseline_line,
     checks_start_line,
     finish_summary,
     folded_output,
     resume_line,
     shorten,
+    verification_line,
 )
 from keel.cli.repl.stream import AnswerStream
 from keel.cli.textcalls import CallTextFilter, recovered_from_text
@@ -156,7 +156,7 @@ class ReplRenderer:
                 self._show(Spinner("dots", text=Text(self.running, style="dim")))
         elif kind == "verification":
             ok = event.get("status") == "passed"
-            self._print(Text(f"  {'✓' if ok else '✗'} verify: {_verification_line(event)}",
+            self._print(Text(f"  {'✓' if ok else '✗'} verify: {verification_line(event)}",
                              style="green" if ok else "yellow"))
         elif kind == "compaction":
             done = (f"{event['tokens_before']:,} → {event['tokens_after']:,} tokens" if event.get("ok")
