@@ -47,40 +47,18 @@ def _parser() -> argparse.ArgumentParser:
 def build_server(runs: Runs) -> Any:
     from importlib.metadata import PackageNotFoundError, version
 
-    from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-    from pydantic import Field, ValidationError
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import Field
 
     try:
         ours = version("keel")
     except PackageNotFoundError:
         ours = "unknown"
 
-    class Server(MCPServer):
-        """Tool descriptions as one paragraph each (not the docstrings' indentation), and arguments that
-        fail validation said in one line per field, as keel's config errors are (not pydantic's text
-        with its documentation URL)."""
-
-        def tool(self, **kwargs: Any) -> Any:   # type: ignore[override]
-            def described(fn: Any) -> Any:
-                if fn.__doc__:
-                    kwargs.setdefault("description", " ".join(fn.__doc__.split()))
-                return MCPServer.tool(self, **kwargs)(fn)
-            return described
-
-        async def call_tool(self, name: str, arguments: dict[str, Any], *rest: Any, **kw: Any) -> Any:
-            try:
-                return await super().call_tool(name, arguments, *rest, **kw)
-            except UnexpectedToolError:
-                raise
-            except ToolError as exc:
-                if isinstance(exc.__cause__, ValidationError):
-                    raise ToolError(f"{name}: {argument_problems(exc.__cause__)}") from None
-                raise ToolError(f"{name}: {str(exc).removeprefix(f'Error executing tool {name}: ')}") from None
-
-    app = Server("keel", version=ours, log_level="WARNING",
-                 instructions="keel carries a coding task to a verified stop in one workspace. run_task "
-                              "blocks until the run stops and returns its result; one run per workspace.")
+    app = _server_class()("keel", version=ours, log_level="WARNING",
+                          instructions="keel carries a coding task to a verified stop in one workspace. run_task "
+                                       "blocks until the run stops and returns its result; one run per workspace.")
     positive_int = Annotated[int | None, Field(ge=1)]
     positive_float = Annotated[float | None, Field(gt=0)]
 
@@ -175,6 +153,37 @@ async def _send_progress(job: Job, ctx: Any) -> None:
         except Exception:   # progress is a courtesy: a client that stopped listening does not stop the run
             job.pending.clear()
             return
+
+
+def _server_class() -> Any:
+    """The SDK's MCPServer, with keel's wording of what it shows."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
+
+    class Server(MCPServer):
+        """Tool descriptions as one paragraph each (not the docstrings' indentation), and arguments that
+        fail validation said in one line per field, as keel's config errors are (not pydantic's text
+        with its documentation URL)."""
+
+        def tool(self, **kwargs: Any) -> Any:   # type: ignore[override]
+            def described(fn: Any) -> Any:
+                if fn.__doc__:
+                    kwargs.setdefault("description", " ".join(fn.__doc__.split()))
+                return MCPServer.tool(self, **kwargs)(fn)
+            return described
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], *rest: Any, **kw: Any) -> Any:
+            try:
+                return await super().call_tool(name, arguments, *rest, **kw)
+            except UnexpectedToolError:
+                raise
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(f"{name}: {argument_problems(exc.__cause__)}") from None
+                raise ToolError(f"{name}: {str(exc).removeprefix(f'Error executing tool {name}: ')}") from None
+
+    return Server
 
 
 def argument_problems(error: Any) -> str:
