@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import time
 from pathlib import Path
 
 import pexpect
@@ -42,10 +44,11 @@ def test_the_question_comes_before_the_baseline_which_is_shown_and_timed_apart(c
         assert "baseline" not in child.before        # nobody waited on the checks to be asked
         child.expect(r"\+    return a \+ b")
         child.expect(r"\[y\] yes, once")
+        time.sleep(1.5)                               # the person takes their time: not the edit's
         child.send("y")
         child.expect(r"baseline: python3 -c [^\n]*✓[^\n]*\((\d+\.\d) s\)")
         assert float(child.match.group(1)) >= 1.5
-        child.expect(r"edit_file calc.py[^\n]*\((\d+) ms\)")   # the edit's own time, not the checks'
+        child.expect(r"edit_file calc.py[^\n]*\((\d+) ms\)")   # the edit's own time: not the checks', not the wait
         assert int(child.match.group(1)) < 1000
         child.expect(r"verify: python3 -c [^\n]*→ passed[^\n]*\((\d+\.\d) s\)")
         child.expect("■ complete")
@@ -89,3 +92,21 @@ def test_n_refuses_and_the_model_hears_it(calc_repo, keel_env):
         told = server.requests[1]["messages"][-1]["content"]
     assert "refused by the user" in told and (calc_repo / "calc.py").read_text() == CALC
     assert pexpect   # the module drives the pty
+
+
+def test_keel_run_interactive_shows_the_diff_before_the_question(calc_repo, keel_env):
+    script = [{"tool_calls": [FIX]}, {"content": "Fixed."}]
+    with ScriptedEngineServer(script) as server:
+        child = pexpect.spawn(sys.executable, ["-m", "keel.cli.main", "run", "fix add", "--cwd", str(calc_repo),
+                                               "--approval", "interactive", "--max-steps", "2",
+                                               "--base-url", server.base_url, "--model", "scripted"],
+                              env={**keel_env, "PROMPT_TOOLKIT_NO_CPR": "1"}, encoding="utf-8", timeout=60)
+        child.expect("keel wants to edit calc.py")
+        child.expect(r"│ \+    return a \+ b")
+        child.expect(r"\[y\] yes, once")
+        child.expect(">")
+        assert "return a - b" in (calc_repo / "calc.py").read_text()
+        child.sendline("y")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert "return a + b" in (calc_repo / "calc.py").read_text()   # approved after it was seen
