@@ -107,6 +107,11 @@ class ReplRenderer:
             label.append("  " + shorten(" ".join(self.reasoning.split())[-80:], 80), style="dim italic")
         return Spinner("dots", text=label)
 
+    def starting(self) -> None:
+        """Before the run's first event: what keel does first may take a while (start hooks, the small
+        profile's checks on the untouched workspace), so say it is at work."""
+        self._show(Spinner("dots", text=Text("starting · the project's checks may run first", style="dim")))
+
     def pause(self) -> None:
         """Take the live region down (before a prompt, or when the turn is over)."""
         if self.live is not None:

@@ -141,7 +141,8 @@ class ReplSession:
     def _finish(self, run: Callable[[], RunResult]) -> RunResult:
         """Run, keeping the conversation; a Ctrl-C outside the loop's own handling (before the first
         call, after the stop) still leaves a usable history."""
-        try:
+        try:   # until the run starts (hooks, the small profile's first checks), a spinner says so
+            self.renderer.starting()
             result = run()
         except KeyboardInterrupt:
             self.renderer.pause()
