@@ -73,7 +73,7 @@ def question_parts(text: str) -> tuple[str, str, str]:
     """(head, preview, options) of a ``question`` — front ends show each its own way (the REPL
     colours the diff, ACP sends the change as a diff of its own)."""
     lines = text.splitlines()
-    options = lines.pop() if lines and lines[-1].lstrip().startswith("[y]") else ""
+    options = lines.pop() if lines and "[y]" in lines[-1] else ""
     head = [line for line in lines if not line.startswith(PREVIEW_INDENT)]
     preview = [line[len(PREVIEW_INDENT):] for line in lines if line.startswith(PREVIEW_INDENT)]
     return "\n".join(head), "\n".join(preview), options.strip()
