@@ -1,6 +1,7 @@
 """The verification gate's I/O shell: run the plan's checks, keep the evidence, build GateFacts.
 
-The runner calls ``ensure_baseline()`` before the first call that may change the workspace, and
+The runner calls ``ensure_baseline()`` just before the first change to the workspace (keel's own
+writing tools ask for it once a person approved the change: ToolContext.before_change), and
 ``verify()`` on every completion claim; the pure rules live in keel.verify.gate. Checks run
 through the run_shell executor, so they get the same policy, sandbox, timeouts and process-tree
 kill as the model's own commands. Evidence is keyed by a digest of every workspace file, so a
