@@ -6,11 +6,13 @@ the loop itself lives in keel.loop.runner.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keel.config import Config, load_config, resolve_api_key
+from keel.config import Config, config_for, key_source, resolve_api_key
+from keel.context.preload import top_level_entries
 from keel.core.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
 from keel.core.schema import config_summary
 from keel.core.state import TaskState
@@ -18,7 +20,7 @@ from keel.engine.types import Engine, EngineError
 from keel.loop.limits import Limits, Prices
 from keel.loop.result import RunResult
 from keel.loop.runner import Runner
-from keel.policy.workspace import workspace_problem
+from keel.policy.workspace import library_problem
 from keel.tools.base import Tool, ToolContext
 from keel.tools.registry import ToolRegistry
 from keel.tools.session import FileSession
@@ -52,6 +54,7 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
         raise EngineError("config", "no model name: pass --model or set KEEL_MODEL "
                                     "(`keel doctor --base-url URL` lists the served models)")
     return OpenAICompatEngine(e.base_url, e.model, api_key if api_key is not None else resolve_api_key(config),
+                              key_source=key_source(config, given=api_key is not None),
                               temperature=e.temperature, seed=e.seed, tool_choice=e.tool_choice,
                               max_tokens=e.max_tokens, timeout_s=e.timeout_s, max_attempts=e.max_attempts,
                               extra_body=e.extra_body or None, stream=e.stream,
@@ -104,19 +107,6 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     )
 
 
-def top_level_entries(workspace: Path, cap: int = 40) -> list[str]:
-    """The workspace's top level as list_dir would show it (ignored entries left out), capped."""
-    from keel.context.ignore import IgnoreRules
-
-    try:
-        kept, _ignored = IgnoreRules(workspace).scan(str(workspace))
-    except OSError:
-        return []
-    names = sorted((e.name + "/" if e.is_dir() else e.name) for e in kept)
-    names.sort(key=lambda n: not n.endswith("/"))
-    return names[:cap] + ([f"… {len(names) - cap} more"] if len(names) > cap else [])
-
-
 def limits_from(config: Config, overrides: dict[str, Any] | None = None) -> Limits:
     lim = config.limits
     return Limits(max_steps=lim.max_steps, max_seconds=lim.max_seconds, max_tokens=lim.max_tokens,
@@ -164,33 +154,31 @@ def approval_problem(config: Config) -> str | None:
 
 
 class Agent:
-    """A configured keel agent. ``run(task)`` carries one task to a stop and returns the result."""
+    """A configured keel agent. ``run(task)`` carries one task to a stop and returns the result;
+    ``with Agent(...) as agent:`` closes it (the MCP servers it started) on the way out."""
 
     def __init__(self, engine: Engine | None = None, *, workspace: str | Path = ".",
                  config: Config | None = None, attended: bool = False,
                  prompt: Callable[[str], str] | None = None, ask_user: Callable[[str], str] | None = None,
                  sinks: list[EventSink] | None = None, log_path: Path | None | bool = None,
                  tools: list[Tool] | None = None, system_prompt: str | None = None,
-                 session_id: str | None = None, plan_mode: bool = False) -> None:
+                 session_id: str | None = None, plan_mode: bool = False,
+                 base_url: str | None = None, model: str | None = None, api_key: str | None = None) -> None:
+        """``base_url``, ``model``: the engine's URL and model name, over what ``config`` or the
+        environment says; ``api_key``: the key itself, instead of the environment's (KEEL_API_KEY)."""
         from keel.drive.change import make_change_tool
         from keel.engine.prompts import system_prompt as default_prompt
         from keel.tools.catalog import default_tools
         from keel.tools.small import small_tools
 
         self.workspace = Path(workspace).resolve()
-        if not self.workspace.is_dir():
-            raise EngineError("config", f"workspace {self.workspace} is not a directory")
-        # the workspace is what the sandbox makes writable: "/", $HOME or a credential folder would
-        # fence nothing (keel.policy.workspace: the one check, also the CLI's)
-        if (problem := workspace_problem(self.workspace, allow_any=True)) is not None:
+        if (problem := library_problem(self.workspace)) is not None:   # keel.policy.workspace: the one check
             raise EngineError("config", problem)
-        # No config given: the layers `keel run` reads (KEEL_* environment, the user's and the project's
-        # config.toml), so the library and the CLI agree; a bad file raises keel.config.ConfigError.
-        self.config_warnings: list[str] = []
-        if config is None:
-            config, self.config_warnings = load_config(self.workspace)
-        self.config = config
-        self.engine = engine or build_engine(self.config)
+        if engine is not None and (base_url or model or api_key):
+            raise ValueError("pass either engine= or base_url=/model=/api_key=, not both")
+        self.config, self.config_warnings = config_for(self.workspace, config, base_url=base_url, model=model)
+        self.engine = engine or build_engine(self.config, api_key)
+        prompt = self._timed(prompt) if prompt is not None else None
         self.attended = attended
         self.plan_mode = plan_mode
         from keel.ext.extensions import Extensions
@@ -250,6 +238,23 @@ class Agent:
             if self.ctx.approval is not None:
                 self.ctx.approval = self.recorder.recording(self.ctx.approval)
 
+    def _timed(self, prompt: Callable[[str], str]) -> Callable[[str], str]:
+        """``prompt``, its wait for the person kept out of the asking tool's time (ToolContext.waited_s)."""
+        def timed(question: str) -> str:
+            began = time.monotonic()
+            try:
+                return prompt(question)
+            finally:
+                if (ctx := getattr(self, "ctx", None)) is not None:
+                    ctx.waited_s += time.monotonic() - began
+        return timed
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
         from keel.context.memory import memory_cap, project_memory
         from keel.engine.prompts import task_message
@@ -296,9 +301,10 @@ class Agent:
         if refusal is not None:
             message = f"the prompt was refused by a UserPromptSubmit hook: {refusal}"
             self.bus.emit("stop", step=0, status="error", reason="prompt_blocked", error=message, summary="",
-                          usage=Usage().to_json(), cost_usd=0.0)
+                          usage=Usage().to_json(), cost_usd=0.0 if self.config.prices.known else None)
             return [], None, RunResult(status="error", stop_reason="prompt_blocked", error=message,
-                                       session_id=self.session_id, log=str(self.log_path) if self.log_path else None)
+                                       session_id=self.session_id, log=str(self.log_path) if self.log_path else None,
+                                       cost_known=self.config.prices.known)
         messages = self.initial_messages(task)
         extra = "".join(f"\n\n<hook_context>\n{c}\n</hook_context>" for c in context)
         state = None
@@ -394,8 +400,10 @@ class Agent:
                                               step=runner.steps if runner else 0)
 
     def close(self) -> None:
-        """Stop what the extensions started (MCP servers)."""
+        """Stop what the extensions started (MCP servers) and close the event log's file."""
         self.ext.close()
+        if self.log_path is not None:
+            self._writer.close()
 
     def _emit(self, kind: str, **fields: Any) -> None:
         """Events of work done before session_start (the first message's checks) wait for it."""

@@ -403,9 +403,40 @@ def api_key_variables(config: Config) -> tuple[str, ...]:
     return (config.engine.api_key_env,) if config.engine.api_key_env else ("KEEL_API_KEY", "OPENAI_API_KEY")
 
 
+def key_source(config: Config, env: dict[str, str] | None = None, *, given: bool = False) -> str:
+    """Where the key sent to the engine came from, or why none was sent, for a refusal to name:
+    the server rejecting a key and a key that never left keel are fixed differently."""
+    env = dict(os.environ) if env is None else env
+    name = config.engine.api_key_env
+    if given:
+        return "the API key given in code (api_key=)"
+    if name:
+        return (f"the API key from ${name} (--api-key-env / [engine] api_key_env)" if env.get(name) else
+                f"no API key was sent: --api-key-env / [engine] api_key_env names ${name}, which is not set")
+    for default in ("KEEL_API_KEY", "OPENAI_API_KEY"):
+        if env.get(default):
+            return f"the API key from ${default}"
+    return "no API key was sent: KEEL_API_KEY and OPENAI_API_KEY are not set (or name another with --api-key-env)"
+
+
 def resolve_api_key(config: Config, env: dict[str, str] | None = None) -> str | None:
     """The key comes from the environment only: the variable named by api_key_env, else the defaults."""
     env = dict(os.environ) if env is None else env
     if config.engine.api_key_env:
         return env.get(config.engine.api_key_env)
     return env.get("KEEL_API_KEY") or env.get("OPENAI_API_KEY")
+
+
+def config_for(workspace: Path, config: Config | None, *, base_url: str | None = None,
+               model: str | None = None) -> tuple[Config, list[str]]:
+    """The configuration an Agent runs with, and its warnings. No config given: the layers `keel run`
+    reads (KEEL_* environment, the user's and the project's config.toml), so the library and the CLI
+    agree; a bad file raises keel.config.ConfigError. ``base_url``/``model`` go on top, as flags do;
+    a given config is copied before they do, never changed."""
+    engine = {"base_url": base_url, "model": model}
+    if config is None:
+        return load_config(workspace, flags={"engine": engine})
+    if base_url is None and model is None:
+        return config, []
+    return config.model_copy(deep=True, update={"engine": config.engine.model_copy(
+        update={k: v for k, v in engine.items() if v is not None})}), []

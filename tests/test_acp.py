@@ -98,12 +98,20 @@ def test_prompt_edits_with_permission_and_streams_in_order(calc_repo, keel_env):
     tool, options = client.updates("permission")[0]
     assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once"}
     assert tool.content[-1].new_text == FIXED and tool.content[-1].old_text == CALC   # the proposed change
-    diff = [u for u in client.updates("tool_call_update") if u.status == "completed"][0].content[0]
+    diff = [u for u in client.updates("tool_call_update") if u.status == "completed"
+            and u.tool_call_id == edit_id][0].content[0]
     assert (diff.type, diff.old_text, diff.new_text) == ("diff", CALC, FIXED)
     assert client.updates("plan")[0].entries[0].content == "fix add"
     assert client.updates("plan")[0].entries[0].status == "completed"
     verify = [u for u in client.updates("tool_call") if u.tool_call_id.startswith("verify-")]
-    assert verify and verify[0].status == "completed" and "passed" in verify[0].content[0].content.text
+    assert verify and verify[0].status == "in_progress" and verify[0].title == "Verify"   # shown as it starts
+    ended = [u for u in client.updates("tool_call_update") if u.tool_call_id == verify[0].tool_call_id]
+    assert ended[-1].status == "completed" and "passed" in ended[-1].content[0].content.text
+    assert ended[-1].title == "Verify: passed" and ended[-1].raw_output["elapsed_s"] >= 0
+    # the person is asked before the baseline checks run, not after them: nobody waits on the checks
+    order = [k if k == "permission" else u.tool_call_id.split("-")[0] for k, u in client.log
+             if k == "permission" or (k == "tool_call" and u.tool_call_id.startswith("baseline-"))]
+    assert order == ["permission", "baseline"]
     text = client.text()
     assert text.startswith("Fixing calc.py.") and "add() adds now" in text
     assert kinds[-1] == "agent_message_chunk" and "keel: complete" in text and "verification passed" in text
@@ -126,7 +134,9 @@ def test_rejected_edit_leaves_the_file_and_fails_the_call(calc_repo, keel_env):
         client = asyncio.run(scenario())
         requests = server.requests
     assert (calc_repo / "calc.py").read_text() == CALC
-    assert [u.status for u in client.updates("tool_call_update")][-1] == "failed"
+    edit_id = client.updates("tool_call")[0].tool_call_id
+    assert [u.status for u in client.updates("tool_call_update") if u.tool_call_id == edit_id][-1] == "failed"
+    assert not [u for u in client.updates("tool_call") if u.tool_call_id.startswith("baseline-")]   # no change: no baseline
     assert "refused by the user" in requests[1]["messages"][-1]["content"]
 
 
@@ -190,11 +200,30 @@ def test_cancel_while_a_permission_is_pending_stops_the_run(calc_repo, keel_env)
             await conn.cancel(session_id=session.session_id)
             return await asyncio.wait_for(prompt, 15), client
 
+    async def load(session_id: str) -> Client:
+        client = Client()
+        async with spawn(client, server, keel_env) as (conn, _proc):
+            await conn.initialize(protocol_version=1)
+            await conn.load_session(cwd=str(calc_repo), session_id=session_id)
+        return client
+
     with ScriptedEngineServer(script) as server:
         done, client = asyncio.run(scenario())
-        assert len(server.requests) == 1   # stopped after the refused step, no further model call
+        assert len(server.requests) == 1   # stopped at once, no further model call
+        saved_id = next(p.name for p in (Path(keel_env["KEEL_HOME"]) / "sessions").iterdir() if p.is_dir())
+        replayed = asyncio.run(load(saved_id))
     assert done.stop_reason == "cancelled"
     assert (calc_repo / "calc.py").read_text() == CALC
+    saved = state(keel_env, saved_id)
+    assert saved["status"] == "interrupted"                        # a cancel, not a refusal the model goes on from
+    answer = [m for m in saved["messages"] if m["role"] == "tool"][-1]["content"]
+    assert answer.startswith("Interrupted by the user") and "refused" not in answer
+    log = [json.loads(line) for line in (Path(keel_env["KEEL_HOME"]) / "sessions" / f"{saved_id}.jsonl")
+           .read_text().splitlines()]
+    approval = next(e for e in log if e["type"] == "approval")
+    assert approval["cancelled"] is True and approval["allowed"] is False
+    edit = [u for u in replayed.updates("tool_call_update") if u.tool_call_id.startswith("h-")]
+    assert [u.status for u in edit] == ["failed"]                  # replayed as cut short, not as done
 
 
 def test_unknown_session_gets_a_protocol_error(calc_repo, keel_env):
@@ -312,3 +341,36 @@ def test_without_the_sdk_keel_acp_says_what_to_install(keel_env, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "keel.cli.main", "acp"], env=env, capture_output=True,
                           text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and "pip install 'keel[acp]'" in proc.stderr
+
+
+def test_requests_from_a_file_are_answered_in_turn_and_the_exit_is_0(calc_repo, keel_env, tmp_path):
+    """`keel acp < requests.jsonl > replies.jsonl`: stdin and stdout are files, not pipes. Each request
+    is answered in turn — a saved session loaded, then prompted — and a malformed line gets its error."""
+    with ScriptedEngineServer([{"tool_calls": [call("read_file", path="calc.py")]},
+                               {"content": "calc.py defines add."}, {"content": "It subtracts."}]) as server:
+        first = subprocess.run([sys.executable, "-m", "keel.cli.main", "run", "what is in calc.py?", "--cwd",
+                                str(calc_repo), "--base-url", server.base_url, "--model", "scripted",
+                                "--output-format", "json"], env=keel_env, capture_output=True, text=True)
+        session_id = json.loads(first.stdout.splitlines()[-1])["session_id"]
+        requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+                    "{not json",
+                    {"jsonrpc": "2.0", "id": 2, "method": "session/load",
+                     "params": {"cwd": str(calc_repo), "sessionId": session_id, "mcpServers": []}},
+                    {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                     "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "and what is wrong?"}]}}]
+        (tmp_path / "requests.jsonl").write_text("\n".join(r if isinstance(r, str) else json.dumps(r)
+                                                           for r in requests) + "\n")
+        with (tmp_path / "requests.jsonl").open() as stdin, (tmp_path / "replies.jsonl").open("w") as stdout:
+            done = subprocess.run([sys.executable, "-m", "keel.cli.main", "acp", "--base-url", server.base_url,
+                                   "--model", "scripted"], env=keel_env, stdin=stdin, stdout=stdout,
+                                  stderr=subprocess.PIPE, text=True, timeout=120)
+    replies = [json.loads(line) for line in (tmp_path / "replies.jsonl").read_text().splitlines()]
+    answers = {r["id"]: r for r in replies if "method" not in r}
+    assert done.returncode == 0 and "failed" not in done.stderr, done.stderr
+    assert answers[1]["result"]["protocolVersion"] == 1
+    assert answers[None]["error"]["code"] == -32700
+    assert "error" not in answers[2]
+    assert answers[3]["result"]["stopReason"] == "end_turn"
+    said = "".join(r["params"]["update"]["content"]["text"] for r in replies if r.get("method") == "session/update"
+                   and r["params"]["update"].get("sessionUpdate") == "agent_message_chunk")
+    assert "It subtracts." in said

@@ -29,3 +29,15 @@ def test_cases_run_as_ray_tasks_on_a_local_instance(tmp_path, monkeypatch):
     assert saved["metrics"]["steps"] == 4 and saved["grade"]["passed"] is True
     # the event log came back from the worker with the result
     assert (tmp_path / "out" / saved["log"]).read_text().startswith('{"type": "session_start"')
+
+
+def test_ray_auto_with_no_cluster_is_one_line_and_exit_2(tmp_path, run_keel, keel_env):
+    pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[ray]')")
+    keel_env.update(RAY_TMPDIR=str(tmp_path / "ray"), RAY_USAGE_STATS_ENABLED="0")   # no cluster is found here
+    keel_env.pop("RAY_ADDRESS", None)
+    r = run_keel("eval", "add-fn", "--cases-dir", str(FIXTURES), "--engine", "scripted", "--ray", "auto",
+                 "--out", str(tmp_path / "out"))
+    assert r.code == 2, r.stderr
+    assert "Traceback" not in r.stderr and "ConnectionError" not in r.stderr
+    [said] = [line for line in r.stderr.splitlines() if "--ray auto" in line]
+    assert "no Ray cluster could be reached" in said and "--ray local" in said

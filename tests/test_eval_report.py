@@ -87,3 +87,18 @@ def test_report_renders_in_headless_chromium_with_non_empty_charts(tmp_path: Pat
         assert driver.find_element(By.ID, "agents").text.count("mini-swe-agent") == 1
     finally:
         driver.quit()
+
+
+def test_numbers_are_grouped_alike_whole_or_not(tmp_path: Path, run_keel):
+    """A median of an even count may fall between two runs: 12,992.5 beside 13,066, not 12992.5."""
+    import json
+
+    results = tmp_path / "out" / "results"
+    results.mkdir(parents=True)
+    for r in [record("a", "keel", 1, "success", 5, 12.0, 12992), record("a", "keel", 2, "success", 5, 13.0, 12993),
+              record("a", "mini-swe-agent", 1, "success", 9, 20.0, 13066)]:
+        (results / f"{r['key']}.json").write_text(json.dumps(r))
+    out = run_keel("eval", "report", str(tmp_path / "out"))
+    assert out.code == 0, out.stderr
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "12,992.5" in md and "13,066" in md and "12992.5" not in md

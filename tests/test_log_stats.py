@@ -125,3 +125,38 @@ def test_approvals_are_logged_with_how_they_were_settled(calc_repo, keel_env, ru
     [event] = [e for e in read_log(Path(approved.result["log"])).events if e["type"] == "approval"]
     assert event["allowed"] is True and event["how"].startswith("auto-approved")
     assert (calc_repo / "marker.txt").exists()
+
+
+def test_sessions_are_ordered_by_start_and_defaults_stay_in_this_workspace(calc_repo, keel_env, run_keel, tmp_path):
+    """An id a program chose ("zzz-…") is not a time: the list is newest first by start, as every
+    command picks the latest. `keel stats` alone takes this workspace's latest, naming the workspace,
+    and in a workspace with no session says so instead of showing another one's."""
+    import subprocess
+    import sys
+
+    with ScriptedEngineServer([{"content": "Hello."}]) as server:
+        subprocess.run([sys.executable, "-c", "from keel.agent import Agent\n"
+                        f"Agent(workspace={str(calc_repo)!r}, base_url={server.base_url!r}, model='scripted', "
+                        "session_id='zzz-chosen-by-a-program').run('say hello')"], env=keel_env, check=True,
+                       capture_output=True)
+    later = _run(run_keel, calc_repo, SCRIPT[:2], "look at calc", "--max-steps", "2")
+    rows = json.loads(run_keel("log", "--json").stdout)
+    assert [row["session_id"] for row in rows] == [later.result["session_id"], "zzz-chosen-by-a-program"]
+    here = run_keel("stats", cwd=calc_repo)
+    assert here.code == 0 and later.result["session_id"] in here.stdout and str(calc_repo) in here.stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    there = run_keel("stats", cwd=elsewhere)
+    assert there.code == 2 and f"no session ran in {elsewhere}" in there.stderr
+    assert later.result["session_id"] in there.stderr                 # and which one is the latest anywhere
+
+
+def test_piped_log_lines_are_not_wrapped(calc_repo, keel_env, run_keel):
+    task = "look at calc.py and say in detail what each function does, " * 4   # ~240 characters
+    r = _run(run_keel, calc_repo, SCRIPT[:2], task, "--max-steps", "2")
+    lines = run_keel("log", r.result["session_id"]).stdout.splitlines()   # stdout is a pipe here
+    events = read_log(Path(r.result["log"])).events
+    assert len(lines) == len(events)                                      # one line per event, none wrapped
+    assert max(map(len, lines)) > 120
+    table = run_keel("log").stdout.splitlines()
+    assert any(r.result["session_id"] in line and "look at calc" in line for line in table)

@@ -64,8 +64,10 @@ def test_run_task_fixes_a_bug_with_passing_verification(calc_repo, keel_env, tmp
 
     async def main() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         async with _client(server.base_url, keel_env, tmp_path / "err.txt") as s:
-            names = {t.name for t in (await s.list_tools()).tools}
-            assert {"run_task", "session_status", "list_sessions"} <= names
+            tools = (await s.list_tools()).tools
+            assert {"run_task", "session_status", "list_sessions"} <= {t.name for t in tools}
+            for tool in tools:   # one paragraph each, not the source's indentation
+                assert "  " not in tool.description and "\n" not in tool.description, tool.description
             result = _body(await s.call_tool("run_task", {"task": "fix the failing test",
                                                           "workspace": str(calc_repo)},
                                              progress_callback=on_progress))
@@ -147,13 +149,16 @@ def test_bad_input_gets_error_results_and_the_server_goes_on(calc_repo, keel_env
         ("session_status", {"session_id": "../../etc/passwd"}, "is not a session id"),
         ("session_status", {}, "session_id"),
         ("run_task", {"task": "fix it"}, "workspace"),
-        ("run_task", {"task": "fix it", "workspace": str(tmp_path / "gone")}, "no such directory"),
+        ("run_task", {"task": "fix it", "workspace": str(tmp_path / "gone")},
+         f"run_task: workspace {tmp_path / 'gone'}: no such directory"),   # the path said once
         ("run_task", {"task": "fix it", "workspace": str(a_file)}, "not a directory"),
         ("run_task", {"task": "fix it", "workspace": keel_env.get("HOME", "/root")}, "home directory"),
         ("run_task", {"task": "fix it", "workspace": "/"}, "refusing /"),
         ("run_task", {"task": "  ", "workspace": str(calc_repo)}, "task is empty"),
-        ("run_task", {"task": "fix it", "workspace": str(calc_repo), "max_steps": 0}, "max_steps"),
-        ("run_task", {"task": "fix it", "workspace": str(calc_repo), "max_steps": "many"}, "max_steps"),
+        ("run_task", {"task": "fix it", "workspace": str(calc_repo), "max_steps": 0},
+         "run_task: max_steps: must be at least 1 (got 0)"),
+        ("run_task", {"task": "fix it", "workspace": str(calc_repo), "max_steps": "many"},
+         "run_task: max_steps: must be a whole number (got 'many')"),
         ("run_task", {"task": "fix it", "workspace": str(calc_repo), "accept": [""]}, "accept needs"),
         ("list_sessions", {"workspace": str(tmp_path / "gone")}, "not a directory"),
     ]
@@ -173,6 +178,7 @@ def test_bad_input_gets_error_results_and_the_server_goes_on(calc_repo, keel_env
     texts, unknown, failed, listed = anyio.run(main)
     for text, (name, _args, expected) in zip(texts, bad_calls, strict=True):
         assert expected in text, (name, text)
+        assert "\n" not in text and "http" not in text and "Error executing" not in text, text   # one plain line
     assert "no_such_tool" in unknown
     assert failed["status"] in ("error", "incomplete") and failed["stop_reason"] != "complete"
     assert [s["session_id"] for s in listed["sessions"]] == [failed["session_id"]]
@@ -229,4 +235,78 @@ def test_a_client_that_disconnects_mid_run_loses_nothing(calc_repo, keel_env, tm
     with lock.open() as fh:   # free again: a later run may take the workspace
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     assert (calc_repo / "calc.py").read_text() == CALC
+    assert "Traceback" not in (tmp_path / "err.txt").read_text()
+
+
+def _start_run(proc: subprocess.Popen[str], workspace: Path) -> str:
+    """initialize, then a run_task with a progress token; the session id from the first progress note."""
+    assert proc.stdout is not None
+    _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "run_task", "arguments": {"task": "run the slow job", "workspace": str(workspace)},
+        "_meta": {"progressToken": "p"}}})
+    note = json.loads(proc.stdout.readline())
+    assert "started in" in note["params"]["message"]
+    return str(note["params"]["message"].split()[1])
+
+
+def _sleeping(seconds: str) -> list[int]:
+    """PIDs of live `sleep SECONDS` processes, seen from /proc (sandboxed or not)."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", seconds.encode()]:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("how", ["disconnect", "sigterm"])
+def test_a_running_command_is_stopped_when_the_client_leaves_and_the_session_is_interrupted(
+        calc_repo, keel_env, tmp_path, how):
+    """A command that would run a minute: the client closes stdin (or the server gets SIGTERM) while it
+    runs. The command's process tree is killed at once, the session is saved as interrupted (not
+    crashed) with the call answered as cut short, and the server exits within seconds."""
+    import signal
+    import time
+
+    script = [{"tool_calls": [call("run_shell", command="sleep 61.5")]},
+              {"tool_calls": [call("finish", summary="never reached")]}]
+    with ScriptedEngineServer(script) as server, (tmp_path / "err.txt").open("w") as err:
+        proc = subprocess.Popen(_command(server.base_url), env=keel_env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            session_id = _start_run(proc, calc_repo)
+            deadline = time.monotonic() + 30
+            while not _sleeping("61.5") and time.monotonic() < deadline:   # the command runs
+                time.sleep(0.1)
+            assert _sleeping("61.5")
+            started = time.monotonic()
+            if how == "disconnect":
+                assert proc.stdin is not None
+                proc.stdin.close()
+            else:
+                proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=30)
+            took = time.monotonic() - started
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert took < 10, took                                   # not the minute the command would have run
+    assert code == (0 if how == "disconnect" else -signal.SIGTERM)
+    assert not _sleeping("61.5")                             # its process tree is gone
+    session = Path(keel_env["KEEL_HOME"]) / "sessions" / session_id
+    state = json.loads((session / "state.json").read_text())
+    assert (state["status"], state["stop_reason"]) == ("interrupted", "interrupted")   # not crashed
+    answer = [m for m in state["messages"] if m["role"] == "tool"][-1]["content"]
+    assert answer.startswith("Interrupted by the user")
     assert "Traceback" not in (tmp_path / "err.txt").read_text()

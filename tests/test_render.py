@@ -68,7 +68,8 @@ def test_cost_is_printed_only_when_prices_are_known():
 def test_json_result_leaves_cost_null_without_prices():
     result = RunResult(status="complete", stop_reason="complete", cost_usd=0.0, cost_known=False)
     assert result.to_json()["cost_usd"] is None
-    assert RunResult(status="complete", stop_reason="complete").to_json()["cost_usd"] == 0.0
+    assert RunResult(status="complete", stop_reason="complete", cost_known=True).to_json()["cost_usd"] == 0.0
+    assert RunResult(status="error", stop_reason="config_error").to_json()["cost_usd"] is None   # no run: no prices
 
 
 def test_an_argument_error_line_shows_the_reason_from_the_next_line():

@@ -63,16 +63,18 @@ def test_a_task_shows_steps_and_a_diff_asks_approval_then_stats_and_undo(repo, k
         child = spawn(server, repo, keel_env)
         child.sendline("fix the add function")
         child.expect("keel wants to edit calc.py")
+        child.expect(r"-    return a - b")       # the coloured diff of the edit, before the question
+        child.expect(r"\+    return a \+ b")
         child.expect(r"\[a\] always")
         child.expect(">")
-        child.sendline("a")
+        assert "return a - b" in (repo / "calc.py").read_text()   # nothing changed while asking
+        child.send("a")                            # one key, no Enter
         child.expect("edit_file calc.py")
-        child.expect(r"-    return a - b")       # the coloured diff of the edit
-        child.expect(r"\+    return a \+ b")
         child.expect("keel wants to run: " + MAKE_MARKER)
+        assert "-    return a - b" not in child.before   # the diff is not shown a second time
         child.expect("needs approval: ")           # and why
         child.expect(">")
-        child.sendline("y")
+        child.send("y")
         child.expect("run_shell " + MAKE_MARKER)
         child.expect("it now adds")                # the answer, rendered as markdown
         child.expect("■ complete · 3 steps")
@@ -159,7 +161,7 @@ def test_step_mode_pauses_and_abort_stops_before_the_next_step(repo, keel_env):
         child.expect("list_dir")
         child.expect("step 1 done")
         child.expect(">")
-        child.sendline("a")
+        child.send("a")                           # one key
         child.expect("■ interrupted")
         child.expect(PROMPT)
         assert ctrl_d_exits(child) == 0

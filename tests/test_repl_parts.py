@@ -90,3 +90,28 @@ def test_tally_counts_calls_live_and_takes_the_runs_total_at_its_stop():
     tally.stop({"usage": {"prompt_tokens": 1500, "completion_tokens": 100}, "cost_usd": 0.0017})
     assert tally.tokens == 1600 and tally.cost == "$0.0017"    # the summarising call of a compaction too
     assert Tally(Prices(), prices_known=False).cost == "cost unknown"
+
+
+def test_an_answer_settles_at_blank_lines_outside_code_fences():
+    from keel.cli.repl.stream import settled
+
+    assert settled("one paragraph, still being writ") == 0
+    assert settled("First.\n\nSecond, being writ") == len("First.\n\n")
+    code = "Look:\n\n```python\nx = 1\n\ny = 2\n"          # a blank line inside an open fence settles nothing
+    assert settled(code) == len("Look:\n\n")
+    assert settled(code + "```\n\nAfter.") == len(code + "```\n\n")
+
+
+def test_an_approval_question_splits_into_what_why_the_diff_and_the_answers():
+    from keel.policy.approval import question, question_parts
+
+    command = "cat > a.py <<'EOF'\n    indented = 1\nEOF"   # a command's own indented lines are not a diff
+    asked = question(f"keel wants to run: {command}\n  needs approval: writes a file (part: cat)", "",
+                     "[y] yes, once   [a] always allow `cat …` this session   [n] no")
+    head, preview, options = question_parts(asked)
+    assert head.startswith("keel wants to run: cat > a.py") and "    indented = 1" in head and preview == ""
+    assert options.startswith("[y] yes, once")
+    diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-    return a - b\n+    return a + b\n"
+    head, preview, options = question_parts(question("keel wants to edit calc.py (file edits need approval)", diff,
+                                                     "[y] yes, once   [a] always allow edits this session   [n] no"))
+    assert head == "keel wants to edit calc.py (file edits need approval)" and preview == diff.rstrip("\n")

@@ -3,6 +3,7 @@ against a scripted engine over real HTTP on 127.0.0.1, on real files."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,10 @@ def test_a_check_failing_before_the_run_is_labelled_so_on_the_verify_line(tmp_pa
               {"tool_calls": [call("finish", summary="greet() returns 'hi'.")]}]
     with ScriptedEngineServer(script) as server:
         r = run_keel("run", "make greet() in greet.py return 'hi'", "--cwd", str(repo), "--base-url",
-                     server.base_url, "--model", "scripted", timeout=120)
-    [line] = [ln for ln in r.stdout.splitlines() if "verify:" in ln]
-    assert "-m pytest -q ✗ exit 1 (failing before this run) → passed" in line, r.stdout
+                     server.base_url, "--model", "scripted", "--output-format", "stream-json", timeout=120)
+    session = next(json.loads(ln) for ln in r.stdout.splitlines() if '"session_start"' in ln)["session_id"]
+    text = run_keel("log", session).stdout   # keel log says a gate run as keel run does
+    [line] = [ln for ln in text.splitlines() if "verify " in ln]
+    # a ✗ beside "passed" says why it stands: the failure is not this run's (was "→ passed", or "verify passed {}")
+    assert "-m pytest -q ✗ exit 1 (failing before this run) → passed: no new failures" in line, text
     assert (repo / "calc.py").read_text() == CALC_BUG    # the old failure is not this run's: left alone

@@ -49,7 +49,10 @@ def acp_main(argv: list[str]) -> int:
     except ImportError:
         print("keel: `keel acp` needs the Agent Client Protocol SDK: pip install 'keel[acp]'", file=sys.stderr)
         return EXIT_USAGE
-    flags = {"engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env},
+    from keel.cli.run import local_flag
+
+    flags = {"engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
+                        "local_model": local_flag(args.local)},
              "limits": {"max_steps": args.max_steps, "max_seconds": args.max_seconds,
                         "max_tokens": args.max_tokens, "budget_usd": args.budget_usd},
              "permissions": {"approval": args.approval}, "verify": {"mode": args.verify}}
@@ -73,4 +76,4 @@ def acp_main(argv: list[str]) -> int:
             pass
         finally:
             server.close_sessions()
-    return stop.exit_code(0)
+    return stop.exit_code(1 if server.failed else 0)

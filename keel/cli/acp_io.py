@@ -16,7 +16,9 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import sys
+import threading
 from typing import Any
 
 LINE_LIMIT = 50 * 1024 * 1024   # one message; images and embedded files are large, a runaway client larger
@@ -72,27 +74,75 @@ def _problem(message: Any) -> str | None:
     return None
 
 
+def _is_file(fd: int) -> bool:
+    """A regular file or a device such as /dev/null: what asyncio's pipe transports refuse."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISREG(mode) or (stat.S_ISCHR(mode) and not os.isatty(fd))
+
+
+def _read_in_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
+    """Feed ``reader`` from a file on a thread of its own (reading a file never blocks the loop)."""
+    def pump() -> None:
+        with os.fdopen(fd, "rb", 0) as fh:
+            while chunk := fh.read(65536):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=pump, name="keel-acp-stdin", daemon=True).start()
+
+
+class _FileWriter:
+    """The write side of an asyncio transport, for a stdout that is a file."""
+
+    def __init__(self, fd: int) -> None:
+        self.fh = os.fdopen(fd, "wb", 0)
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+
+    def is_closing(self) -> bool:
+        return self.fh.closed
+
+    def close(self) -> None:
+        self.fh.close()
+
+
 class StdioTransport:
     """Newline-delimited JSON-RPC over the protocol's fds (the SDK's message-level Transport)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.WriteTransport) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: Any, finite: bool = False) -> None:
         self.reader, self.writer = reader, writer
         self.closed = False
+        # stdin is a file (`keel acp < requests.jsonl`): its end is not a client leaving, so what
+        # it asked for is finished before the server closes (a pipe's end is: runs are cancelled)
+        self.finite = finite
+        self.unanswered: set[Any] = set()   # ids of the client's requests not yet answered
 
     @classmethod
     async def open(cls, fd_in: int, fd_out: int) -> StdioTransport:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd_in, "rb", 0))
-        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(fd_out, "wb", 0))
-        return cls(reader, writer)
+        finite = _is_file(fd_in)
+        if finite:   # asyncio's pipe transports take pipes, sockets and terminals only
+            _read_in_thread(loop, reader, fd_in)
+        else:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd_in, "rb", 0))
+        if _is_file(fd_out):
+            writer: Any = _FileWriter(fd_out)
+        else:
+            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(fd_out, "wb", 0))
+        return cls(reader, writer, finite)
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.closed or self.writer.is_closing():
             raise ConnectionError("the client's end of stdout is closed")
+        if "method" not in message:
+            self.unanswered.discard(message.get("id"))
         self.writer.write((json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
 
     async def receive(self) -> dict[str, Any] | None:
+        while self.finite and self.unanswered:   # a file of requests is a script: each in turn, answered
+            await asyncio.sleep(0.02)
         while True:
             line = await self._line()
             if line is None:
@@ -112,6 +162,8 @@ class StdioTransport:
                 ident = message.get("id") if isinstance(message, dict) else None
                 await self._error(ident if isinstance(ident, str | int) else None, -32600, "Invalid Request", problem)
                 continue
+            if "method" in message and "id" in message:
+                self.unanswered.add(message["id"])
             return message
 
     async def _line(self) -> bytes | None:

@@ -30,9 +30,15 @@ from acp.helpers import (
     update_user_message_text,
 )
 
+from keel.cli.render import seconds
 from keel.cli.textcalls import CallTextFilter, recovered_from_text
+from keel.loop.runner import INTERRUPTED
+from keel.policy.approval import question_parts
+from keel.trace.sessions import INTERRUPTED_BY_CRASH
 
 Post = Callable[[Any], None]
+# how the runner answers a call an interrupt cut, and how a resume answers one left unanswered
+CUT_SHORT = (INTERRUPTED, INTERRUPTED_BY_CRASH)
 
 KINDS: dict[str, Any] = {"read_file": "read", "list_dir": "read", "find_files": "search", "grep": "search",
          "edit_file": "edit", "write_file": "edit", "change_file": "edit", "run_shell": "execute",
@@ -118,6 +124,7 @@ class UpdateSink:
     turn: list[str] = field(default_factory=list)    # this reply's calls, in order
     text: CallTextFilter = field(default_factory=CallTextFilter)
     gate_runs: int = 0
+    checks_call: str | None = None                    # the gate's checks running now, as a tool call
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["type"]
@@ -199,15 +206,40 @@ class UpdateSink:
                    for t in todos or [] if isinstance(t, dict)]
         self.post(update_plan(entries))
 
-    def _on_verification(self, event: dict[str, Any]) -> None:
-        """Each gate run as a tool call of its own: the checks it ran and its verdict."""
+    def _on_checks_start(self, event: dict[str, Any]) -> None:
+        """The gate's checks as a tool call of their own, in progress while they run (the baseline
+        before the first change, or a completion claim's), so no edit or command looks slow."""
         self.gate_runs += 1
-        call_id = f"verify-{event.get('step', 0)}-{self.gate_runs}"
+        baseline = event.get("phase") == "baseline"
+        self.checks_call = f"{'baseline' if baseline else 'verify'}-{event.get('step', 0)}-{self.gate_runs}"
+        commands = "\n".join(f"- `{c}`" for c in event.get("commands") or [])
+        self.post(start_tool_call(self.checks_call, "Baseline checks" if baseline else "Verify", kind="execute",
+                                  status="in_progress", content=[tool_content(text_block(commands))] if commands else None,
+                                  raw_input={"phase": event.get("phase"), "commands": event.get("commands")}))
+
+    def _on_checks_before(self, event: dict[str, Any]) -> None:
+        results = event.get("results") or []
+        failing = sum(1 for c in results if not c.get("passed"))
+        title = f"Baseline checks: {failing} failing before any change" if failing else "Baseline checks: passing"
+        text = verification_text({"checks": results}, verdict=False) + _took(event)
+        self._end_checks(title, "completed", text, {"checks": results, "elapsed_s": event.get("elapsed_s")})
+
+    def _on_verification(self, event: dict[str, Any]) -> None:
+        """Each gate run's verdict and the checks it ran."""
         verdict = event.get("problem") or event.get("status", "")
-        self.post(start_tool_call(call_id, f"Verify: {verdict}", kind="execute",
-                                  status="failed" if event.get("status") == "failed" else "completed",
-                                  content=[tool_content(text_block(verification_text(event)))],
-                                  raw_output={k: event.get(k) for k in ("status", "problem", "checks")}))
+        self._end_checks(f"Verify: {verdict}", "failed" if event.get("status") == "failed" else "completed",
+                         verification_text(event) + _took(event),
+                         {k: event.get(k) for k in ("status", "problem", "checks", "elapsed_s")})
+
+    def _end_checks(self, title: str, status: Any, text: str, raw: dict[str, Any]) -> None:
+        content = [tool_content(text_block(text))]
+        if self.checks_call is None:   # no start was seen (the first message's checks): one call, done
+            self.gate_runs += 1
+            self.post(start_tool_call(f"verify-{self.gate_runs}", title, kind="execute", status=status,
+                                      content=content, raw_output=raw))
+            return
+        self.post(update_tool_call(self.checks_call, title=title, status=status, content=content, raw_output=raw))
+        self.checks_call = None
 
     def _on_compaction(self, event: dict[str, Any]) -> None:
         self.post(update_agent_thought_text(f"\n[context compacted: {event.get('trigger', '')}]\n"))
@@ -236,7 +268,11 @@ class UpdateSink:
         return started[0] if started else None
 
 
-def verification_text(event: dict[str, Any]) -> str:
+def _took(event: dict[str, Any]) -> str:
+    return f"\n\ntook {s}" if (s := seconds(event)) else ""
+
+
+def verification_text(event: dict[str, Any], verdict: bool = True) -> str:
     lines = []
     before = set(event.get("preexisting_failures") or ())
     for c in event.get("checks") or []:
@@ -244,8 +280,8 @@ def verification_text(event: dict[str, Any]) -> str:
         if not c.get("passed") and c.get("command") in before:
             mark += ", failing before this run"
         lines.append(f"- `{c.get('command')}`: {mark}")
-    verdict = event.get("problem") or event.get("status", "")
-    return "\n".join(lines or ["no checks ran"]) + f"\n\nverdict: {verdict}"
+    text = "\n".join(lines or ["no checks ran"])
+    return text + f"\n\nverdict: {event.get('problem') or event.get('status', '')}" if verdict else text
 
 
 def verdict_message(result: Any) -> str:
@@ -267,13 +303,16 @@ def verdict_message(result: Any) -> str:
 def permission_request(question: str, call: Call | None, workspace: Path,
                        fallback_id: str) -> tuple[schema.ToolCallUpdate, list[schema.PermissionOption]]:
     """An Approver question (keel.policy.approval) as the tool call it is about and the three answers."""
-    lines = question.splitlines()
-    always = re.search(r"\[a\] always allow (.+?) this session", question)
-    why = " ".join(line.strip() for line in lines[1:] if not line.strip().startswith("[y]"))
+    head, preview, answers = question_parts(question)
+    lines = head.splitlines() or [question]
+    always = re.search(r"\[a\] always allow (.+?) this session", answers)
+    why = " ".join(line.strip() for line in lines[1:])
     if call is not None:
         content: list[Any] = [tool_content(text_block(f"{lines[0]}\n{why}".strip()))]
         if (proposed := proposed_diff(call, workspace)) is not None:
             content.append(proposed)
+        elif preview:   # the edit's own diff, when the whole new text is not plain to see from the call
+            content.append(tool_content(text_block(f"```diff\n{preview}\n```")))
         tool = schema.ToolCallUpdate(tool_call_id=call.id, title=title_for(call.name, call.args),
                                      kind=KINDS.get(call.name, "other"), status="pending",
                                      locations=locations_for(workspace, call.args) or None,
@@ -281,7 +320,7 @@ def permission_request(question: str, call: Call | None, workspace: Path,
     else:
         tool = schema.ToolCallUpdate(tool_call_id=fallback_id, title=_short(lines[0] if lines else question, 100),
                                      kind="other", status="pending",
-                                     content=[tool_content(text_block(question))])
+                                     content=[tool_content(text_block(head or question))])
     options = [schema.PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
                schema.PermissionOption(option_id="allow_always",
                                        name=f"Always allow {always.group(1)} this session" if always else "Always allow",
@@ -331,8 +370,12 @@ def prompt_text(blocks: list[Any]) -> str:
     return "\n\n".join(p for p in parts if p).strip()
 
 
-def replay_history(messages: list[dict[str, Any]], task: str, workspace: Path, post: Post) -> None:
-    """A saved conversation as the updates that would have shown it (session/load replays it)."""
+def replay_history(messages: list[dict[str, Any]], task: str, workspace: Path, post: Post,
+                   outcomes: dict[str, bool] | None = None) -> None:
+    """A saved conversation as the updates that would have shown it (session/load replays it).
+    ``outcomes``: call id -> whether it succeeded, from the session's tool_call events; a call with
+    none (an interrupt answered it) is failed when its answer says it was interrupted."""
+    outcomes = outcomes or {}
     first, spoken = True, set()
     for msg in messages:
         role, content = msg.get("role"), msg.get("content")
@@ -353,5 +396,12 @@ def replay_history(messages: list[dict[str, Any]], task: str, workspace: Path, p
                                      kind=KINDS.get(fn.get("name", ""), "other"), status="completed",
                                      locations=locations_for(workspace, args), raw_input=args))
         elif role == "tool" and isinstance(content, str) and msg.get("tool_call_id") not in spoken:
-            post(update_tool_call(f"h-{msg.get('tool_call_id')}", status="completed",
+            call_id = str(msg.get("tool_call_id"))
+            ok = outcomes.get(call_id, not content.startswith(CUT_SHORT))
+            post(update_tool_call(f"h-{call_id}", status="completed" if ok else "failed",
                                   content=[tool_content(text_block(_short(content, 2000)))]))
+
+
+def call_outcomes(events: list[dict[str, Any]]) -> dict[str, bool]:
+    """call id -> ok, from a session's tool_call events (the last word on each id)."""
+    return {str(e.get("call_id")): bool(e.get("ok")) for e in events if e.get("type") == "tool_call"}

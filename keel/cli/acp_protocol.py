@@ -15,7 +15,7 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, schema
 
-from keel.cli.acp_map import prompt_text, replay_history
+from keel.cli.acp_map import call_outcomes, prompt_text, replay_history
 from keel.cli.acp_server import Job, Server, workspace_for
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")   # keel's ids; never a path
@@ -56,6 +56,7 @@ class Handlers:
         return schema.NewSessionResponse(session_id=session.id)
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> schema.LoadSessionResponse:
+        from keel.core.schema import read_log
         from keel.trace.sessions import load_session
 
         workspace = workspace_for(cwd, self.server.allow_any_cwd)
@@ -80,7 +81,10 @@ class Handlers:
         if live is not None:
             live.close()
         session = await asyncio.to_thread(self._build, workspace, saved)
-        replay_history(messages, saved.task, workspace, lambda u: self.server.post(session.id, u))
+        log = saved.log_path   # how each call ended: a refused or interrupted one is not shown as done
+        events = (await asyncio.to_thread(read_log, log)).events if log.exists() else []
+        replay_history(messages, saved.task, workspace, lambda u: self.server.post(session.id, u),
+                       call_outcomes(events))
         await self.server.flush()   # the whole history reaches the client before the response
         return schema.LoadSessionResponse()
 

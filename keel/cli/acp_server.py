@@ -42,6 +42,7 @@ class Server:
         self.conn: Any = None
         self.outbox: asyncio.Queue[Any] | None = None
         self.closed = False
+        self.failed = False           # the connection broke: keel acp exits 1
         self.approvals = 0
 
     # -- the protocol thread ----------------------------------------------------------------------
@@ -50,6 +51,7 @@ class Server:
             asyncio.run(self._serve(fd_in, fd_out))
         except Exception as exc:  # the client's pipes broke in a way the SDK did not absorb
             logging.warning("the protocol connection failed: %s", exc)
+            self.failed = True
         finally:
             self.shutdown()
 
@@ -66,6 +68,8 @@ class Server:
         sender = asyncio.create_task(self._send_updates())
         try:
             await conn.listen()
+            if transport.finite:   # requests read from a file: answer them all before closing
+                await self._finish_requests(transport)
         finally:
             self.shutdown()   # a client gone mid-run: cancel it, so it stops and is saved
             await self.flush()
@@ -87,6 +91,12 @@ class Server:
             except Exception:  # the client is gone; the session log still has everything
                 continue
 
+    async def _finish_requests(self, transport: Any) -> None:
+        """Wait until every request read has been answered (its prompt run, its updates sent)."""
+        while transport.unanswered:
+            await asyncio.sleep(0.05)
+        await self.flush()
+
     async def flush(self) -> None:
         """Wait until every update posted so far has been sent."""
         if self.outbox is None:
@@ -105,7 +115,8 @@ class Server:
 
     # -- cancel and shutdown (loop thread) ----------------------------------------------------------
     def cancel(self, session: Any) -> None:
-        """session/cancel: an approval being asked is refused, a running loop gets SIGINT."""
+        """session/cancel: an approval being asked is withdrawn (the run stops as interrupted, not
+        refused), a running loop gets SIGINT."""
         session.cancelled = True
         with self.lock:
             if self.active is not session:
@@ -193,12 +204,17 @@ class Server:
         with self.lock:
             self.asking = future
         try:
-            return answer_for(future.result())
+            response = future.result()
         except (concurrent.futures.CancelledError, Exception):
-            return "n"   # cancelled, or the client is gone: refused, and the run stops at the step's end
+            response = None
         finally:
             with self.lock:
                 self.asking = None
+        # a cancel (the client's "cancelled" outcome, session/cancel, the client gone) is no answer: the
+        # run stops as interrupted and the call is answered as cut short, not as refused by the person
+        if session.cancelled or self.closed or getattr(getattr(response, "outcome", None), "outcome", "") == "cancelled":
+            raise KeyboardInterrupt
+        return answer_for(response) if response is not None else "n"
 
     def close_sessions(self) -> None:
         for session in list(self.sessions.values()):

@@ -83,8 +83,9 @@ class AcpSession:
                            summary="interrupted outside a step", messages=self.messages)
         recorder = self.agent.recorder
         if recorder is not None and recorder.runner is not None and recorder.status == "running":
-            self.agent.bus.emit("stop", step=recorder.runner.steps, status="incomplete", reason="interrupted",
-                                summary=result.summary, cost_usd=0.0,
+            runner = recorder.runner
+            self.agent.bus.emit("stop", step=runner.steps, status="incomplete", reason="interrupted",
+                                summary=result.summary, cost_usd=runner.cost_usd() if runner.prices.known else None,
                                 usage=Usage().to_json())
         return result
 

@@ -125,10 +125,11 @@ def _quote(question: str) -> str:
     return repr(text if len(text) <= 200 else text[:199] + "…") if text else "(no question text saved)"
 
 
-def inherit_policy(args: argparse.Namespace, saved: SavedSession) -> None:
+def inherit_policy(args: argparse.Namespace, saved: SavedSession, *, answering: bool = True) -> None:
     """Flags not given now take the stopped run's values (its session_start record): the same limits,
-    approval and verification; and a person answering is present, so the run is attended."""
-    args.attended = True
+    approval and verification; and a person ``answering`` is present, so the run is attended."""
+    if answering:
+        args.attended = True
     with contextlib.suppress(OSError):
         start = next((e for e in read_log(saved.log_path).events if e.get("type") == "session_start"), {})
         config = start.get("config") or {}

@@ -18,16 +18,22 @@ from keel.policy.workspace import workspace_problem as workspace_problem  # the 
 OVERRIDE_FLAG = "--allow-any-cwd"
 
 
-def check_workspace(raw: str, allow_any: bool) -> tuple[Path, str | None]:
+def check_workspace(raw: str, allow_any: bool, name: str = "--cwd") -> tuple[Path, str | None]:
     """The resolved workspace and a message when it is refused (``allow_any`` only lifts the
-    system/home refusal, never the must-be-a-directory one)."""
+    system/home refusal, never the must-be-a-directory one). ``name``: what the caller calls the
+    value (`--cwd`, MCP's `workspace`); each path is said once."""
     path = Path(raw).expanduser().resolve()
     problem = workspace_problem(path, allow_any=allow_any)
     if problem is None:
         return path, None
-    if path.is_dir() and workspace_problem(path, allow_any=True) is None:
+    if not path.is_dir():   # named as typed, and resolved when that differs
+        problem = problem.removeprefix(f"{path}: ")
+        return path, f"{name} {raw}{'' if str(path) == raw.rstrip('/') else f' ({path})'}: {problem}"
+    if workspace_problem(path, allow_any=True) is None:   # the credential refusal: nothing lifts it
         problem += f" (pass {OVERRIDE_FLAG} to use it anyway)"
-    return path, f"--cwd {raw}: {problem}"
+    if raw in (".", "./"):   # the default: nobody typed a --cwd, so say where keel was started instead
+        return path, problem.replace(f"refusing {path} ", f"refusing {path} (the current directory) ", 1)
+    return path, problem if str(path) == raw.rstrip("/") or raw == "/" else f"{name} {raw}: {problem}"
 
 
 def positive_int(text: str) -> int:
@@ -116,9 +122,26 @@ class UsageExit(SystemExit):
 
 
 class UsageParser(argparse.ArgumentParser):
-    """argparse's parser (its sub-parsers are of the same class), raising UsageExit on a usage error."""
+    """argparse's parser (its sub-parsers are of the same class), raising UsageExit on a usage error.
+    ``commands``: sub-commands' parsers, for an error to be said with the command's own usage."""
+
+    def __init__(self, *args: typing.Any, **kwargs: typing.Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
 
     def error(self, message: str) -> typing.NoReturn:
+        message += self.did_you_mean(message)
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise UsageExit(f"{self.prog}: {message}")
+
+    def did_you_mean(self, message: str) -> str:
+        """` (did you mean --max-steps?)` for an unrecognized option close to one of this command's."""
+        import difflib
+
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        close = [m[0] for word in message.split(": ", 1)[1].split() if word.startswith("--")
+                 if (m := difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.7))]
+        return f" (did you mean {', '.join(dict.fromkeys(close))}?)" if close else ""

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from keel.cli.render import baseline_line, checks_start_line, verification_line
 from keel.core.schema import read_log
 from keel.trace.stats import summarize
 
@@ -30,13 +31,21 @@ def quiet_broken_pipe(main: Callable[[list[str]], int]) -> Callable[[list[str]],
 
 
 def session_logs() -> list[Path]:
-    """Every session's log, newest first: by the second in its id, then by its first event's time
-    (two sessions started in the same second have ids that differ only by a random suffix)."""
+    """Every session's log, newest first by when it started (its first event), the order `keel run
+    --continue`, `keel stats` and the REPL's /resume pick by; not by its id's text (an id a program
+    chose need not be a time)."""
     from keel.trace.sessions import sessions_root
 
     root = sessions_root()
-    return sorted(root.glob("*.jsonl"), key=lambda p: (p.stem[:15], _first_ts(p)), reverse=True) \
-        if root.is_dir() else []
+    return sorted(root.glob("*.jsonl"), key=_first_ts, reverse=True) if root.is_dir() else []
+
+
+def output_console() -> Any:
+    """The console `keel log` and `keel stats` print with: the terminal's width on a terminal; piped,
+    nothing is wrapped (a reader such as grep wants whole lines)."""
+    from rich.console import Console
+
+    return Console(soft_wrap=False) if sys.stdout.isatty() else Console(soft_wrap=True, width=100_000)
 
 
 def _first_ts(log: Path) -> float:
@@ -59,12 +68,14 @@ def resolve_log(ref: str | None, cwd: Path | None = None) -> Path:
         logs = session_logs()
         if not logs:
             raise ValueError(f"no sessions yet in {sessions_root()}")
-        if cwd is not None:
-            from keel.trace.sessions import latest_session
-            latest = latest_session(cwd)
-            if latest is not None and latest.log_path.is_file():
-                return latest.log_path
-        return logs[0]
+        if cwd is None:
+            return logs[0]
+        from keel.trace.sessions import latest_session
+        latest = latest_session(cwd)
+        if latest is not None and latest.log_path.is_file():
+            return latest.log_path
+        raise ValueError(f"no session ran in {cwd} (the latest anywhere is {logs[0].stem}: name it, or run "
+                         "from its workspace; `keel log` lists them all)")
     path = Path(ref)
     if path.is_file():
         return path
@@ -147,9 +158,10 @@ def event_line(e: dict[str, Any], t0: float) -> str:
     elif kind == "decision":
         reason = f" ({e['reason']})" if e.get("reason") else ""
         body = f"decide   {e.get('verdict')}{reason}" + (f" + pushback: {e.get('pushback_kind')}" if e.get("pushback") else "")
-    elif kind == "verification":
-        body = f"verify   {e.get('status', '')} " + _short(json.dumps({k: v for k, v in e.items()
-                                                                         if k in ("blocking", "summary")}), 100)
+    elif kind == "verification":   # the checks and the verdict, as keel run says them
+        body = f"verify   {verification_line(e)}"
+    elif kind in ("checks_start", "checks_before"):
+        body = f"checks   {checks_start_line(e) if kind == 'checks_start' else baseline_line(e)}"
     elif kind == "workspace_change":
         body = "shell changed " + ", ".join(f"{c['status'][0].upper()} {c['path']}" for c in e.get("changes", []))
     elif kind == "workspace_snapshot":
@@ -159,7 +171,7 @@ def event_line(e: dict[str, Any], t0: float) -> str:
         body = f"stop     {e.get('status')} ({e.get('reason')})" + (f": {_short(e.get('error'), 80)}"
                                                                      if e.get("error") else "")
     elif kind == "approval":
-        verdict = "allowed" if e.get("allowed") else "REFUSED"
+        verdict = "CANCELLED" if e.get("cancelled") else "allowed" if e.get("allowed") else "REFUSED"
         body = f"approval {e.get('action')} {_short(e.get('target'), 60)}: {verdict} ({_short(e.get('how'), 60)})"
     elif kind == "resume":
         body = f"resume   from step {e.get('from_step')}, {len(e.get('interrupted_calls') or [])} call(s) interrupted"
@@ -238,11 +250,9 @@ def log_main(argv: list[str]) -> int:
     p.add_argument("--limit", type=int, default=20, help="how many sessions to list (default 20)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     args = p.parse_args(argv)
-    from rich.console import Console
-
     from keel.config import ConfigError
 
-    console = Console(soft_wrap=False)
+    console = output_console()
     try:
         prices = load_prices(Path.cwd())
     except ConfigError as e:
@@ -256,7 +266,7 @@ def log_main(argv: list[str]) -> int:
         if not rows:
             print("no sessions yet")
             return 0
-        console.print(_sessions_table(rows, console.width))
+        console.print(_sessions_table(rows, console.width if sys.stdout.isatty() else 200))
         return 0
     try:
         path = resolve_log(args.session)

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from keel.cli.guard import UsageExit, UsageParser, positive_float, positive_int
+from keel.cli.usage import add_local_flag
 
 EXIT_USAGE = 2
 
 
-def _run_parser(sub: Any) -> None:
+def _run_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="carry one task to a stop, headless",
                        epilog="exit codes: 0 complete, 1 stopped incomplete, 2 configuration or usage error, "
                               "3 plan mode stopped with a plan awaiting approval, "
@@ -32,9 +33,7 @@ def _run_parser(sub: Any) -> None:
     p.add_argument("--model", help="model name as the server lists it (default: KEEL_MODEL); "
                                    "the scripted engine serves 'scripted'")
     p.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
-    p.add_argument("--local", nargs="?", const="", metavar="MODEL",
-                   help="run a GGUF model in this process (llama.cpp, no server): a .gguf path or a Hugging "
-                        "Face repo:file; without MODEL the default small Qwen2.5-Coder (needs keel[local])")
+    add_local_flag(p)   # --local [MODEL], declared once for every command that runs a model
     p.add_argument("--context-window", type=positive_int, metavar="N",
                    help="the model's context window in tokens (default: what the server reports, else 32768); "
                         "keel compacts the history to stay inside it")
@@ -69,6 +68,7 @@ def _run_parser(sub: Any) -> None:
     add_plan_flags(p)  # --plan, --approve-plan, --plan-file (docs/extensions.md)
     from keel.cli.answer import add_answer_flag
     add_answer_flag(p)  # --answer: reply to the question a needs_user stop asked (docs/sessions.md)
+    return p
 
 
 def _version() -> str:
@@ -80,12 +80,12 @@ def _version() -> str:
         return "unknown"
 
 
-def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(tool_names: list[str] | None = None) -> UsageParser:
     parser = UsageParser(prog="keel", description="A coding agent that finishes verified. Without a "
                                      "command, keel opens its interactive terminal (`keel repl --help`).")
     parser.add_argument("--version", action="version", version=f"keel {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    _run_parser(sub)
+    parser.commands = {"run": _run_parser(sub)}   # a usage error is said by its command's parser
     tools = f"tools: {', '.join(tool_names)}. " if tool_names else ""
     t = sub.add_parser("tool", help="run one tool exactly as the model would and print what it sees",
                        epilog=f"{tools}exit codes: 0 the tool succeeded, 1 the tool reported an error, "
@@ -95,6 +95,7 @@ def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser
     t.add_argument("--cwd", default=".", help="the workspace (default: current directory)")
     t.add_argument("--allow-any-cwd", action="store_true",
                    help="accept a system directory, $HOME or one of its ancestors as the workspace")
+    parser.commands["tool"] = t
     d = sub.add_parser("doctor", help="check an engine the way users get it wrong",
                        epilog="exit codes: 0 no check failed (some may be unknown), 1 at least one check "
                               "failed, 2 configuration or usage error")
@@ -103,6 +104,7 @@ def build_parser(tool_names: list[str] | None = None) -> argparse.ArgumentParser
     d.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
     d.add_argument("--local", nargs="?", const="", metavar="MODEL",
                    help="check the in-process engine instead: MODEL loads and answers a tool call")
+    parser.commands["doctor"] = d
     sub.add_parser("repl", help="the interactive terminal (also: `keel` alone)", add_help=False)
     sub.add_parser("policy", help="judge a shell command: allow / ask / deny", add_help=False)
     sub.add_parser("trust", help="let this project's hooks and MCP servers run", add_help=False)
@@ -182,7 +184,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         return local_doctor_main(local_flag(args.local) or "")
     import os
 
-    from keel.config import ConfigError, load_config, resolve_api_key
+    from keel.config import ConfigError, key_source, load_config, resolve_api_key
     from keel.engine.doctor import format_doctor, price_check, run_doctor
 
     try:
@@ -191,8 +193,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"keel: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    # constrain "on": probe tool_choice "required"; key_source: a refusal says where the key came from
     checks = run_doctor(config.engine.base_url, config.engine.model, resolve_api_key(config, dict(os.environ)),
-                        constrain_tool_calls=config.engine.constrain_tool_calls)  # "on": probe tool_choice "required"
+                        constrain_tool_calls=config.engine.constrain_tool_calls, key_source=key_source(config))
     checks.append(price_check(config.prices.model_dump(), config.limits.budget_usd))
     from keel.agent import protection_summary, sandbox_tier
     from keel.engine.doctor import DoctorCheck
@@ -262,8 +265,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         # positionals (`keel tool read_file --cwd X '{…}'`) and calls the JSON "unrecognized".
         if args.command == "tool" and args.arguments is None and len(extra) == 1 and not extra[0].startswith("-"):
             args.arguments, extra = extra[0], []
-        if extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        if extra:   # said by the command's own parser: its usage, and the option meant
+            parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except UsageExit as e:  # `--max-steps 0 --output-format json`: the json reader still gets a result
         from keel.cli.streams import print_usage_result
         print_usage_result(argv, e.message)

@@ -40,6 +40,7 @@ class ServerOptions:
     api_key_env: str | None = None
     approval: str | None = None
     allow_any_cwd: bool = False
+    local_model: str | None = None   # --local: the in-process engine, loaded for each run
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Job:
     workspace: Path
     task: str
     stop: threading.Event = field(default_factory=threading.Event)
+    now: threading.Event = field(default_factory=threading.Event)   # the run's ToolContext.cancel
     events: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT))
     pending: deque[Event] = field(default_factory=deque)   # for progress notifications, drained by the server
     session_id: str = ""
@@ -67,11 +69,13 @@ class Job:
         self.pending.append(event)
 
     def request_stop(self, now: bool = False) -> None:
-        """Stop after the step in flight; ``now`` also cuts a model call or command in flight
-        (the run's deadline, which every tool and the engine guard honour)."""
+        """Stop after the step in flight; ``now`` also kills a command in flight and starts no further
+        call (ToolContext.cancel), and cuts a streaming model reply (the run's deadline)."""
         self.stop.set()
-        if now and self.agent is not None:
-            self.agent.ctx.deadline = time.monotonic()
+        if now:
+            self.now.set()
+            if self.agent is not None:
+                self.agent.ctx.deadline = time.monotonic()
 
 
 class Runs:
@@ -90,10 +94,9 @@ class Runs:
             raise Refused("task is empty: say what to do")
         if not workspace.strip():
             raise Refused("workspace is empty: give the project directory's absolute path")
-        path, problem = check_workspace(workspace, self.options.allow_any_cwd)
+        path, problem = check_workspace(workspace, self.options.allow_any_cwd, name="workspace")
         if problem:
-            raise Refused(problem.replace("--cwd ", "workspace ", 1).replace("--allow-any-cwd", "keel mcp-serve "
-                                                                             "--allow-any-cwd"))
+            raise Refused(problem.replace("--allow-any-cwd", "keel mcp-serve --allow-any-cwd"))
         key = str(path)
         with self._lock:
             if key in self.jobs:
@@ -143,7 +146,8 @@ def _execute(options: ServerOptions, job: Job, limits: dict[str, Any], accept: l
     from keel.loop.result import RunResult
     from keel.policy.rules import RuleError
 
-    flags = {"engine": {"base_url": options.base_url, "model": options.model, "api_key_env": options.api_key_env},
+    flags = {"engine": {"base_url": options.base_url, "model": options.model, "api_key_env": options.api_key_env,
+                        "local_model": options.local_model},
              "limits": limits, "permissions": {"approval": options.approval}}
     try:
         config, warnings = load_config(job.workspace, flags=flags)
@@ -169,6 +173,7 @@ def _execute(options: ServerOptions, job: Job, limits: dict[str, Any], accept: l
     except OSError as e:
         raise Refused(f"cannot write the event log: {e}") from None
     job.agent, job.session_id = agent, agent.session_id
+    agent.ctx.cancel = job.now
     agent.after_step = lambda _step: not job.stop.is_set()   # a stop request ends the run after this step
     try:
         result = agent.run(job.task)

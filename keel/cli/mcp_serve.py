@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 def build_server(runs: Runs) -> Any:
     from importlib.metadata import PackageNotFoundError, version
 
-    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ToolError
     from pydantic import Field
 
@@ -55,9 +55,10 @@ def build_server(runs: Runs) -> Any:
         ours = version("keel")
     except PackageNotFoundError:
         ours = "unknown"
-    app = MCPServer("keel", version=ours, log_level="WARNING",
-                    instructions="keel carries a coding task to a verified stop in one workspace. run_task "
-                                 "blocks until the run stops and returns its result; one run per workspace.")
+
+    app = _server_class()("keel", version=ours, log_level="WARNING",
+                          instructions="keel carries a coding task to a verified stop in one workspace. run_task "
+                                       "blocks until the run stops and returns its result; one run per workspace.")
     positive_int = Annotated[int | None, Field(ge=1)]
     positive_float = Annotated[float | None, Field(gt=0)]
 
@@ -107,8 +108,9 @@ _session_status, _list_sessions = session_status, list_sessions   # the tools ab
 
 async def _wait_for(job: Job, runs: Runs, limits: dict[str, Any], accept: list[str], ctx: Any) -> dict[str, Any]:
     """Run ``job`` on its own thread and wait, sending progress; a cancelled call (the client's
-    notifications/cancelled, or the connection gone) stops the run after its step, saved, and
-    releases the workspace only once the run has stopped."""
+    notifications/cancelled, or the connection gone) stops the run now — a running command is
+    killed, no further call starts — saved as interrupted, and releases the workspace only once the
+    run has stopped."""
     import anyio
 
     box: dict[str, Any] = {}
@@ -129,8 +131,8 @@ async def _wait_for(job: Job, runs: Runs, limits: dict[str, Any], accept: list[s
         while thread.is_alive():
             await _send_progress(job, ctx)
             await anyio.sleep(POLL_S)
-    except anyio.get_cancelled_exc_class():
-        job.request_stop()
+    except anyio.get_cancelled_exc_class():   # the caller cancelled or went away: nobody waits for more
+        job.request_stop(now=True)
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(thread.join)
         raise
@@ -151,6 +153,56 @@ async def _send_progress(job: Job, ctx: Any) -> None:
         except Exception:   # progress is a courtesy: a client that stopped listening does not stop the run
             job.pending.clear()
             return
+
+
+def _server_class() -> Any:
+    """The SDK's MCPServer, with keel's wording of what it shows."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
+
+    class Server(MCPServer):
+        """Tool descriptions as one paragraph each (not the docstrings' indentation), and arguments that
+        fail validation said in one line per field, as keel's config errors are (not pydantic's text
+        with its documentation URL)."""
+
+        def tool(self, **kwargs: Any) -> Any:   # type: ignore[override]
+            def described(fn: Any) -> Any:
+                if fn.__doc__:
+                    kwargs.setdefault("description", " ".join(fn.__doc__.split()))
+                return MCPServer.tool(self, **kwargs)(fn)
+            return described
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], *rest: Any, **kw: Any) -> Any:
+            try:
+                return await super().call_tool(name, arguments, *rest, **kw)
+            except UnexpectedToolError:
+                raise
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(f"{name}: {argument_problems(exc.__cause__)}") from None
+                raise ToolError(f"{name}: {str(exc).removeprefix(f'Error executing tool {name}: ')}") from None
+
+    return Server
+
+
+def argument_problems(error: Any) -> str:
+    """A pydantic ValidationError as `max_steps: must be at least 1 (got 0); …`: the field, the rule,
+    the value, one clause each."""
+    said = []
+    for err in error.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "run_taskArguments") or "arguments"
+        what = _RULES.get(err.get("type", ""), "").format(**(err.get("ctx") or {})) or \
+            str(err.get("msg", "invalid")).split("[", 1)[0].strip().rstrip(",")
+        got = f" (got {err['input']!r})" if "input" in err and err.get("type") != "missing" else ""
+        said.append(f"{where}: {what}{got}")
+    return "; ".join(said)
+
+
+_RULES = {"greater_than_equal": "must be at least {ge}", "greater_than": "must be more than {gt}",
+          "less_than_equal": "must be at most {le}", "int_parsing": "must be a whole number",
+          "int_from_float": "must be a whole number", "float_parsing": "must be a number",
+          "string_type": "must be a string", "list_type": "must be a list", "missing": "is required"}
 
 
 def _on_stop_signal(runs: Runs) -> Any:
@@ -177,7 +229,10 @@ def mcp_serve_main(argv: list[str]) -> int:
     except ImportError:
         print("keel: keel mcp-serve needs the MCP SDK: pip install 'keel[mcp]'", file=sys.stderr)
         return 2
-    runs = Runs(ServerOptions(args.base_url, args.model, args.api_key_env, args.approval, args.allow_any_cwd))
+    from keel.cli.run import local_flag
+
+    runs = Runs(ServerOptions(args.base_url, args.model, args.api_key_env, args.approval, args.allow_any_cwd,
+                              local_flag(args.local)))
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _on_stop_signal(runs))

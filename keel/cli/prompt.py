@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from keel.cli.keys import paused
+
 
 def terminal_prompt(question: str) -> str:
     """Show ``question`` on stderr and read one line from the terminal."""
@@ -11,8 +13,9 @@ def terminal_prompt(question: str) -> str:
     from prompt_toolkit.output import create_output
 
     sys.stdout.flush()
-    sys.stderr.write("\n" + question + "\n")
-    sys.stderr.flush()
-    # stdout may be a pipe (json output); the prompt itself goes to the terminal via stderr
-    session: PromptSession[str] = PromptSession(output=create_output(stdout=sys.stderr))
-    return session.prompt("> ")
+    with paused():   # the run's key watch stands aside; keys typed before the question do not answer it
+        sys.stderr.write("\n" + question + "\n")
+        sys.stderr.flush()
+        # stdout may be a pipe (json output); the prompt itself goes to the terminal via stderr
+        session: PromptSession[str] = PromptSession(output=create_output(stdout=sys.stderr))
+        return session.prompt("> ")

@@ -49,17 +49,86 @@ def _target(name: str, arguments: str) -> str:
     return ""
 
 
-def _verification_line(event: Event) -> str:
-    """`ruff check . ✓ · python -m pytest -q ✗ exit 1 → verification_failed` for one gate run."""
+def checks_marks(checks: list[dict[str, Any]], before: frozenset[str] = frozenset()) -> str:
+    """`ruff check . ✓ · python -m pytest -q ✗ exit 1`: each check and how it ended."""
     parts = []
-    before = set(event.get("preexisting_failures") or ())   # failing at the baseline too: not this run's doing
-    for c in event.get("checks", []):
-        mark = "✓" if c["passed"] else ("refused" if c.get("refused") else f"✗ exit {c['exit_code']}")
+    for c in checks:
+        mark = "✓" if c["passed"] else ("refused" if c.get("refused") else
+                                        "✗ timed out" if c.get("timed_out") else f"✗ exit {c['exit_code']}")
         if not c["passed"] and c["command"] in before:
             mark += " (failing before this run)"
         parts.append(f"{shorten(c['command'], 40)} {mark}")
+    return " · ".join(parts) or "no checks"
+
+
+def verification_line(event: Event) -> str:
+    """`ruff check . ✓ · python -m pytest -q ✗ exit 1 → verification_failed (1.2 s)` for one gate run."""
+    before = frozenset(event.get("preexisting_failures") or ())   # failing at the baseline too: not this run's doing
     verdict = event.get("problem") or event.get("status", "")
-    return (" · ".join(parts) or "no checks") + f" → {verdict}"
+    if verdict == "passed" and before:   # a ✗ beside "passed" reads as a contradiction: say why it stands
+        verdict = "passed: no new failures"
+    return f"{checks_marks(event.get('checks', []), before)} → {verdict}{took(event)}"
+
+
+def baseline_line(event: Event) -> str:
+    """`baseline: python -m pytest -q ✗ exit 1 (3.2 s)`: the checks on the untouched workspace."""
+    return f"baseline: {checks_marks(event.get('results') or [])}{took(event)}"
+
+
+def checks_start_line(event: Event) -> str:
+    """`running baseline checks: pytest -q, ruff check .` / `verifying: …` while the gate works."""
+    what = "running baseline checks" if event.get("phase") == "baseline" else "verifying"
+    return f"{what}: {shorten(', '.join(event.get('commands') or []), 100)}"
+
+
+def resume_line(event: Event) -> str:
+    """`resumed session S from step 4 (1 call cut short: answered as interrupted)`."""
+    cut = len(event.get("interrupted_calls") or [])
+    calls = f" ({cut} call{'s' if cut != 1 else ''} cut short, answered as interrupted)" if cut else ""
+    was = f", {event['previous_status']} before" if event.get("previous_status") else ""
+    return f"resumed session {event.get('session_id')} from step {event.get('from_step', 0)}{was}{calls}"
+
+
+def seconds(event: Event) -> str:
+    """`1.2 s` (or `420 ms`) for an event's ``elapsed_s``; "" without one."""
+    s = event.get("elapsed_s")
+    return "" if not isinstance(s, int | float) else f"{s * 1000:.0f} ms" if s < 1 else f"{s:.1f} s"
+
+
+def took(event: Event) -> str:
+    """` (1.2 s)` for an event's ``elapsed_s``; "" without one."""
+    return f" ({s})" if (s := seconds(event)) else ""
+
+
+FOLD_LINES = 4   # a command's output shown under its row: the first lines, then how many more
+
+
+def folded_output(event: Event, limit: int = FOLD_LINES) -> list[str]:
+    """What a run_shell call printed, folded: its first lines (the exit status only when it failed)
+    and `… +N lines`. keel's reduced output (failures and the summary line) is what is shown, as
+    the model saw it."""
+    if event.get("name") != "run_shell" or event.get("repeat") or event.get("not_run"):
+        return []
+    preview = str(event.get("result_preview") or "")   # the first 300 characters of what the model saw
+    lines = preview.splitlines()
+    unseen = max(int(event.get("output_lines") or 0) - len(lines), 0)   # lines past the preview
+    if lines and lines[0].startswith("exit code: 0"):
+        lines = lines[1:]
+    lines = [line for line in lines if line.strip() and line.strip() != "(no output)"]
+    shown, more = lines[:limit], len(lines) - min(len(lines), limit) + unseen
+    return [shorten(line.rstrip(), 160) for line in shown] + ([f"… +{more} lines"] if more else [])
+
+
+def finish_summary(event: Event) -> str:
+    """A finish call's summary, whole: it is the run's answer, not a row's target."""
+    if event.get("name") != "finish" or not event.get("ok"):
+        return ""
+    try:
+        args = json.loads(event.get("arguments") or "{}")
+    except (json.JSONDecodeError, TypeError):
+        return ""
+    summary = args.get("summary") if isinstance(args, dict) else None
+    return summary.strip() if isinstance(summary, str) else ""
 
 
 def _ms(value: float) -> str:
@@ -105,22 +174,18 @@ class TextRenderer:
             if self.verbose:
                 self._line(f"  sandbox: {event['protection']}", self.err)
         elif kind == "tool_call":
-            target = _target(event["name"], event["arguments"])
-            status = "ok" if event["ok"] else "error"
-            if event["repeat"]:   # what the repetition guard did, truthfully: the call ran, or it did not
-                status = "not run (repeat)" if event.get("not_run") else "ran again (same result)"
-            detail = ""
-            if not event["ok"] and not event["repeat"]:
-                # the first lines up to the reason: "Invalid arguments for x:" alone says nothing
-                detail = ": " + shorten(" ".join(event["result_preview"].split()), 160)
-            who = f"[{event['subagent']}] " if event.get("subagent") else ""  # a delegate's sub-agent
-            self._line(f"{who}[step {event['step']}] {event['name']} {target} → {status}{detail} "
-                       f"({_ms(event['elapsed_ms'])})".replace("  ", " "))
+            self._tool_line(event)
         elif kind == "model_call":
             self._answer(self._calls.end(recovered_from_text(event), str(event.get("content") or "")))
             self._printed_this_attempt = False
+        elif kind == "resume":
+            self._line(resume_line(event), self.err)
+        elif kind == "checks_start":   # the gate's own time, said as it starts: no tool is slow
+            self._line(f"[step {event['step']}] {checks_start_line(event)}")
+        elif kind == "checks_before":
+            self._line(f"[step {event.get('step', 0)}] {baseline_line(event)}")
         elif kind == "verification":
-            self._line(f"[step {event['step']}] verify: {_verification_line(event)}")
+            self._line(f"[step {event['step']}] verify: {verification_line(event)}")
         elif kind == "changes" and event.get("diffstat"):
             flags = [f"{len(event[k])} {k.replace('_', ' ')}" for k in ("debug_leftovers", "stray_files", "unrelated")
                      if event.get(k)]
@@ -142,6 +207,36 @@ class TextRenderer:
         elif kind == "stop":
             self._calls.reset()
             self._stop_line(event)
+
+    def _tool_line(self, event: Event) -> None:
+        """`[step 3] edit_file src/calc.py → ok (4 ms)`; a finish's summary whole on the lines below it;
+        with --verbose also an edit's diff and a command's first lines of output."""
+        summary = finish_summary(event)
+        target = "" if summary else _target(event["name"], event["arguments"])
+        status = "ok" if event["ok"] else "error"
+        if event["repeat"]:   # what the repetition guard did, truthfully: the call ran, or it did not
+            status = "not run (repeat)" if event.get("not_run") else "ran again (same result)"
+        detail = ""
+        if not event["ok"] and not event["repeat"]:
+            # the first lines up to the reason: "Invalid arguments for x:" alone says nothing
+            detail = ": " + shorten(" ".join(event["result_preview"].split()), 160)
+        who = f"[{event['subagent']}] " if event.get("subagent") else ""  # a delegate's sub-agent
+        self._line(f"{who}[step {event['step']}] {event['name']} {target} → {status}{detail} "
+                   f"({_ms(event['elapsed_ms'])})".replace("  ", " "))
+        if self.verbose:
+            for line in folded_output(event):
+                self._line(f"    {line}")
+            for line in str(event.get("diff") or "").splitlines():
+                self._line(f"    {self._coloured(line)}")
+        if summary:
+            self._line(summary)
+
+    def _coloured(self, line: str) -> str:
+        """A diff line, green/red on a terminal, as it is elsewhere."""
+        if not self.out.isatty() or line.startswith(("+++", "---")):
+            return line
+        colour = "32" if line.startswith("+") else "31" if line.startswith("-") else "36" if line.startswith("@@") else ""
+        return f"\x1b[{colour}m{line}\x1b[0m" if colour else line
 
     def _answer(self, text: str) -> None:
         if not text:

@@ -7,6 +7,7 @@ into exit 2 (with a result object in the JSON output formats).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,9 @@ def _read_inputs(args: argparse.Namespace) -> _Inputs:
     _check(plan_problem(args, saved, plan) or problem)
     answer, problem = prepare_answer(args, saved, sys.stdin)  # --answer: the reply to a needs_user stop
     _check(problem)
+    if saved is not None and answer is None:   # a plain resume keeps the stopped run's limits and policy
+        from keel.cli.carry_on import inherit_for_resume
+        _check(inherit_for_resume(args, saved))
     task, problem = (saved.task, None) if saved else read_task(args.task, args.task_file, sys.stdin)
     _check(problem)
     if saved:  # the session's own workspace, log and model
@@ -153,7 +157,9 @@ def _run(args: argparse.Namespace, inputs: _Inputs, config: Config, sinks: list[
             agent.after_step = StepPauser(terminal_prompt)
         for w in agent.ext.warnings:  # untrusted project hooks / MCP servers, skills or plugins left out
             print(f"keel: warning: {w}", file=sys.stderr)
-        result = _carry(agent, inputs)
+        from keel.cli.keys import watching
+        with watching(sys.stdin.fileno()) if sys.stdin.isatty() else contextlib.nullcontext():
+            result = _carry(agent, inputs)   # in a terminal: keys typed are not echoed, Esc stops the run
         agent.close()
     except KeyboardInterrupt:  # a stop signal outside the loop (start hooks, first checks): still a result
         from keel.cli.signals import interrupted_outside_loop
@@ -194,6 +200,10 @@ def _report(args: argparse.Namespace, result: RunResult) -> int:
         print(f"keel: {result.summary}", file=sys.stderr)  # the engine's error was shown with the stop line
     if args.output_format == "text" and result.handoff:  # a limit stop: where to pick the task up
         print(f"handoff note: {result.handoff}", flush=True)
+    if args.output_format == "text":
+        from keel.cli.carry_on import carry_on_hint
+        if hint := carry_on_hint(result, vars(args)):   # an interrupt or a limit: how to go on
+            print(f"keel: {hint}", file=sys.stderr)
     if args.output_format != "text":
         print_json(result_object(result, args.output_format))
         args.result_printed = True  # a signal from here on must not print a second result

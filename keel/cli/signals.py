@@ -73,7 +73,7 @@ def interrupted_outside_loop(agent: Any) -> RunResult:
     recorder = agent.recorder
     if recorder is None or recorder.status == "running":
         agent.bus.emit("stop", step=0, status="incomplete", reason="interrupted", summary=result.summary,
-                       usage=Usage().to_json(), cost_usd=0.0)
+                       usage=Usage().to_json(), cost_usd=0.0 if agent.config.prices.known else None)
     else:
         result.summary = "interrupted after the run stopped"
         result.status = "complete" if recorder.status == "complete" else "incomplete"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from keel.cli.log import EXIT_USAGE, load_prices, quiet_broken_pipe, resolve_log
+from keel.cli.log import EXIT_USAGE, load_prices, output_console, quiet_broken_pipe, resolve_log
 from keel.core.schema import read_log
 from keel.trace.stats import session_stats
 
@@ -19,20 +19,20 @@ def _pct(value: Any) -> str:
 
 def render(stats: dict[str, Any], console: Any = None) -> None:
     """Print ``keel.trace.stats.session_stats(...)`` as rich tables (the REPL's /stats passes its console)."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from keel.engine.provenance import serving_line
 
-    console = console or Console(soft_wrap=False)
+    console = console or output_console()
     t = stats["totals"]
     est = " (some estimated)" if t["estimated"] else ""
     cost = "— (no [prices] configured)" if stats["cost_usd"] is None else f"${stats['cost_usd']:.4f}"
     head = Table(title=f"session {stats['session_id']}", show_header=False)
     head.add_column("what")
     head.add_column("value")
-    for label, value in [("task", stats["task"]), ("status", stats["status"]), ("model", stats["model"]),
+    for label, value in [("task", stats["task"]), ("workspace", stats.get("workspace") or "?"),
+                         ("status", stats["status"]), ("model", stats["model"]),
                          ("steps", stats["steps"]), ("tool calls", stats["tool_calls"]),
                          ("verification rounds", stats["verification_rounds"]),
                          ("compactions", stats["compactions"]), ("resumed", stats["resumed"]),

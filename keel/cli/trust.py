@@ -24,8 +24,12 @@ def trust_main(argv: list[str]) -> int:
     from keel.ext.trust import project_extensions, revoke, trust, trust_state, trusted_projects
 
     if args.list:
-        for path, entry in sorted(trusted_projects().items()):
+        projects = sorted(trusted_projects().items())
+        for path, entry in projects:
             print(f"{path}  (since {entry.get('trusted_at', '?')})")
+        if not projects:   # said, not left blank: an empty list reads as the command doing nothing
+            print("no project is trusted: their hooks and .mcp.json servers do not run "
+                  "(`keel trust` in a project trusts it)")
         return 0
     workspace = Path(args.cwd).resolve()
     if not workspace.is_dir():

@@ -151,3 +151,16 @@ def preload_section(workspace: Path, task: str, window_tokens: int, ctx: Any) ->
         if f.data is not None:
             ctx.session.record_read(root / f.path, f.data)
     return render(chosen)
+
+
+def top_level_entries(workspace: Path, cap: int = 40) -> list[str]:
+    """The workspace's top level as list_dir would show it (ignored entries left out), capped."""
+    from keel.context.ignore import IgnoreRules
+
+    try:
+        kept, _ignored = IgnoreRules(workspace).scan(str(workspace))
+    except OSError:
+        return []
+    names = sorted((e.name + "/" if e.is_dir() else e.name) for e in kept)
+    names.sort(key=lambda n: not n.endswith("/"))
+    return names[:cap] + ([f"… {len(names) - cap} more"] if len(names) > cap else [])

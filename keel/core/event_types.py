@@ -87,6 +87,7 @@ class ToolCallEvent(EventBase):
     not_run: bool
     invalid: bool
     result_preview: str
+    output_lines: NotRequired[int]
     output_bytes: int
     files_changed: list[str]
     elapsed_ms: float
@@ -120,6 +121,7 @@ class Approval(EventBase):
     decision: str
     allowed: bool
     how: str
+    cancelled: NotRequired[bool]   # the run was interrupted while the person was asked
 
 
 class DecisionEvent(EventBase):
@@ -143,10 +145,17 @@ class Verification(EventBase):
     tampered: list[str]
     unchanged: bool
     digest: str
+    elapsed_s: NotRequired[float]   # the gate run's wall time, apart from any tool's
+
+
+class ChecksStart(EventBase):
+    phase: str                      # "baseline" (before the first change) or "verify" (a completion claim)
+    commands: list[str]
 
 
 class ChecksBefore(EventBase):
     results: list[dict[str, Any]]
+    elapsed_s: NotRequired[float]
 
 
 class Compaction(EventBase):
@@ -248,7 +257,8 @@ EVENT_TYPES: dict[str, type] = {
     "session_start": SessionStart, "resume": Resume, "model_call": ModelCall, "assistant_delta": AssistantDelta,
     "tool_call": ToolCallEvent, "workspace_change": WorkspaceChange, "workspace_watch": WorkspaceWatch,
     "workspace_snapshot": WorkspaceSnapshot, "approval": Approval, "decision": DecisionEvent,
-    "verification_plan": VerificationPlan, "verification": Verification, "checks_before": ChecksBefore,
+    "verification_plan": VerificationPlan, "verification": Verification, "checks_start": ChecksStart,
+    "checks_before": ChecksBefore,
     "compaction": Compaction, "cache_break": CacheBreak, "context_window": ContextWindow,
     "change_request": ChangeRequest, "hook": Hook, "subagent_start": SubagentStart, "plan_saved": PlanSaved,
     "plan_approved": PlanApproved, "session_save_failed": SessionSaveFailed, "changes": Changes, "stop": Stop,

@@ -66,6 +66,8 @@ class JsonlWriter:
     def __call__(self, event: Event) -> None:
         if event["type"] in NOT_LOGGED:
             return
+        if self._fh.closed:   # an event after close (an agent closed, then resumed): appended, not lost
+            self._fh = self.path.open("a", encoding="utf-8")
         self._fh.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
         self._fh.flush()
 

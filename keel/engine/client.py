@@ -63,7 +63,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
                    "exceeds the context window", "exceed_context_size_error",
                    "exceeds the available context size", "maximum model length", "context window")
-KEY_FIX = "the server rejected the API key — set KEEL_API_KEY or --api-key-env"
+KEY_FIX = "set KEEL_API_KEY, or name the variable that holds the key with --api-key-env"
 
 
 class OpenAICompatEngine:
@@ -75,7 +75,9 @@ class OpenAICompatEngine:
                  backoff_base_s: float = 0.5, backoff_cap_s: float = 30.0,
                  extra_body: dict[str, Any] | None = None, stream: bool = True,
                  headers: dict[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
-                 constrain_tool_calls: str = "off") -> None:
+                 constrain_tool_calls: str = "off", key_source: str | None = None) -> None:
+        """``key_source``: where the key came from, or why none was sent (keel.config.key_source), for
+        the message when the server refuses it."""
         if not base_url or not base_url.strip():
             raise EngineError("config", "no engine base URL: set KEEL_BASE_URL or --base-url "
                                         "(for example http://localhost:8000/v1)")
@@ -99,6 +101,7 @@ class OpenAICompatEngine:
         self._rng = random.Random()
         # Local servers ignore the key, but the SDK refuses to start without one.
         self._api_key = api_key or "EMPTY"
+        self._key_source = key_source or ("an API key" if api_key else "no API key was sent")
         self._headers = dict(headers or {})
         self._raw_stream = sse.can_stream_raw(self.base_url)
         self._sdk: Any = None  # the openai client, made on first use (see _openai)
@@ -271,7 +274,10 @@ class OpenAICompatEngine:
     def _status_failure(self, status: int, text: str, code: str | None, err_type: str | None,
                         headers: dict[str, str]) -> Exception:
         if status in (401, 403):
-            return EngineError("config", f"{KEY_FIX} (HTTP {status} from {self.base_url}: {text})", status=status)
+            refused = (f"the server needs an API key and {self._key_source}" if self._key_source.startswith("no ")
+                       else f"the server rejected {self._key_source}")
+            return EngineError("config", f"{refused} — {KEY_FIX} (HTTP {status} from {self.base_url}: {text})",
+                               status=status)
         if status == 404:
             return self._explain_not_found(text)
         if status in RETRYABLE_STATUSES or status >= 500:
@@ -306,6 +312,24 @@ class OpenAICompatEngine:
             return [m.id for m in page.data]
         except (openai.APIError, ValueError, TypeError):
             return None
+
+    def first_contact(self, timeout: float = 2.0) -> str | None:
+        """What keeps the engine from answering a task, said before the first one (the REPL's start):
+        no answer at the URL, the key refused, the model not served. None: it answered, or it cannot
+        tell (the first model call will)."""
+        try:
+            status, served = sse.get_models(self.base_url, {"Authorization": f"Bearer {self._api_key}",
+                                                            **self._headers}, timeout)
+        except (OSError, http.client.HTTPException) as exc:
+            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            return (f"the engine at {self.base_url} does not answer ({why}): start it, or fix --base-url / "
+                    "KEEL_BASE_URL (`keel doctor` checks it)")
+        if status in (401, 403):
+            refused = self._status_failure(status, "", None, None, {})
+            return str(getattr(refused, "message", refused))
+        if served and self.model not in served:
+            return f"model '{self.model}' is not served at {self.base_url} (available: {', '.join(served)}); set --model"
+        return None
 
     def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
         self._next_text_call += recover_turn(turn, tools, id_start=self._next_text_call)

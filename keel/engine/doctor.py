@@ -65,14 +65,15 @@ class _Skip(Exception):
 
 
 def run_doctor(base_url: str | None, model: str | None, api_key: str | None,
-               constrain_tool_calls: str = "off") -> list[DoctorCheck]:
+               constrain_tool_calls: str = "off", key_source: str | None = None) -> list[DoctorCheck]:
+    """``key_source``: where the key came from or why none was sent (keel.config.key_source)."""
     checks: list[DoctorCheck] = []
     names = ["reachable", "API key", "model", "context window", "serving", "tool calls", "usage", "cached tokens"]
     if constrain_tool_calls == "on":
         names.append(CONSTRAIN_CHECK)
     try:
         base_url = _base_url(base_url, checks)
-        listed = _listed_models(base_url, api_key, checks)
+        listed = _listed_models(base_url, api_key, checks, key_source)
         server_kind = _server_kind([_extra(m).get("owned_by") or getattr(m, "owned_by", None) for m in listed])
         entries = {m.id: m for m in listed}
         model = _chosen_model(model, entries, server_kind, checks)
@@ -114,7 +115,8 @@ def _base_url(base_url: str | None, checks: list[DoctorCheck]) -> str:
     return base_url
 
 
-def _listed_models(base_url: str, api_key: str | None, checks: list[DoctorCheck]) -> list[Any]:
+def _listed_models(base_url: str, api_key: str | None, checks: list[DoctorCheck],
+                   key_source: str | None = None) -> list[Any]:
     """GET /models: whether the server answers and takes the key, and what it serves."""
     client = openai.OpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0)
     try:
@@ -126,8 +128,11 @@ def _listed_models(base_url: str, api_key: str | None, checks: list[DoctorCheck]
     except openai.APIStatusError as exc:
         checks.append(DoctorCheck("reachable", True, f"the server answered (HTTP {exc.status_code})"))
         if exc.status_code in (401, 403):
-            checks.append(DoctorCheck("API key", False, f"rejected (HTTP {exc.status_code})",
-                                      "set KEEL_API_KEY or --api-key-env to the server's key"))
+            source = key_source or ("a key was sent" if api_key else "no API key was sent")
+            said = f"needed, and {source}" if source.startswith("no ") else f"rejected: {source}"
+            checks.append(DoctorCheck("API key", False, f"{said} (HTTP {exc.status_code})",
+                                      "set KEEL_API_KEY, or name the variable that holds the server's key with "
+                                      "--api-key-env"))
             raise _Skip("API key rejected") from None
         if exc.status_code == 404:
             hint = "" if base_url.endswith("/v1") else " — does it need to end with /v1?"

@@ -83,6 +83,14 @@ def open_stream(url: str, body: bytes, headers: dict[str, str], connect_timeout:
 
 def list_model_ids(base_url: str, headers: dict[str, str], timeout: float) -> list[str] | None:
     """``GET /models`` without the SDK (explaining a 404 should not cost the SDK's import)."""
+    try:
+        return get_models(base_url, headers, timeout)[1]
+    except (OSError, http.client.HTTPException):
+        return None
+
+
+def get_models(base_url: str, headers: dict[str, str], timeout: float) -> tuple[int, list[str] | None]:
+    """(``GET /models``'s status, the model ids it lists or None); raises OSError when nothing answers."""
     parts = urlsplit(f"{base_url}/models")
     conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = conn_cls(parts.hostname or "", parts.port, timeout=timeout)
@@ -90,11 +98,12 @@ def list_model_ids(base_url: str, headers: dict[str, str], timeout: float) -> li
         conn.request("GET", parts.path, headers=headers)
         response = conn.getresponse()
         if response.status != 200:
-            return None
-        data = json.loads(response.read(ERROR_BODY_BYTES)).get("data")
-        return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-    except (OSError, http.client.HTTPException, ValueError, TypeError, AttributeError):
-        return None
+            return response.status, None
+        try:
+            data = json.loads(response.read(ERROR_BODY_BYTES)).get("data")
+            return 200, [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        except (ValueError, TypeError, AttributeError):
+            return 200, None
     finally:
         conn.close()
 

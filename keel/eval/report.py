@@ -27,8 +27,8 @@ def outcome_label(word: str) -> str:
 def _num(value: Any, digits: int = 1) -> str:
     if value is None:
         return "–"
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:.{digits}f}"
+    if isinstance(value, float) and not value.is_integer():   # grouped as whole numbers are: 12,992.5
+        return f"{value:,.{digits}f}"
     return f"{int(value):,}" if isinstance(value, int | float) else str(value)
 
 

@@ -175,7 +175,13 @@ def run_ray(jobs: Sequence[JobSpec], address: str, on_done: OnDone, num_cpus: in
         if address == "local":
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         else:
-            ray.init(address=address, log_to_driver=False)
+            try:
+                ray.init(address=address, log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as e:   # no cluster there: a usage error
+                why = (str(e).strip().splitlines() or [type(e).__name__])[0].rstrip(".")
+                raise SuiteError(f"--ray {address}: no Ray cluster could be reached ({why}). Start one "
+                                 "(`ray start --head`) or name it (--ray HOST:PORT, RAY_ADDRESS), or use "
+                                 "--ray local to start one in this process") from None
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(run_job)
         archives = {job.case_dir: pack_case(Path(job.case_dir)) for job in jobs}

@@ -262,7 +262,7 @@ def _refusal(name: str, verdict: HookVerdict, ctx: ToolContext) -> str | None:
                     f"{' (' + verdict.reason + ')' if verdict.reason else ''} and no one is present.")
         try:
             answer = str(prompt(f"A hook asks before this {name} call: {verdict.reason}\n  [y] yes   [n] no"))
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:   # an interrupt stops the run, as at any approval (keel.policy.approval)
             answer = "n"
         if answer.strip().lower() not in ("y", "yes"):
             return f"Refused by the user (a PreToolUse hook asked): do not retry this {name} call."

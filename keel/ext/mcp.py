@@ -403,7 +403,7 @@ def _authorize(name: str, server: str, arguments: dict[str, Any], ctx: ToolConte
     try:
         answer = str(prompt(f"keel wants to call MCP tool {name} with {shown}\n"
                             f"  [y] yes, once   [a] always allow {name} this session   [n] no")).strip().lower()
-    except (EOFError, KeyboardInterrupt):
+    except EOFError:   # an interrupt stops the run, as at any approval (keel.policy.approval)
         answer = "n"
     if answer in ("a", "always"):
         remembered.add(name)

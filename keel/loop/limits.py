@@ -13,6 +13,11 @@ class Prices:
     cached_input_per_m: float = 0.0
     output_per_m: float = 0.0
 
+    @property
+    def known(self) -> bool:
+        """Whether any price is set: without one a run's cost is unknown (None), never $0."""
+        return any(p > 0 for p in (self.input_per_m, self.cached_input_per_m, self.output_per_m))
+
     def cost(self, prompt_tokens: int, cached_tokens: int, completion_tokens: int) -> float:
         uncached = max(prompt_tokens - cached_tokens, 0)
         return (uncached * self.input_per_m + cached_tokens * self.cached_input_per_m

@@ -24,7 +24,9 @@ class RunResult:
     session_id: str = ""
     log: str | None = None
     error: str | None = None
-    cost_known: bool = True  # False when no prices are configured: cost_usd is then not a measurement
+    # whether prices are configured (the runner sets it): without them cost_usd is not a measurement and
+    # the result says null, never $0; a result made outside a run (a usage error) has no prices either
+    cost_known: bool = False
     # the verification gate's last verdict, and what the run changed (diffstat, self-check flags)
     verification: dict[str, Any] | None = None
     changes: dict[str, Any] | None = None

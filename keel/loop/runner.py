@@ -49,6 +49,11 @@ def cut_short(turn: AssistantTurn) -> str | None:
     return "the reply hit the output-token limit" if turn.finish_reason == "length" else None
 
 
+# keel's own tools that call ctx.before_change once approved, just before their first change: the
+# gate's baseline waits for the person's answer instead of making them wait for it
+_ASK_FIRST = frozenset({"edit_file", "write_file", "run_shell", "remember", "change_file"})
+
+
 class Runner:
     def __init__(self, engine: Engine, registry: ToolRegistry, ctx: ToolContext, bus: EventBus, *,
                  limits: lim.Limits | None = None, prices: lim.Prices | None = None,
@@ -80,6 +85,7 @@ class Runner:
         started, pushback, summary = self.clock(), None, ""
         self.state.tools = frozenset(self.registry.names)   # also after a resume restored the state
         self.ctx.run = RunView(self)   # the run, for tools that drive a model or the gate (keel.drive)
+        self.ctx.before_change = self._baseline
         if self.limits.max_seconds is not None:  # a tool's own timeout (run_shell) never outlasts the run
             self.ctx.deadline = time.monotonic() + self.limits.max_seconds
         decision: Decision | None = None
@@ -170,9 +176,10 @@ class Runner:
         progress = struck = invalid = False
         answered = 0
         try:  # an interrupt from here on (the baseline's checks too) answers every call: history stays valid
-            if calls and self.verifier is not None and not all(self.registry.is_read_only(c) for c in calls):
-                self.verifier.ensure_baseline()  # which checks fail before anything changes
-            for call, result, skip in self._execute(calls, cut_short(turn)):
+            cut = cut_short(turn)   # a cut call never runs: no baseline for it
+            if cut is None and any(not self.registry.is_read_only(c) and c.name not in _ASK_FIRST for c in calls):
+                self._baseline()   # a tool that may write without asking first: the baseline before it runs
+            for call, result, skip in self._execute(calls, cut):
                 self.state.record_tool_call()
                 if isinstance(spent := result.meta.get("usage"), Usage):  # spent also when it repeated
                     self.usage.add(spent)   # a sub-agent's or change_file's model tokens are the run's
@@ -198,7 +205,9 @@ class Runner:
                 if i == 0:  # the call that was running: logged, with any output it had produced
                     partial = getattr(interrupt, "partial_output", None)
                     text += f"\nOutput before the interrupt:\n{partial}" if partial else ""
-                    self._emit_tool_call(call, ToolResult(ok=False, output=text, meta={"interrupted": True}), 0)
+                    ran = float(getattr(interrupt, "elapsed_ms", 0.0))   # how long it ran (keel.tools.registry)
+                    self._emit_tool_call(call, ToolResult(ok=False, output=text,
+                                                          meta={"interrupted": True, "elapsed_ms": ran}), 0)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
             raise
         malformed = not calls and looks_like_tool_call(turn.content, set(self.registry.names))
@@ -269,8 +278,12 @@ class Runner:
         decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                           plan_mode=self.plan_mode)
         if decision.verdict == "verify" and self.verifier is not None:
+            self.bus.emit("checks_start", step=self.steps, phase="verify",
+                          commands=[c.command for c in self.verifier.plan.ordered()])
+            began = time.monotonic()
             facts = self.verifier.verify()
-            self.bus.emit("verification", step=self.steps, **facts.to_json())
+            self.bus.emit("verification", step=self.steps, **facts.to_json(),
+                          elapsed_s=round(time.monotonic() - began, 3))
             outcome = dataclasses.replace(outcome, verification=facts)
             decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                               plan_mode=self.plan_mode)
@@ -288,6 +301,23 @@ class Runner:
         self.bus.emit("decision", step=self.steps, verdict=decision.verdict, reason=decision.reason,
                       pushback_kind=decision.pushback_kind, pushback=decision.pushback)
         return decision
+
+    def _baseline(self) -> bool:
+        """Which checks fail before anything changes, run once, just before the first change (after
+        the person approved it), with events of its own: its time is no tool's. True when checks ran
+        (they may have written to the workspace: caches, reports)."""
+        v = self.verifier
+        if v is None or v.baseline is not None or v.plan.empty:
+            return False
+        self.bus.emit("checks_start", step=self.steps, phase="baseline", commands=v.baseline_commands())
+        began = time.monotonic()
+        try:
+            results = v.ensure_baseline()
+        finally:
+            self.ctx.waited_s += time.monotonic() - began
+        self.bus.emit("checks_before", step=self.steps, results=[o.to_json() for o in results],
+                      elapsed_s=round(time.monotonic() - began, 3))
+        return True
 
     def _saved(self, messages: list[dict[str, Any]], decision: Decision | None) -> None:
         if self.on_step is not None:
@@ -327,7 +357,7 @@ class Runner:
                       arguments=call.arguments[:4000], ok=result.ok and not repeat, repeat=repeat,
                       not_run=bool(result.meta.get("not_run")),
                       invalid=bool(result.meta.get("invalid")),
-                      result_preview=result.output[:300],
+                      result_preview=result.output[:300], output_lines=result.output.count("\n") + 1,
                       output_bytes=len(result.output.encode("utf-8", "replace")), files_changed=result.files_changed,
                       elapsed_ms=round(result.meta.get("elapsed_ms", 0.0), 2),
                       **({"diff": result.meta["diff"]} if result.meta.get("diff") else {}))  # keel.tools.diffs
@@ -337,14 +367,14 @@ class Runner:
         result = RunResult(status=status, stop_reason=reason, summary=summary, steps=self.steps,  # type: ignore[arg-type]
                            usage=self.usage, cost_usd=self.cost_usd(), duration_s=self.clock() - started,
                            files_changed=list(self.state.files_changed), session_id=self.bus.session_id,
-                           error=error, messages=messages)
+                           error=error, messages=messages, cost_known=self.prices.known)
         if self.verifier is not None and status != "error":  # a configuration error changed nothing
             last = self.verifier.last
             result.verification = last.to_json() if last is not None else {"status": "not_run"}
             result.changes = self.verifier.change_report()
             self.bus.emit("changes", step=self.steps, **result.changes)
         self.bus.emit("stop", step=self.steps, status=status, reason=reason, error=error,
-                      summary=summary[:2000], usage=result.to_json()["usage"], cost_usd=result.cost_usd)
+                      summary=summary[:2000], usage=result.to_json()["usage"], cost_usd=result.to_json()["cost_usd"])
         return result
 
 

@@ -50,6 +50,35 @@ class ApprovalOutcome:
     network: bool = False     # the sandbox should let this command reach the network
 
 
+PREVIEW_INDENT = "  │ "   # each line of a question's preview (a diff) starts with it; a command's own lines do not
+
+
+def question(head: str, preview: str, options: str) -> str:
+    """An approval question as the person sees it: what keel wants and why (``head``), the change it
+    would make (``preview``, a unified diff, may be empty), then the answers."""
+    body = "".join(f"\n{PREVIEW_INDENT}{line}" for line in preview.rstrip("\n").splitlines()) if preview else ""
+    return f"{head}{body}\n  {options}"
+
+
+def _shown(preview: Callable[[], str] | None) -> str:
+    if preview is None:
+        return ""
+    try:
+        return preview()
+    except Exception as exc:  # a preview that breaks must not lose the question
+        return f"(no diff shown: {exc})"
+
+
+def question_parts(text: str) -> tuple[str, str, str]:
+    """(head, preview, options) of a ``question`` — front ends show each its own way (the REPL
+    colours the diff, ACP sends the change as a diff of its own)."""
+    lines = text.splitlines()
+    options = lines.pop() if lines and "[y]" in lines[-1] else ""
+    head = [line for line in lines if not line.startswith(PREVIEW_INDENT)]
+    preview = [line[len(PREVIEW_INDENT):] for line in lines if line.startswith(PREVIEW_INDENT)]
+    return "\n".join(head), "\n".join(preview), options.strip()
+
+
 def remembered_prefix(part: PartReport) -> list[str]:
     """The words an "always" answer covers: ``npm install`` for ``npm install left-pad``."""
     words = part.words
@@ -108,10 +137,9 @@ class Approver:
         verdict = evaluation.verdict
         prefixes = {tuple(remembered_prefix(p)) for p in evaluation.asking_parts if p.words}
         always = " and ".join(f"`{' '.join(p)} …`" for p in sorted(prefixes)) or "this exact command"
-        question = (f"keel wants to run: {command.strip()}\n"
-                    f"  needs approval: {verdict.reason} (part: {verdict.part})\n"
-                    f"  [y] yes, once   [a] always allow {always} this session   [n] no")
-        answer = self._ask(question)
+        answer = self._ask(question(f"keel wants to run: {command.strip()}\n"
+                                    f"  needs approval: {verdict.reason} (part: {verdict.part})", "",
+                                    f"[y] yes, once   [a] always allow {always} this session   [n] no"))
         if answer in ("y", "yes", "o", "once"):
             return ApprovalOutcome(True, "approved once by the user", "ask", network=evaluation.network)
         if answer in ("a", "always"):
@@ -124,7 +152,8 @@ class Approver:
 
     # -- files ---------------------------------------------------------------------------------
 
-    def authorize_edit(self, path: str) -> ApprovalOutcome:
+    def authorize_edit(self, path: str, preview: Callable[[], str] | None = None) -> ApprovalOutcome:
+        """``preview``: makes the change as a unified diff, put in front of the person with the question."""
         try:
             real = resolve_in_workspace(self.workspace, path, for_write=True)
         except PathJailError as exc:
@@ -141,7 +170,7 @@ class Approver:
             return ApprovalOutcome(True, "allowed", "allow")
         why = f"rule {rule} asks before editing it" if decision == "ask" else \
             "other programs run commands from this file" if later else "file edits need approval"
-        outcome, always = self._ask_path("edit", shown, why, "edits", "Leave this file unchanged.")
+        outcome, always = self._ask_path("edit", shown, why, "edits", "Leave this file unchanged.", preview)
         if always and decision is None and not later:
             self._always_edit = True
         return outcome
@@ -191,14 +220,14 @@ class Approver:
         return ApprovalOutcome(False, f"refused by the user: `{command.strip()}`.", "ask")
 
     def _ask_path(self, verb: str, shown: str, why: str, always_scope: str,
-                  if_absent: str) -> tuple[ApprovalOutcome, bool]:
+                  if_absent: str, preview: Callable[[], str] | None = None) -> tuple[ApprovalOutcome, bool]:
         """Put an ask-class file request to the person; returns the outcome and whether it was "always"."""
         gerund = {"edit": "editing", "read": "reading"}[verb]
         if self.prompt is None or self.mode == "unattended":
             return ApprovalOutcome(False, f"refused: {gerund} {shown} needs approval ({why}) and no one is "
                                           f"present. {if_absent}", "ask"), False
-        answer = self._ask(f"keel wants to {verb} {shown} ({why})\n"
-                           f"  [y] yes, once   [a] always allow {always_scope} this session   [n] no")
+        answer = self._ask(question(f"keel wants to {verb} {shown} ({why})", _shown(preview),
+                                    f"[y] yes, once   [a] always allow {always_scope} this session   [n] no"))
         if answer in ("y", "yes", "o", "once"):
             return ApprovalOutcome(True, "approved once by the user", "ask"), False
         if answer in ("a", "always"):
@@ -206,10 +235,12 @@ class Approver:
         return ApprovalOutcome(False, f"refused by the user: do not {verb} {shown}.", "ask"), False
 
     def _ask(self, question: str) -> str:
-        """The person's answer, normalised; anything unexpected (or an error) counts as "no"."""
+        """The person's answer, normalised; anything unexpected (or no input) counts as "no". An
+        interrupt (Ctrl-C or Esc at the question, an editor's cancel) is not an answer: it stops the
+        run, and is recorded as a cancel, not as a refusal (keel.trace.approvals)."""
         assert self.prompt is not None
         try:
             answer = self.prompt(question)
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:
             return "n"
         return answer.strip().lower() if isinstance(answer, str) else "n"

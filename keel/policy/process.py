@@ -24,6 +24,7 @@ import os
 import selectors
 import signal as signals
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -242,10 +243,12 @@ def run_command(
     argv_prefix: list[str] | None = None,
     preexec: Callable[[], None] | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> CommandResult:
     """Run ``bash -c command`` (inside ``argv_prefix``, e.g. a bwrap argv ending in ``--``)."""
     return run_argv([*(argv_prefix or []), "bash", "-c", command], cwd, timeout_s=timeout_s,
-                    output_cap_bytes=output_cap_bytes, env=env, preexec=preexec, on_output=on_output)
+                    output_cap_bytes=output_cap_bytes, env=env, preexec=preexec, on_output=on_output,
+                    cancel=cancel)
 
 
 def run_argv(
@@ -257,6 +260,7 @@ def run_argv(
     output_cap_bytes: int = 30_000,
     preexec: Callable[[], None] | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    cancel: threading.Event | None = None,
     stdin: bytes | None = None,
     stderr_apart: bool = False,
     watch: Watch | None = None,
@@ -267,7 +271,8 @@ def run_argv(
 
     ``on_output`` gets every byte of stdout (merged with stderr unless ``stderr_apart``), also the
     ones the cap leaves out. Raises OSError when the program cannot be started at all (missing
-    program, bad cwd), CommandInterrupted on Ctrl-C (after the tree is killed)."""
+    program, bad cwd), CommandInterrupted on Ctrl-C (after the tree is killed). ``cancel``, set from
+    another thread, stops it as Ctrl-C would: a run that is not on the main thread cannot be sent SIGINT."""
     if timeout_s <= 0:
         raise ValueError(f"timeout must be positive, got {timeout_s}")
     start = time.monotonic()
@@ -283,7 +288,7 @@ def run_argv(
     timed_out = False
     kill_signal: int | None = None
     try:
-        timed_out, stopped = _pump(proc, streams, start + timeout_s, watch)
+        timed_out, stopped = _pump(proc, streams, start + timeout_s, watch, cancel)
         if timed_out or stopped:
             kill_signal = kill_tree(proc, grace_s=kill_grace_s if timed_out else 0.0)
         else:
@@ -367,9 +372,9 @@ def _open_pidfd(pid: int) -> int | None:
 
 
 def _pump(proc: subprocess.Popen[bytes], streams: _Streams, deadline: float,
-          watch: Watch | None) -> tuple[bool, str | None]:
+          watch: Watch | None, cancel: threading.Event | None = None) -> tuple[bool, str | None]:
     """Read output (and write stdin) until the child exits, ``deadline`` passes or ``watch`` says
-    stop. Returns (timed out, the watch's reason)."""
+    stop. Returns (timed out, the watch's reason); raises KeyboardInterrupt once ``cancel`` is set."""
     pidfd = _open_pidfd(proc.pid)
     next_watch = time.monotonic() + WATCH_EVERY_S if watch is not None else None
     with selectors.DefaultSelector() as sel:
@@ -384,6 +389,8 @@ def _pump(proc: subprocess.Popen[bytes], streams: _Streams, deadline: float,
                 now = time.monotonic()
                 if now >= deadline:
                     return True, None
+                if cancel is not None and cancel.is_set():
+                    raise KeyboardInterrupt
                 if next_watch is not None and now >= next_watch:
                     assert watch is not None
                     reason = watch(proc.pid)
@@ -395,6 +402,8 @@ def _pump(proc: subprocess.Popen[bytes], streams: _Streams, deadline: float,
                 wait = min(deadline - now, 1.0) if pidfd is not None else min(deadline - now, 0.05)
                 if next_watch is not None:
                     wait = min(wait, max(next_watch - now, 0.0))
+                if cancel is not None:     # a cancel is noticed within a tenth of a second
+                    wait = min(wait, 0.1)
                 for key, _ in sel.select(wait):
                     if key.data == "exit":
                         continue

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -66,6 +67,9 @@ class Job:
     keep_later: runlater.Keep | None = None    # asked before keeping a change to run-later config
     on_output: Callable[[bytes], None] | None = None
     kill_grace_s: float = KILL_GRACE_S
+    # set from another thread: the job stops as on Ctrl-C (CommandInterrupted, its tree killed); a run
+    # that is not on the main thread cannot be sent SIGINT (keel mcp-serve, ACP)
+    cancel: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ def run(job: Job) -> JobResult:
             [*prefix, *helper, *program], _cwd(job, launch.kind), timeout_s=job.timeout_s, env=env,
             output_cap_bytes=job.output_cap, on_output=job.on_output, stdin=job.stdin,
             stderr_apart=job.stderr_apart, watch=bounds.watch() if bounds else None, pass_fds=launch.pass_fds,
-            kill_grace_s=job.kill_grace_s)
+            kill_grace_s=job.kill_grace_s, cancel=job.cancel)
     finally:
         for fd in launch.pass_fds:
             with contextlib.suppress(OSError):

@@ -111,3 +111,13 @@ def workspace_problem(path: Path, home: Path | None = None, *, allow_any: bool =
         if _within(path, Path(tree)) and not any(_within(path, Path(ok)) for ok in ALLOWED_UNDER_USR):
             return f"refusing {path} as the workspace: it is inside the system directory {tree}"
     return credential_problem(path, home)
+
+
+def library_problem(path: Path) -> str | None:
+    """The check of the library's ``Agent`` (which has no ``--allow-any-cwd``): a directory, never "/"
+    or ``$HOME`` (the sandbox would fence nothing), and never a credential folder."""
+    if not path.is_dir():
+        return f"workspace {path} is not a directory"
+    if path == Path(path.anchor) or path == Path.home().resolve():
+        return f"refusing {path} as the workspace: choose a project directory"
+    return workspace_problem(path, allow_any=True)

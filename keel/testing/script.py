@@ -17,7 +17,7 @@ from typing import Any
 
 TEXT_FORMATS = ("hermes", "qwen3_coder")
 STEP_KEYS = frozenset({"content", "tool_calls", "text_tool_calls", "reasoning", "usage", "error",
-                       "cut_after_chunks", "delay_s", "finish_reason", "refuse_tool_choice"})
+                       "cut_after_chunks", "delay_s", "chunk_delay_s", "finish_reason", "refuse_tool_choice"})
 CALL_KEYS = frozenset({"name", "arguments", "id"})
 USAGE_KEYS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens",
                         "prompt_tokens_details"})
@@ -72,6 +72,7 @@ class ScriptStep:
     error: ScriptedFailure | None = None
     cut_after_chunks: int | None = None
     delay_s: float = 0.0
+    chunk_delay_s: float = 0.0    # between streamed chunks: a model that writes as a person watches
     finish_reason: str = "stop"
     # A request whose tool_choice is this value gets HTTP 400 and the step stays next in line, as
     # from a server that does not support it (the in-process ScriptedModel has no tool_choice).
@@ -152,6 +153,9 @@ def parse_step(raw: Any, index: int, where: str) -> ScriptStep:
     if cut is not None and (not isinstance(cut, int) or isinstance(cut, bool) or cut < 0):
         raise fail("cut_after_chunks must be an integer >= 0")
     report_usage, overrides = _parse_usage(raw, fail)
+    pace = raw.get("chunk_delay_s", 0)
+    if not _is_number(pace) or pace < 0:
+        raise fail("chunk_delay_s must be a number >= 0")
 
     structured: tuple[ScriptedCall, ...] = tuple(calls)
     if text_format is not None and calls:
@@ -163,7 +167,7 @@ def parse_step(raw: Any, index: int, where: str) -> ScriptStep:
         raise fail("finish_reason must be a string")
     return ScriptStep(index=index, content=content, tool_calls=structured, text_format=text_format,
                       reasoning=reasoning, report_usage=report_usage, usage_overrides=overrides,
-                      cut_after_chunks=cut, delay_s=float(delay), finish_reason=finish,
+                      cut_after_chunks=cut, delay_s=float(delay), chunk_delay_s=float(pace), finish_reason=finish,
                       refuse_tool_choice=refuse)
 
 

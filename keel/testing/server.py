@@ -241,9 +241,13 @@ class _Handler(BaseHTTPRequestHandler):
         frames.append(_http_chunk("data: [DONE]\n\n"))
         frames.append(b"0\r\n\r\n")
         # In batches: the socket timeout bounds each write, and one write of a multi-megabyte stream
-        # to a slow reader would hit it and cut the body.
-        for start in range(0, len(frames), WRITE_BATCH_FRAMES):
-            self.wfile.write(b"".join(frames[start:start + WRITE_BATCH_FRAMES]))
+        # to a slow reader would hit it and cut the body. Paced steps go one frame at a time.
+        batch = 1 if step.chunk_delay_s else WRITE_BATCH_FRAMES
+        for start in range(0, len(frames), batch):
+            self.wfile.write(b"".join(frames[start:start + batch]))
+            if step.chunk_delay_s:
+                self.wfile.flush()
+                time.sleep(step.chunk_delay_s)
 
     def _send_error(self, status: int, message: str, err_type: str, code: str | None) -> None:
         self._send_json(status, {"error": {"message": message, "type": err_type, "code": code}})

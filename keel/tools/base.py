@@ -7,6 +7,7 @@ validates raw JSON arguments and turns every failure into text the model can act
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,17 +163,40 @@ class ToolContext:
     # Replaces known secret values (the engine's key ...) in every tool's output before the model or
     # the event log sees it (keel.policy.cmdenv.Redactor); None: nothing to replace.
     redact: Callable[[str], str] | None = None
+    # Called by a tool just before it first changes the workspace, once approved (approval_refusal,
+    # run_shell): the runner's gate baseline, so a person is asked before the checks, not after them.
+    # Returns True when it ran something (checks may write caches or reports in the workspace).
+    before_change: Callable[[], bool] | None = None
+    # Seconds spent inside tool calls on what is not the tool's own work — a person's answer to an
+    # approval, the gate's baseline checks — kept apart so a tool's time is its own (registry.execute).
+    waited_s: float = 0.0
+    # Set when the run must stop now, from another thread (keel mcp-serve: the client went away or the
+    # server got SIGTERM): a running command is killed, no further call starts, the run ends interrupted.
+    cancel: threading.Event | None = None
 
 
-def approval_refusal(ctx: ToolContext, action: str, path: str) -> str | None:
+def approval_refusal(ctx: ToolContext, action: str, path: str,
+                     preview: Callable[[], str] | None = None) -> str | None:
     """Ask the approval gate (if any) whether ``action`` ("edit" or "read") on ``path`` may go ahead.
 
     Returns None when allowed, else the refusal text for the model. File tools call this after
     the path jail and before touching anything, so rules like ``edit(src/**)`` or ``read(.env)``
-    apply to every tool the same way.
+    apply to every tool the same way. ``preview``: makes the change an edit would make (a unified
+    diff), shown to the person before the question (called only when someone is asked). An allowed edit is about to happen, so the run's
+    ``before_change`` (the gate's baseline checks) runs here: after the person answered, not before.
     """
     authorize = getattr(ctx.approval, f"authorize_{action}", None)
-    if authorize is None:
-        return None
-    outcome = authorize(path)
-    return None if outcome.allowed else str(outcome.message)
+    if authorize is not None:
+        outcome = authorize(path, preview=preview) if preview is not None else authorize(path)
+        if not outcome.allowed:
+            return str(outcome.message)
+    if action == "edit":
+        before_change(ctx)
+    return None
+
+
+def before_change(ctx: ToolContext) -> None:
+    """Call the run's hook for the moment before a tool first changes the workspace (the runner's:
+    the verification gate's baseline checks, run once)."""
+    if ctx.before_change is not None:
+        ctx.before_change()

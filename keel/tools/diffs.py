@@ -8,6 +8,7 @@ after the tool ran, so it is the change on disk, whatever matching the edit tool
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,16 @@ def unified_diff(before: str, after: str, name: str) -> str:
         cut = text[:MAX_DIFF_CHARS].rsplit("\n", 1)[0]
         text = f"{cut}\n… diff cut at {MAX_DIFF_CHARS:,} characters\n"
     return text
+
+
+def preview_diff(before: str, after: str, name: str) -> Callable[[], str]:
+    """The diff an edit would make, computed only when a person is asked (difflib costs time on big
+    files, and most edits are asked about by no one)."""
+    def diff() -> str:
+        if len(before) + len(after) > 2 * MAX_FILE_BYTES:
+            return f"(no diff shown: {name} is over {MAX_FILE_BYTES // 1000:,} kB)\n"
+        return unified_diff(before, after, name)
+    return diff
 
 
 def with_diff(tool: Tool) -> Tool:

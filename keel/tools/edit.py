@@ -24,6 +24,7 @@ from keel.tools.base import (
     ToolSpec,
     approval_refusal,
 )
+from keel.tools.diffs import preview_diff
 from keel.tools.edit_match import EditRequest, MatchResult, edited_ranges, find_edits
 from keel.tools.edit_unread import unread_note
 from keel.tools.session import FileSession
@@ -154,11 +155,12 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
             if whole:  # the model has now seen all of it, as if it had called read_file
                 ctx.session.record_read(real, before)
         return ToolResult.error(message, **_match_meta(match))
-    # asked only once the edit is known to apply, so a person never approves an edit that fails
-    refusal = approval_refusal(ctx, "edit", rel)
+    edited = original.with_replacements((r.start, r.end, r.text) for r in match.replacements)
+    # asked only once the edit is known to apply, so a person never approves an edit that fails;
+    # the person sees the change it makes before answering
+    refusal = approval_refusal(ctx, "edit", rel, preview=preview_diff(original.text, edited.text, rel))
     if refusal is not None:
         return ToolResult.error(refusal)
-    edited = original.with_replacements((r.start, r.end, r.text) for r in match.replacements)
     try:
         data = edited.to_bytes()
     except TextFileError as e:

@@ -38,6 +38,7 @@ from keel.tools.base import (
     ToolSpec,
     approval_refusal,
 )
+from keel.tools.diffs import preview_diff
 from keel.tools.seams import FileFacts
 from keel.tools.session import FileSession
 from keel.tools.textfile import decode_lenient, shown_text, write_workspace_file
@@ -358,7 +359,7 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     if bom and not content.startswith("\ufeff"):
         data = bom + data
         notes.append("kept the UTF-8 byte-order mark" if codec == "utf-8" else f"kept {codec.upper()} encoding")
-    refusal = approval_refusal(ctx, "edit", shown)
+    refusal = approval_refusal(ctx, "edit", shown, preview=preview_diff(old_text, args.content, shown))
     if refusal is not None:
         return ToolResult.error(refusal)
     try:

@@ -141,12 +141,17 @@ class ToolRegistry:
         if isinstance(parsed, str):
             return ToolResult(ok=False, output=parsed, meta={"invalid": True})
         tool, args = parsed
-        started = time.perf_counter()
+        if ctx.cancel is not None and ctx.cancel.is_set():   # the run is being stopped: nothing new starts
+            raise KeyboardInterrupt
+        started, waited = time.perf_counter(), ctx.waited_s
         try:
             result = tool.execute(args, ctx)
         except Exception as e:  # an executor bug must not end the run; the model sees what broke
             result = ToolResult.error(f"{call.name} failed: {type(e).__name__}: {e}")
-        result.meta.setdefault("elapsed_ms", (time.perf_counter() - started) * 1000)
+        except KeyboardInterrupt as stop:   # how long it ran before the interrupt, for its event
+            stop.elapsed_ms = _own_ms(started, waited, ctx)  # type: ignore[attr-defined]
+            raise
+        result.meta.setdefault("elapsed_ms", _own_ms(started, waited, ctx))
         if ctx.redact is not None:   # a key a command printed never reaches the engine or the log
             result.output = ctx.redact(result.output)
             if isinstance(result.meta.get("diff"), str):
@@ -173,3 +178,8 @@ class ToolRegistry:
             else:
                 yield self.execute(calls[i], ctx)
                 i += 1
+
+
+def _own_ms(started: float, waited: float, ctx: ToolContext) -> float:
+    """A call's own time in ms: its wall time less what it waited on a person or the gate's baseline."""
+    return max((time.perf_counter() - started - (ctx.waited_s - waited)) * 1000, 0.0)

@@ -21,7 +21,16 @@ from pydantic import Field
 from keel.context.output import OUTPUTS_DIR, OutputFacts, OutputSpill, present
 from keel.policy.runner import Job, JobResult, run
 from keel.policy.sandbox import HidingIncomplete, SandboxPolicy
-from keel.tools.base import CheckRun, Tool, ToolAnnotations, ToolArgs, ToolContext, ToolResult, ToolSpec
+from keel.tools.base import (
+    CheckRun,
+    Tool,
+    ToolAnnotations,
+    ToolArgs,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    before_change,
+)
 
 MAX_TIMEOUT_S = 600
 # Below this much of the run's wall clock left, a command is not started at all.
@@ -218,6 +227,7 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     auth = _authorize(command, ctx)
     if not auth.allowed:
         return ToolResult.error(auth.message or "The shell policy refused this command.", decision=auth.decision)
+    before_change(ctx)   # approved: the run's baseline checks (once) before the command may change anything
 
     policy = ctx.sandbox if ctx.sandbox is not None else SandboxPolicy()
     timeout_s = min(float(args.timeout) if args.timeout is not None else ctx.shell_timeout_s, MAX_TIMEOUT_S)
@@ -232,7 +242,7 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     spill = OutputSpill(ctx.session_dir / OUTPUTS_DIR, command) if for_model and ctx.session_dir else None
     job = Job(ctx.workspace, command=command, policy=policy, network=auth.network, timeout_s=timeout_s,
               output_cap=ctx.output_cap_bytes, on_output=spill.feed if spill else None,
-              keep_later=keep_later(ctx))
+              keep_later=keep_later(ctx), cancel=ctx.cancel)
     try:
         try:
             result = run(job)

@@ -11,6 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+CANCELLED = "cancelled: the run was interrupted while the person was asked"
 _ACTIONS = {"authorize_shell": "shell", "authorize_edit": "edit", "authorize_read": "read"}
 
 
@@ -25,8 +26,13 @@ class RecordingApprover:
         if name not in _ACTIONS or not callable(attr):
             return attr
 
-        def authorize(target: str) -> Any:
-            outcome = attr(target)
+        def authorize(target: str, **details: Any) -> Any:   # details: an edit's preview
+            try:
+                outcome = attr(target, **details)
+            except KeyboardInterrupt:   # interrupted while asked: a cancel, neither granted nor refused
+                self._emit("approval", step=self._step(), action=_ACTIONS[name], target=str(target)[:2000],
+                           decision="ask", allowed=False, how=CANCELLED, cancelled=True)
+                raise
             if getattr(outcome, "decision", "allow") != "allow" or not getattr(outcome, "allowed", True):
                 self._emit("approval", step=self._step(), action=_ACTIONS[name], target=str(target)[:2000],
                            decision=getattr(outcome, "decision", None), allowed=bool(outcome.allowed),

@@ -94,11 +94,25 @@ class ShellWatch:
                 return tool.execute(args, ctx)
             notes, snap_s = self._snapshot(before, ctx)
             self._current, self._taken = before, []
+            hook = ctx.before_change
+            if hook is not None:   # the gate's baseline may run inside the call: what it writes is not the command's
+                def rescan_after() -> bool:
+                    nonlocal before
+                    if not hook():
+                        return False
+                    fresh = Scan()
+                    scan(self.store.workspace, into=fresh, trees=self.trees)
+                    before = fresh
+                    self._current, self._taken = fresh, []
+                    notes.extend(self._snapshot(fresh, ctx)[0])
+                    return True
+                ctx.before_change = rescan_after
             result: ToolResult | None = None
             try:
                 result = tool.execute(args, ctx)
                 return result
             finally:  # also when interrupted: what the command changed so far is still recorded
+                ctx.before_change = hook
                 after = Scan()
                 scan(self.store.workspace, into=after, trees=self.trees, roots=self._taken)
                 changes = self.record(before.files, after.files) + self._lost_folders(before, after)

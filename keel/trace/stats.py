@@ -39,7 +39,7 @@ def summarize(events: list[Event], prices: Prices | None = None) -> dict[str, An
     prompt = sum(int(_usage(c).get("prompt_tokens", 0)) for c in calls)
     completion = sum(int(_usage(c).get("completion_tokens", 0)) for c in calls)
     cached = sum(int(_usage(c).get("cached_tokens", 0)) for c in calls)
-    steps = max([int(e.get("step") or 0) for e in events if e.get("type") in ("model_call", "stop")] or [0])
+    steps = _steps(events)
     status = "no stop (crashed or running)"
     if stop is not None:
         status = "interrupted" if stop.get("reason") == "interrupted" else str(stop.get("status"))
@@ -52,6 +52,21 @@ def summarize(events: list[Event], prices: Prices | None = None) -> dict[str, An
             "cost_usd": _cost(prices, prompt, cached, completion),
             "started": start.get("ts") or (events[0].get("ts") if events else None),
             "resumed": sum(1 for e in events if e.get("type") == "resume")}
+
+
+def _steps(events: list[Event]) -> int:
+    """The session's steps: each run in it (a REPL task, a resume) numbers its own from 1, or from the
+    step it resumed at, so the runs' own counts add up (a sub-agent's steps are its parent's call)."""
+    total = last = base = 0
+    for e in events:
+        kind = e.get("type")
+        if kind == "session_start":
+            total, last, base = total + max(last - base, 0), 0, 0
+        elif kind == "resume":
+            base = last = int(e.get("from_step") or 0)
+        elif kind in ("model_call", "stop") and not e.get("subagent"):
+            last = max(last, int(e.get("step") or 0))
+    return total + max(last - base, 0)
 
 
 def _cost(prices: Prices | None, prompt: int, cached: int, completion: int) -> float | None:

@@ -9,6 +9,7 @@ finding the test command. The run is also the gate's baseline, so it is not repe
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +44,7 @@ def checks_before(verifier: Any, emit: Any) -> str:
     return the section. ``verifier`` is a keel.verify.verifier.Verifier."""
     if verifier.plan.empty:
         return ""
+    began = time.monotonic()
     facts = verifier.verify()
-    emit("checks_before", results=[o.to_json() for o in facts.results])
+    emit("checks_before", results=[o.to_json() for o in facts.results], elapsed_s=round(time.monotonic() - began, 3))
     return render_checks_before(facts.results)

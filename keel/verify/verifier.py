@@ -1,6 +1,7 @@
 """The verification gate's I/O shell: run the plan's checks, keep the evidence, build GateFacts.
 
-The runner calls ``ensure_baseline()`` before the first call that may change the workspace, and
+The runner calls ``ensure_baseline()`` just before the first change to the workspace (keel's own
+writing tools ask for it once a person approved the change: ToolContext.before_change), and
 ``verify()`` on every completion claim; the pure rules live in keel.verify.gate. Checks run
 through the run_shell executor, so they get the same policy, sandbox, timeouts and process-tree
 kill as the model's own commands. Evidence is keyed by a digest of every workspace file, so a
@@ -71,7 +72,8 @@ class _ChecksApproval:
 def _checks_context(ctx: ToolContext) -> ToolContext:
     """The context the gate runs its checks in; the saved output keeps far more than the model sees."""
     approval = _ChecksApproval(ctx.approval) if ctx.approval is not None else None
-    return dataclasses.replace(ctx, approval=approval, output_cap_bytes=CHECK_OUTPUT_CAP)
+    # before_change: a check is no change of the agent's (and the baseline would run itself again)
+    return dataclasses.replace(ctx, approval=approval, output_cap_bytes=CHECK_OUTPUT_CAP, before_change=None)
 
 
 class Verifier:
@@ -108,13 +110,19 @@ class Verifier:
         return {p for c in self.plan.checks for p in c.protects}
 
     # -- the two entry points ------------------------------------------------------------------
-    def ensure_baseline(self) -> None:
-        """Record which checks fail before the agent changes anything (once; cheap when cached)."""
+    def ensure_baseline(self) -> tuple[CheckOutcome, ...]:
+        """Record which checks fail before the agent changes anything (once; cheap when cached);
+        the outcomes it ran, () when it had run already."""
         if self.baseline is not None or self.plan.empty:
-            return
+            return ()
         snap = take_snapshot(self.ctx.workspace)
         results = tuple(self._run(c, snap.digest, self.ctx) for c in self._inferred())
         self.baseline = Baseline.from_results(snap.digest, results)
+        return results
+
+    def baseline_commands(self) -> list[str]:
+        """The commands ensure_baseline runs (the acceptance checks wait for a claim)."""
+        return [c.command for c in self._inferred()]
 
     def verify(self) -> GateFacts:
         snap = take_snapshot(self.ctx.workspace)

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from keel.cli.usage import add_engine_flags
+
+if TYPE_CHECKING:
+    from keel.cli.repl.session import ReplSession
 
 EXIT_USAGE = 2
 
@@ -39,6 +44,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def start_line(session: ReplSession, workspace: Path) -> str:
+    """`keel · MODEL · WORKSPACE · sandbox: TIER · /help …`: the tier named as `keel run` names it."""
+    from keel.agent import sandbox_tier
+
+    agent = session.agent
+    tier, confining = sandbox_tier(agent.config)
+    sandbox = f"sandbox: {tier}" + ("" if confining else " (commands NOT confined: keel doctor)")
+    return f"keel · {agent.engine.model} · {workspace} · {sandbox} · /help for commands, Ctrl-D to exit"
+
+
 def repl_main(argv: list[str]) -> int:
     from rich.console import Console
 
@@ -56,8 +71,10 @@ def repl_main(argv: list[str]) -> int:
     if problem:
         print(f"keel: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    from keel.cli.run import local_flag
+
     flags = {"engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
-                        "context_window": args.context_window},
+                        "local_model": local_flag(args.local), "context_window": args.context_window},
              "limits": {"max_steps": args.max_steps, "max_seconds": args.max_seconds, "budget_usd": args.budget_usd},
              "permissions": {"approval": args.approval}, "verify": {"mode": args.verify}}
     try:
@@ -82,8 +99,10 @@ def repl_main(argv: list[str]) -> int:
     except OSError as e:
         print(f"keel: cannot write the event log: {e}", file=sys.stderr)
         return EXIT_USAGE
-    console.print(f"keel · {session.agent.engine.model} · {workspace} · /help for commands, Ctrl-D to exit",
-                  style="bold", markup=False)
+    console.print(start_line(session, workspace), style="bold", markup=False)
+    contact = getattr(session.agent.engine, "first_contact", None)   # an engine that cannot answer: say so now,
+    if contact is not None and (problem := contact()):                # not after the first task is typed
+        console.print(f"keel: warning: {problem}", style="yellow", markup=False)
     try:
         return session.loop()
     except KeyboardInterrupt:  # between two prompts, outside any run

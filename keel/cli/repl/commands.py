@@ -177,13 +177,16 @@ def _clear(s: ReplSession, _arg: str) -> None:
 
 
 def _resume(s: ReplSession, arg: str) -> None:
-    """Load a saved session's history (default: the latest other one in this workspace) and carry on."""
+    """Load a saved session's history (default: the latest other one in this workspace that is a
+    conversation: a plan-mode session waiting for approval is not, and the REPL's own /plan leaves
+    one behind each time) and carry on."""
     from keel.trace.sessions import load_session, repair_history, resumable, saved_sessions
 
     ref = arg.strip() or None
     try:
         if ref is None:
-            here = [x for x in saved_sessions() if Path(x.workspace) == s.workspace and x.id != s.agent.session_id]
+            here = [x for x in saved_sessions() if Path(x.workspace) == s.workspace and x.id != s.agent.session_id
+                    and x.data.get("stop_reason") != "awaiting_plan_approval"]
             if not here:
                 s.console.print("no earlier session in this workspace")
                 return

@@ -15,6 +15,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
 
 
 class SlashCompleter(Completer):
@@ -79,6 +80,46 @@ class TaskInput:
         return self.session.prompt("keel> ")
 
     def ask(self, label: str) -> str:
-        """A one-line answer (approvals, --step pauses), outside the task history."""
+        """A one-line answer, outside the task history."""
         answer: PromptSession[str] = PromptSession()
         return answer.prompt(label)
+
+    def choose(self, label: str, keys: str, default: str | None = None) -> str:
+        """One key of ``keys``, taken as it is pressed (approvals, --step pauses, plan approval), as
+        in Codex and Claude Code; Enter picks ``default`` when there is one. Raises KeyboardInterrupt
+        (Ctrl-C or Esc) and EOFError (Ctrl-D), which callers count as "no"."""
+        return choice_session(keys, default).prompt(label)
+
+
+def choice_session(keys: str, default: str | None) -> PromptSession[str]:
+    kb = KeyBindings()
+
+    @kb.add(Keys.Any)
+    def _other(_event: KeyPressEvent) -> None:   # any other key does nothing (it is not typed in)
+        return None
+
+    def pick(key: str) -> Callable[[KeyPressEvent], None]:
+        def handler(event: KeyPressEvent) -> None:
+            event.app.current_buffer.text = key      # the answer stays on screen after the prompt
+            event.app.exit(result=key)
+        return handler
+
+    for key in keys:
+        kb.add(key)(pick(key))
+        if key.upper() != key:
+            kb.add(key.upper())(pick(key))
+    if default is not None:
+        kb.add("enter")(pick(default))
+    else:
+        kb.add("enter")(_other)
+
+    @kb.add("c-c")
+    @kb.add("escape", eager=True)   # Esc, as during a run: stop here (the caller's "no")
+    def _interrupt(event: KeyPressEvent) -> None:
+        event.app.exit(exception=KeyboardInterrupt)
+
+    @kb.add("c-d")
+    def _eof(event: KeyPressEvent) -> None:
+        event.app.exit(exception=EOFError)
+
+    return PromptSession(key_bindings=kb)

@@ -15,12 +15,23 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from keel.cli.render import _target, _verification_line, shorten
-from keel.cli.textcalls import recovered_from_text
+from keel.cli.render import (
+    _target,
+    baseline_line,
+    checks_start_line,
+    finish_summary,
+    folded_output,
+    resume_line,
+    shorten,
+    verification_line,
+)
+from keel.cli.repl.stream import AnswerStream
+from keel.cli.textcalls import CallTextFilter, recovered_from_text
 from keel.core.events import Event
 from keel.loop.limits import Prices
 
 MAX_DIFF_LINES = 60
+MAX_PREVIEW_LINES = 120   # an approval's diff: the person decides on it, so more of it is shown
 
 
 def diff_text(diff: str, limit: int = MAX_DIFF_LINES) -> Text:
@@ -74,9 +85,12 @@ class ReplRenderer:
     def __init__(self, console: Console, tally: Tally) -> None:
         self.console, self.tally = console, tally
         self.live: Live | None = None
-        self.answer = ""          # the answer streamed so far in this model call
+        self.answer = AnswerStream(console)   # this model call's answer: settled blocks printed once
+        self.calls = CallTextFilter()         # calls written as text are not shown as answer text
         self.reasoning = ""
         self.question: str | None = None   # the last ask_user question (needs_user: the person answers)
+        self.previewed: set[str] = set()   # diffs an approval question showed: not shown again under the edit
+        self.running = ""                  # what the spinner says while the turn's tools run
 
     # -- the live region (spinner or streaming markdown) ----------------------------------------
     def _show(self, renderable: RenderableType) -> None:
@@ -93,17 +107,25 @@ class ReplRenderer:
             label.append("  " + shorten(" ".join(self.reasoning.split())[-80:], 80), style="dim italic")
         return Spinner("dots", text=label)
 
+    def starting(self) -> None:
+        """Before the run's first event: what keel does first may take a while (start hooks, the small
+        profile's checks on the untouched workspace), so say it is at work."""
+        self._show(Spinner("dots", text=Text("starting · the project's checks may run first", style="dim")))
+
     def pause(self) -> None:
         """Take the live region down (before a prompt, or when the turn is over)."""
         if self.live is not None:
             self.live.stop()
             self.live = None
 
-    def _flush_answer(self) -> None:
+    def _flush_answer(self, recovered: bool = False, content: str = "") -> None:
+        """The reply is over: the rest of its answer into the scrollback (``recovered``: its calls were
+        written as text and ``content`` is the reply without them)."""
         self.pause()
-        if self.answer.strip():
-            self.console.print(Markdown(self.answer))
-        self.answer = self.reasoning = ""
+        self.answer.feed(self.calls.end(recovered, content))
+        if (rest := self.answer.finish()) is not None:
+            self.console.print(rest)
+        self.answer, self.reasoning = AnswerStream(self.console), ""
 
     # -- events ---------------------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
@@ -115,13 +137,13 @@ class ReplRenderer:
             self._show(self._thinking())
         elif kind == "model_call":
             self.tally.model_call(event.get("usage") or {})
-            if recovered_from_text(event):  # calls written as text: kept are the words, not the call text
-                self.answer = str(event.get("content") or "")
-            self._flush_answer()
+            # calls written as text: kept are the words, not the call text
+            self._flush_answer(recovered_from_text(event), str(event.get("content") or ""))
             calls = (event.get("replay") or {}).get("calls") or []
             if calls:  # the tools run now: say which (Ctrl-C interrupts them)
                 names = ", ".join(f"{c['name']} {_target(c['name'], c['arguments'])}".strip() for c in calls)
-                self._show(Spinner("dots", text=Text(f"running {shorten(names, 100)}", style="dim")))
+                self.running = f"running {shorten(names, 100)}"
+                self._show(Spinner("dots", text=Text(self.running, style="dim")))
         elif kind == "tool_call":
             self._tool(event)
         elif kind == "decision":
@@ -129,9 +151,17 @@ class ReplRenderer:
                 self._print(Text(f"  ↺ pushback: {event['pushback_kind']}", style="yellow"))
             if event.get("verdict") != "stop":
                 self._show(self._thinking())
+        elif kind == "resume":
+            self._print(Text(resume_line(event), style="bold"))
+        elif kind == "checks_start":   # the gate's checks, timed apart from any tool
+            self._show(Spinner("dots", text=Text(checks_start_line(event), style="dim")))
+        elif kind == "checks_before":
+            self._print(Text(f"  ◦ {baseline_line(event)}", style="dim"))
+            if self.running and self.live is not None:   # the tool that waited for them goes on
+                self._show(Spinner("dots", text=Text(self.running, style="dim")))
         elif kind == "verification":
             ok = event.get("status") == "passed"
-            self._print(Text(f"  {'✓' if ok else '✗'} verify: {_verification_line(event)}",
+            self._print(Text(f"  {'✓' if ok else '✗'} verify: {verification_line(event)}",
                              style="green" if ok else "yellow"))
         elif kind == "compaction":
             done = (f"{event['tokens_before']:,} → {event['tokens_after']:,} tokens" if event.get("ok")
@@ -145,15 +175,19 @@ class ReplRenderer:
 
     def _delta(self, event: Event) -> None:
         if event["kind"] == "content":
-            self.answer += event["text"]
-            self._show(Group(Markdown(self.answer), Spinner("dots", text=Text(self.tally.line(), style="dim"))))
+            if (settled := self.answer.feed(self.calls.feed(event["text"]))) is not None:
+                self._print(settled)   # whole blocks go into the scrollback once; the one being written stays live
+            room = self.console.height - 3   # the live region never outgrows the screen
+            self._show(Group(self.answer.live(room), Spinner("dots", text=Text(self.tally.line(), style="dim"))))
         elif event["kind"] == "reasoning":
             self.reasoning += event["text"]
-            if not self.answer:
+            if not self.answer.text:
                 self._show(self._thinking())
-        elif event["kind"] == "retry":
-            self.answer = ""
-            self._print(Text(f"  [retry] {event['text']}", style="yellow"))
+        elif event["kind"] == "retry":   # what was printed of the dropped attempt cannot be unprinted: say so
+            shown = self.answer.upto > 0
+            self.answer, self.calls = AnswerStream(self.console), CallTextFilter()
+            note = " (the text above is from the dropped attempt)" if shown else ""
+            self._print(Text(f"  [retry] {event['text']}{note}", style="yellow"))
 
     def _print(self, renderable: RenderableType) -> None:
         if self.live is not None:
@@ -168,15 +202,23 @@ class ReplRenderer:
         mark, style = ("✓", "green") if ok else ("↻", "yellow") if event.get("repeat") else ("✗", "red")
         line = Text(f"  {mark} ", style=style)
         who = f"[{event['subagent']}] " if event.get("subagent") else ""
-        line.append(f"{who}{event['name']} {_target(event['name'], event['arguments'])}".rstrip())
+        summary = finish_summary(event)   # the run's answer: shown whole below, not cut into the row
+        target = "" if summary else _target(event["name"], event["arguments"])
+        line.append(f"{who}{event['name']} {target}".rstrip())
         ms = float(event.get("elapsed_ms") or 0)
         line.append(f"  ({ms:.0f} ms)" if ms < 10_000 else f"  ({ms / 1000:.1f} s)", style="dim")
-        if not ok:
+        fold = folded_output(event)   # a command's first lines of output, then how many more
+        if fold:
+            line.append("".join(f"\n    {x}" for x in fold), style="dim")
+        elif not ok:
             first = (str(event.get("result_preview") or "").strip().splitlines() or [""])[0]
             line.append(f"\n    {shorten(first, 160)}", style="dim")
         self._print(line)
-        if event.get("diff"):
+        if event.get("diff") and event["diff"].rstrip("\n") not in self.previewed:
             self._print(diff_text(event["diff"]))
+        self.previewed.clear()
+        if summary:
+            self._print(Markdown(summary))
 
     def _stop(self, event: Event) -> None:
         self._flush_answer()

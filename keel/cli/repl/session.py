@@ -7,6 +7,7 @@ person types is the answer, on the same task.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,16 @@ from rich.console import Console
 from rich.text import Text
 
 from keel.agent import Agent
+from keel.cli.keys import paused, watching
 from keel.cli.repl.input import TaskInput
-from keel.cli.repl.render import ReplRenderer, Tally
+from keel.cli.repl.render import MAX_PREVIEW_LINES, ReplRenderer, Tally, diff_text
 from keel.cli.repl.stepping import StepPauser
 from keel.config import Config
 from keel.core.events import data_dir
 from keel.core.state import TaskState
 from keel.loop.limits import Prices
 from keel.loop.result import RunResult
+from keel.policy.approval import question_parts
 
 EXIT_HINT = "(Ctrl-C again or Ctrl-D to exit)"
 
@@ -40,7 +43,7 @@ class ReplSession:
         self.input = TaskInput({name: c.help for name, c in COMMANDS.items()},
                                history_path if history_path is not None else data_dir() / "repl_history",
                                toolbar=self.toolbar)
-        self.stepper = StepPauser(self.ask, enabled=step)
+        self.stepper = StepPauser(lambda q: self.choose(q, "cas", default="c") or "a", enabled=step)
         self.messages: list[dict[str, Any]] = []
         self.last: RunResult | None = None
         self.note: str | None = None   # told to the model with the next task (e.g. files were undone)
@@ -68,12 +71,40 @@ class ReplSession:
     # -- asking the person ------------------------------------------------------------------------
     def ask(self, question: str) -> str:
         self.renderer.pause()
-        self.console.print(Text(question, style="bold yellow"))
-        return self.input.ask("> ")
+        with paused():   # the run's key watch stands aside; keys typed before the question do not answer it
+            self.console.print(Text(question, style="bold yellow"))
+            return self.input.ask("> ")
+
+    def choose(self, question: str, keys: str, default: str | None = None) -> str:
+        """One key of ``keys`` (Ctrl-C, Esc or Ctrl-D: "")."""
+        self.renderer.pause()
+        try:
+            with paused():
+                self.console.print(Text(question, style="bold yellow"))
+                return self.input.choose("> ", keys, default)
+        except (EOFError, KeyboardInterrupt):
+            return ""
 
     def approve(self, question: str) -> str:
-        """The Approver's prompt: what keel wants to do, why it needs approval, once / always / no."""
-        return self.ask(question)
+        """The Approver's prompt: what keel wants to do and why, the change it would make (a coloured
+        diff), then once / always / no as one key, before anything runs."""
+        head, preview, options = question_parts(question)
+        self.renderer.pause()
+        keys = "".join(re.findall(r"\[(\w)\]", options))
+        if not keys:
+            return self.ask(question)
+        # keys typed before the question is on screen are dropped (keel.cli.keys); Esc or Ctrl-C
+        # propagates: the run stops as interrupted, the question recorded as cancelled
+        with paused():
+            self.console.print(Text(head, style="bold yellow"))
+            if preview:
+                self.console.print(diff_text(preview, limit=MAX_PREVIEW_LINES))
+                self.renderer.previewed.add(preview)   # the same diff is not printed again under the edit
+            self.console.print(Text(options + "   (Esc or Ctrl-C: stop the run)", style="bold yellow"))
+            try:
+                return self.input.choose("> ", keys)
+            except EOFError:
+                return "n"
 
     def toolbar(self) -> str:
         return (f" {self.agent.engine.model} · {self.tally.line()} · Esc-Enter or \\ for a new line · "
@@ -97,11 +128,7 @@ class ReplSession:
             planner.close()
         if planned.stop_reason != "awaiting_plan_approval" or not planned.plan:
             return planned
-        try:
-            answer = self.ask("approve this plan?  [y] carry it out   [n] discard it").strip().lower()
-        except (EOFError, KeyboardInterrupt):
-            answer = "n"
-        if answer not in ("y", "yes"):
+        if self.choose("approve this plan?  [y] carry it out   [n] discard it", "yn") != "y":
             self.console.print(Text("plan discarded", style="dim"))
             return planned
         plan = planned.plan
@@ -114,7 +141,8 @@ class ReplSession:
     def _finish(self, run: Callable[[], RunResult]) -> RunResult:
         """Run, keeping the conversation; a Ctrl-C outside the loop's own handling (before the first
         call, after the stop) still leaves a usable history."""
-        try:
+        try:   # until the run starts (hooks, the small profile's first checks), a spinner says so
+            self.renderer.starting()
             result = run()
         except KeyboardInterrupt:
             self.renderer.pause()
@@ -174,8 +202,9 @@ class ReplSession:
             text = line.strip()
             if not text:
                 continue
-            if text.startswith("/"):
-                if dispatch(self, text) == "exit":
-                    return 0
-                continue
-            self.run_task(text)
+            with watching():   # while it works: typed keys are not echoed, Esc stops it as Ctrl-C does
+                if text.startswith("/"):
+                    if dispatch(self, text) == "exit":
+                        return 0
+                    continue
+                self.run_task(text)
