@@ -52,7 +52,8 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
                                     "(`keel doctor --base-url URL` lists the served models)")
     return OpenAICompatEngine(e.base_url, e.model, api_key if api_key is not None else resolve_api_key(config),
                               temperature=e.temperature, seed=e.seed, tool_choice=e.tool_choice,
-                              max_tokens=e.max_tokens, timeout_s=e.timeout_s, max_attempts=e.max_attempts,
+                              max_tokens=e.max_tokens, timeout_s=e.timeout_s, idle_timeout_s=e.idle_timeout_s,
+                              max_attempts=e.max_attempts,
                               extra_body=e.extra_body or None, stream=e.stream,
                               constrain_tool_calls=e.constrain_tool_calls)  # "on": tool_choice "required"
 
@@ -244,9 +245,11 @@ class Agent:
         memory = project_memory(self.workspace, cap)   # AGENTS.md files: in the cached prefix, read once
         if self.profile == "small":  # the files in front of the model: it copies old_text, not invents it
             from keel.context.preload import preload_section
+            from keel.core.request import parse_request
             from keel.verify.before import checks_before
 
-            files = preload_section(self.workspace, task, self.context_manager().window.tokens, self.ctx)
+            files = preload_section(self.workspace, parse_request(task), self.context_manager().window.tokens,
+                                    self.ctx)
             self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
             before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
             extra = "\n\n".join(p for p in (files, before) if p)

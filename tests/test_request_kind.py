@@ -185,8 +185,8 @@ def test_what_must_not_change_and_what_to_change_are_read():
     assert request.files == ("calc.py",) and request.functions == ("add",)
 
 
-def test_empty_request_asks_nothing_of_the_workspace():
-    assert parse_request("").kind == "answer" and parse_request("  \n").language == ""
+def test_an_empty_request_is_judged_by_the_checks_alone():
+    assert parse_request("").kind == "verify" and parse_request("  \n").language == ""
 
 
 def test_one_parse_per_text():

@@ -56,7 +56,7 @@ def _steps_after_the_reader_leaves() -> list[dict]:
 def test_a_reader_that_leaves_after_one_line_stops_no_run(calc_repo, keel_env, tmp_path, output_format):
     log = tmp_path / "run.jsonl"
     with ScriptedEngineServer(_steps_after_the_reader_leaves()) as server:
-        proc = subprocess.Popen([*KEEL, "run", "what does calc.py do wrong?", "--cwd", str(calc_repo),
+        proc = subprocess.Popen([*KEEL, "run", "What does calc.py do? Just explain.", "--cwd", str(calc_repo),
                                  "--base-url", server.base_url, "--model", "scripted", "--log", str(log),
                                  "--output-format", output_format],
                                 env=keel_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -168,5 +168,7 @@ def test_a_check_failing_before_the_run_is_labelled_so_on_the_verify_line(tmp_pa
         r = run_keel("run", "make greet() in greet.py return 'hi'", "--cwd", str(repo), "--base-url",
                      server.base_url, "--model", "scripted", timeout=120)
     [line] = [ln for ln in r.stdout.splitlines() if "verify:" in ln]
-    assert "-m pytest -q ✗ exit 1 (failing before this run) → passed" in line, r.stdout
+    # nothing of the project's passed, so the gate says so; the run's own check of greet() is the evidence
+    assert "-m pytest -q ✗ exit 1 (failing before this run) → failing_before" in line, r.stdout
+    assert "■ complete" in r.stdout
     assert (repo / "calc.py").read_text() == CALC_BUG    # the old failure is not this run's: left alone

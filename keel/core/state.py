@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
+from keel.core.request import Request, parse_request
+
 TodoStatus = Literal["pending", "in_progress", "done"]
 
 
@@ -26,6 +28,9 @@ class CheckEvidence:
     exit_code: int | None
     kind: str
     seq: int
+    tests_ran: int | None = None     # tests the output says ran; None: not a test runner keel reads
+    deselected: int = 0
+    whole_suite: bool = False        # no selection: not `-k`, not one file
 
     @property
     def passed(self) -> bool:
@@ -62,6 +67,11 @@ class TaskState:
     tools: frozenset[str] = frozenset()
     repair_rounds: Counter[str] = field(default_factory=Counter)
 
+    @property
+    def request(self) -> Request:
+        """The task as keel reads it (keel.core.request; parsed once per text)."""
+        return parse_request(self.task)
+
     # -- updates ------------------------------------------------------------------------------
     def record_tool_call(self) -> None:
         self.tool_calls_total += 1
@@ -73,9 +83,10 @@ class TaskState:
         if path not in self.files_changed:
             self.files_changed.append(path)
 
-    def record_check(self, command: str, exit_code: int | None, kind: str) -> None:
+    def record_check(self, command: str, exit_code: int | None, kind: str, *, tests_ran: int | None = None,
+                     deselected: int = 0, whole_suite: bool = False) -> None:
         self.seq += 1
-        self.checks.append(CheckEvidence(command, exit_code, kind, self.seq))
+        self.checks.append(CheckEvidence(command, exit_code, kind, self.seq, tests_ran, deselected, whole_suite))
 
     def set_todos(self, todos: list[Todo]) -> None:
         self.todos = list(todos)
@@ -103,6 +114,16 @@ class TaskState:
         for c in recent:
             latest_by_kind[c.kind] = c
         return all(c.passed for c in latest_by_kind.values())
+
+    def fresh_test_run(self) -> bool:
+        """The agent's own whole run of the project's test runner since the last change passed: it
+        exited 0, at least one test ran and none was deselected (keel issue 32: where keel finds no
+        check to run, that is the evidence; `pytest -k x`, one test file or "no tests ran" is not)."""
+        runs = [c for c in self.checks_since_last_change() if c.kind == "test"]
+        if not runs:
+            return False
+        last = runs[-1]
+        return last.passed and last.whole_suite and (last.tests_ran or 0) >= 1 and not last.deselected
 
     def failing_checks_since_last_change(self) -> list[CheckEvidence]:
         latest: dict[str, CheckEvidence] = {}

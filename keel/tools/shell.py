@@ -149,6 +149,18 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
     return hints
 
 
+def _check_run(command: str, kind: str | None, exit_code: int | None, timed_out: bool, output: str) -> CheckRun:
+    """The command as evidence: a test run says how many tests ran and whether it ran the whole suite."""
+    from keel.outputs.checks import whole_test_run
+    from keel.outputs.counts import test_counts
+
+    counts = test_counts(output) if kind == "test" else None
+    return CheckRun(command=command, exit_code=exit_code, kind=kind, timed_out=timed_out,
+                    tests_ran=counts.ran if counts is not None else None,
+                    deselected=counts.deselected if counts is not None else 0,
+                    whole_suite=kind == "test" and whole_test_run(command))
+
+
 def _check_kind(command: str) -> str | None:
     from keel.outputs.checks import classify_check
 
@@ -219,8 +231,8 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     return ToolResult(
         ok=result.exit_code == 0,
         output="\n".join(line.rstrip("\n") for line in lines),
-        check=CheckRun(command=command, exit_code=result.exit_code, kind=kind,
-                       timed_out=result.timed_out),
+        check=_check_run(command, kind, result.exit_code, result.timed_out,
+                         spill.text() if spill is not None else result.output),
         meta=meta,
     )
 

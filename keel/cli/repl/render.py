@@ -154,6 +154,8 @@ class ReplRenderer:
         elif event["kind"] == "retry":
             self.answer = ""
             self._print(Text(f"  [retry] {event['text']}", style="yellow"))
+        elif event["kind"] == "waiting" and not self.answer:   # no byte of the reply yet
+            self._show(Spinner("dots", text=Text(f"waiting for the engine ({event['text']} s)", style="dim")))
 
     def _print(self, renderable: RenderableType) -> None:
         if self.live is not None:

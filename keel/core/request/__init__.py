@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from keel.core.request.edits import MovePhrase, Rename, looks_like_code, move_phrases, renames_in
@@ -47,18 +47,55 @@ class Request:
     change_phrases: tuple[str, ...] = ()         # what to change: each clause that asks for a change
     keep_phrases: tuple[str, ...] = ()           # what must not change ("the tests" of "don't touch the tests")
     files: tuple[str, ...] = ()                  # file paths named, in order
-    dirs: tuple[str, ...] = ()                   # folders named ("src/api/")
-    identifiers: frozenset[str] = frozenset()    # names of code: calls, snake_case, dotted, backticked
     functions: tuple[str, ...] = ()              # functions named as ``name()``, in order
     spans: tuple[str, ...] = ()                  # code spans: inline `…` and each line of a fenced block
     sentences: tuple[str, ...] = ()              # the sentences, each span held as ``\x00N\x00`` (acceptance)
-    renames: tuple[Rename, ...] = ()             # "rename X to Y", "X -> Y"
-    moves: tuple[MovePhrase, ...] = ()           # "move <file> to <path>", "rename it to <path>"
-    checks: frozenset[str] = frozenset()         # the check categories it speaks of: test, static, types, build
-    allows_test_changes: bool = False            # it asks for tests to be written or changed
-    points_at_docs: bool = False                 # a comment or docstring is part of what must be done
-    words: frozenset[str] = field(default=frozenset(), repr=False)        # preloading's words (3+ letters)
-    plain_words: frozenset[str] = field(default=frozenset(), repr=False)  # lower-case words as written
+
+    # Read on first use (each once, from ``text`` alone): most runs need only some of them.
+    @functools.cached_property
+    def dirs(self) -> tuple[str, ...]:
+        """Folders named ("src/api/")."""
+        return dirs_named(self.text)
+
+    @functools.cached_property
+    def identifiers(self) -> frozenset[str]:
+        """Names of code: calls, snake_case, camelCase, dotted module names, words in backticks."""
+        return identifiers_named(self.text, self.files)
+
+    @functools.cached_property
+    def renames(self) -> tuple[Rename, ...]:
+        """"rename X to Y", "X -> Y", "replace `X` with `Y`"."""
+        return tuple(renames_in(self.text))
+
+    @functools.cached_property
+    def moves(self) -> tuple[MovePhrase, ...]:
+        """"move <file> to <path>", "rename it to <path>"."""
+        return move_phrases(self.text)
+
+    @functools.cached_property
+    def checks(self) -> frozenset[str]:
+        """The check categories it speaks of: test, static, types, build."""
+        return check_categories(self.text)
+
+    @functools.cached_property
+    def allows_test_changes(self) -> bool:
+        """It asks for tests to be written or changed (keel.core.request.names.asks_for_test_changes)."""
+        return asks_for_test_changes(self.text)
+
+    @functools.cached_property
+    def points_at_docs(self) -> bool:
+        """A comment or docstring is part of what must be done ("as the docstring says")."""
+        return points_at_docs(self.text)
+
+    @functools.cached_property
+    def words(self) -> frozenset[str]:
+        """Preloading's words: lower-case words and identifier parts of three letters or more."""
+        return frozenset(words(self.text))
+
+    @functools.cached_property
+    def plain_words(self) -> frozenset[str]:
+        """Lower-case words as written (two letters or more)."""
+        return english_words(self.text)
 
     @property
     def asks_change(self) -> bool:
@@ -108,15 +145,11 @@ def parse_request(text: str) -> Request:
     """Read ``text`` (the user's request) once: pure, linear in the text, cached by text."""
     spans, held = hold_spans(text)
     reading: Reading = read_kind(plain_words(held))
-    files = files_named(text)
     return Request(
         text=text, kind=reading.kind, why=reading.why, language=reading.language,
         forbids_change=reading.forbids_change, change_phrases=reading.change_phrases,
-        keep_phrases=reading.keep_phrases, files=files, dirs=dirs_named(text),
-        identifiers=identifiers_named(text, files), functions=functions_named(text), spans=spans,
-        sentences=sentences_of(held), renames=tuple(renames_in(text)), moves=move_phrases(text),
-        checks=check_categories(text), allows_test_changes=asks_for_test_changes(text),
-        points_at_docs=points_at_docs(text), words=frozenset(words(text)), plain_words=english_words(text))
+        keep_phrases=reading.keep_phrases, files=files_named(text), functions=functions_named(text),
+        spans=spans, sentences=sentences_of(held))
 
 
 __all__ = ["PLACEHOLDER", "Kind", "MovePhrase", "Rename", "Request", "detect_language", "looks_like_code",

@@ -26,14 +26,20 @@ the text. Table-tested on phrasings both ways in tests/test_request_kind.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from keel.core.request.lexicon import ALPHABETIC, CHINESE, Lexicon
 from keel.core.request.text import CODE_WORD, clauses_of, script_counts, sentences_with_ends, words_of
 
 Kind = Literal["change", "answer", "verify"]
-_DETERMINERS = frozenset("the a an any my your our their all of den die das dem der ein eine einen le la les un "
-                         "une des el los las lo pas".split())
+# A request longer than this many sentences (or one sentence of more clauses) is mostly a pasted log or
+# document: its first and last ones are read. Missing evidence reads as a change request, the safe side.
+MAX_SENTENCES = 600
+MAX_CLAUSES = 200
+MAX_WORDS = 400         # of one clause: prose clauses are short, a longer one is data
+SAMPLE_CHARS = 20_000   # of the text's start and end, to tell its language
+_T = TypeVar("_T")
+_DETERMINERS = frozenset(["the", "a", "an", "any", "my", "your", "our", "their", "all", "of", "den", "die", "das", "dem", "der", "ein", "eine", "einen", "le", "la", "les", "un", "une", "des", "el", "los", "las", "lo", "pas"])
 
 
 @dataclass(frozen=True)
@@ -65,10 +71,14 @@ class _Evidence:
 def read_kind(plain: str) -> Reading:
     """The reading of a request's prose (code already replaced by ``ident``: keel.core.request.text)."""
     if not plain.strip():
-        return Reading("answer", "the request is empty", "")
+        return Reading("verify", "no request text: the checks decide", "")
     language = detect_language(plain)
     ev = _Evidence()
-    for sentence, ends in sentences_with_ends(plain):
+    seen: set[tuple[str, str]] = set()
+    for sentence, ends in _ends_kept(sentences_with_ends(plain), MAX_SENTENCES):
+        if (sentence, ends) in seen:
+            continue                   # the same sentence again adds no evidence (and costs nothing)
+        seen.add((sentence, ends))
         lang = detect_language(sentence)
         lang = language if lang == "unknown" else lang
         if lang == "zh":
@@ -110,11 +120,13 @@ def _decide(ev: _Evidence, language: str) -> Reading:
 _LEXICONS = {lex.name: lex for lex in ALPHABETIC}
 _KNOWN_WORDS = {lex.name: (lex.function_words | lex.change | lex.change_anywhere | lex.answer | lex.answer_weak
                            | lex.wh | lex.aux | lex.negators | lex.defect | lex.social) for lex in ALPHABETIC}
-_SEARCHED = frozenset("for any no keine ningún aucun".split())   # "check for bugs": the defect is looked for
+_SEARCHED = frozenset(["for", "any", "no", "keine", "ningún", "aucun"])   # "check for bugs": the defect is looked for
 
 
 def detect_language(text: str) -> str:
     """en, de, es, fr or zh by the words and characters of ``text``; "unknown" when none fits."""
+    if len(text) > 2 * SAMPLE_CHARS:
+        text = text[:SAMPLE_CHARS] + "\n" + text[-SAMPLE_CHARS:]
     prose = text.replace(CODE_WORD, " ")
     latin, han, kana, other = script_counts(prose)
     if kana:
@@ -135,7 +147,7 @@ def _read_sentence(sentence: str, ends: str, lex: Lexicon, ev: _Evidence) -> Non
     form: str | None = None
     forms: set[str | None] = set()
     found = _Evidence()
-    for clause in clauses_of(sentence.lstrip("¿¡")):
+    for clause in _ends_kept(list(dict.fromkeys(clauses_of(sentence.lstrip("¿¡")))), MAX_CLAUSES):
         words = words_of(clause)
         clause_form = _read_clause(words, lex, found, " ".join(words))
         form = form or clause_form
@@ -159,11 +171,14 @@ def _read_sentence(sentence: str, ends: str, lex: Lexicon, ev: _Evidence) -> Non
 
 def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str) -> str | None:
     """Gather one clause's evidence; return its form: polite, wh, aux, plain, or None (fillers only)."""
+    words = _ends_kept(words, MAX_WORDS)
+    joined = " ".join(words) if len(words) >= MAX_WORDS else joined
     if not words:
         return None
     (ev.social if all(w in lex.social for w in words) else ev.other).append(joined)
     start = _skip(words, 0, lex.fillers)
     polite = _opening(words, start, lex.polite) or _opening(words, start, lex.suggestion)
+    hypothetical = _first_phrase(words, lex.hypothetical)
     if start >= len(words) and not polite:
         return None
     form = "polite" if polite else ("wh" if words[start] in lex.wh else "aux" if words[start] in lex.aux else "plain")
@@ -185,7 +200,7 @@ def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str) -> 
         if verb and negated:
             _negated_change(words, i, lex, ev, joined)
             continue
-        if verb and _talked_about(words, i, form, lex):
+        if verb and (form == "wh" or hypothetical < i):    # talked about: "how would you refactor X?"
             ev.talked.append(" ".join(words[i:i + 8]))
             continue
         placed = (polite is not None and i >= polite) or word in lex.change_anywhere or i == start or \
@@ -205,6 +220,11 @@ def _base(word: str) -> str:
     return head if sep and len(head) > 3 else word
 
 
+def _ends_kept(items: list[_T], limit: int) -> list[_T]:
+    """``items``, or its first and last ``limit // 2`` when there are more."""
+    return items if len(items) <= limit else items[: limit // 2] + items[-(limit // 2):]
+
+
 def _skip(words: list[str], i: int, skipped: frozenset[str]) -> int:
     while i < len(words) and words[i] in skipped:
         i += 1
@@ -212,8 +232,9 @@ def _skip(words: list[str], i: int, skipped: frozenset[str]) -> int:
 
 
 def _opening(words: list[str], start: int, phrases: tuple[tuple[str, ...], ...]) -> int | None:
-    """Where a polite opening ("can you", "please") that starts at or before ``start`` ends, or None."""
-    for j in range(0, min(start, len(words) - 1) + 1):
+    """Where a polite opening ("can you", "please") that starts at or before ``start`` (and within the
+    clause's first words) ends, or None."""
+    for j in range(0, min(start, len(words) - 1, 4) + 1):
         for phrase in phrases:
             if tuple(words[j:j + len(phrase)]) == phrase:
                 return j + len(phrase)
@@ -232,7 +253,7 @@ def _negated(words: list[str], i: int, floor: int, lex: Lexicon) -> bool:
 def _negated_change(words: list[str], i: int, lex: Lexicon, ev: _Evidence, joined: str) -> None:
     """A negated change verb: a directive when its object is the whole workspace (or nothing, or "it"),
     else a thing that must not change ("don't change the tests")."""
-    j = _skip(words, i + 1, _DETERMINERS | lex.negators_after)
+    j = _skip(words[:i + 5], i + 1, _DETERMINERS | lex.negators_after)
     obj = words[j] if j < len(words) else None
     after = words[j + 1] if j + 1 < len(words) else None
     if obj is None or (obj in lex.global_objects and after not in lex.scope_words):
@@ -241,11 +262,14 @@ def _negated_change(words: list[str], i: int, lex: Lexicon, ev: _Evidence, joine
         ev.keep.append(" ".join(w for w in words[i + 1:j + 6] if w not in lex.negators_after))
 
 
-def _talked_about(words: list[str], i: int, form: str, lex: Lexicon) -> bool:
-    """A change verb in a question about it ("how would you refactor X?", "how to fix it")."""
-    if form == "wh":
-        return True
-    return any(tuple(words[j:j + len(p)]) == p for p in lex.hypothetical for j in range(0, i))
+def _first_phrase(words: list[str], phrases: tuple[tuple[str, ...], ...]) -> int:
+    """Where the first of ``phrases`` starts in ``words`` ("how to", "should i"), or len(words): one pass,
+    a set lookup per word for the phrases' first words."""
+    firsts = {p[0] for p in phrases}
+    for j, word in enumerate(words):
+        if word in firsts and any(tuple(words[j:j + len(p)]) == p for p in phrases if p[0] == word):
+            return j
+    return len(words)
 
 
 # -- Chinese --------------------------------------------------------------------------------------------
@@ -254,7 +278,7 @@ def _read_han(sentence: str, ends: str, ev: _Evidence) -> None:
     asked = "?" in ends or "？" in ends or any(p in sentence for p in lex.particles)
     wh = any(w in sentence for w in lex.wh)
     found = _Evidence()
-    for clause in clauses_of(sentence):
+    for clause in _ends_kept(list(dict.fromkeys(clauses_of(sentence))), MAX_CLAUSES):
         found.directive += [p for p in lex.directives if p in clause]
         found.postpone += [p for p in lex.postpone if p in clause]
         found.verify += [p for p in lex.verify if p in clause]

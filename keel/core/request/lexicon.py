@@ -91,9 +91,9 @@ ENGLISH = Lexicon(
               "refactoring rewriting updating creating writing making touching applying"),
     negated_only=_w("touch alter"),
     answer=_w("explain describe summarize summarise tell show review clarify compare outline list walk answer "
-              "suggest propose recommend evaluate assess critique explaining describing reviewing"),
+              "suggest propose recommend evaluate assess critique explaining describing reviewing say"),
     answer_weak=_w("find locate check investigate analyze analyse identify diagnose look inspect examine read "
-                   "understand trace"),
+                   "understand trace count report measure estimate"),
     wh=_w("what what's whats why how how's where where's which who whom whose when"),
     aux=_w("is are was were does do did can could would will should shall has have had may might am isn't "
            "aren't doesn't don't didn't"),
@@ -130,7 +130,8 @@ ENGLISH = Lexicon(
                     "doesn't return", "does not return", "doesn't handle", "does not handle", "instead of",
                     "off by one", "off-by-one", "no longer", "should return", "should be", "should not",
                     "shouldn't", "is expected", "was expected", "doesn't compile", "does not compile",
-                    "won't start", "doesn't start", "returns the wrong", "gives the wrong"),
+                    "won't start", "doesn't start", "returns the wrong", "gives the wrong", "why doesn't", "why isn't",
+                    "why won't", "why can't", "why don't", "why aren't", "why didn't", "why does not", "why is not"),
     hypothetical=_p("how to", "what to", "whether to", "which to", "where to", "way to", "ways to",
                     "should i", "should we", "shall i", "would it be", "is it safe to", "is it worth",
                     "is it a good idea to", "is it better to", "the best way to", "what would", "what should",

@@ -22,7 +22,7 @@ _WORD = re.compile(r"[\w'’-]+")
 # A whitespace token that is code, not a word of the sentence: a call, a path, a dotted or snake_case
 # name, camelCase, or anything with brackets, operators or digits glued to letters.
 _CODE_TOKEN = re.compile(r"[^\s]*[(){}\[\]<>=/\\$#@|`*~^][^\s]*|[A-Za-z_]\w*(?:\.\w+)+|\w*_\w*|[a-z]+[A-Z]\w*|"
-                         r"[A-Z]{2,}\w*|\w*\d\w*")
+                         r"[A-Z]{2,}\w*|[\w.]*\d[\w.]*")
 _EDGE = ".,;:!?\"'“”‘’¿¡"
 CODE_WORD = "ident"
 _QUOTES = "'\"“”‘’"
@@ -67,27 +67,25 @@ def sentences_of(held: str) -> tuple[str, ...]:
 
 
 def plain_words(held: str) -> str:
-    """The text as prose: code spans and code-like tokens become the one word ``ident``, so a function
-    called add() or a file called fix.py is never read as a verb."""
-    out: list[str] = []
-    for token in _CJK_RUN.sub(r" \1 ", held).split():    # Chinese glued to code: 修复add()吗 is three tokens
-        quoted = token.rstrip(".,;:!?")
-        if len(quoted) > 2 and quoted[0] in _QUOTES and quoted[-1] in _QUOTES:
-            out.append(CODE_WORD + token[len(quoted):])   # a quoted word is a value or a name, not a verb
-            continue
-        core = token.strip(_EDGE)
-        if core.startswith("(") and "(" not in core[1:]:
-            core = core[1:]                       # "(don't": a word in brackets, not a call
-        if core.endswith(")") and "(" not in core:
-            core = core[:-1]
-        at = token.find(core) if core else -1
-        if not core or at < 0:
-            out.append(token)
-        elif PLACEHOLDER.search(core) or "\x00" in core or _CODE_TOKEN.fullmatch(core):
-            out.append(f"{token[:at]}{CODE_WORD}{token[at + len(core):]}")
-        else:
-            out.append(token)
-    return " ".join(out)
+    """The text as prose, line by line: code spans and code-like tokens become the one word ``ident``,
+    so a function called add() or a file called fix.py is never read as a verb."""
+    return "\n".join(" ".join(_plain_token(t) for t in _CJK_RUN.sub(r" \1 ", line).split())
+                     for line in held.split("\n"))   # Chinese glued to code: 修复add()吗 is three tokens
+
+
+def _plain_token(token: str) -> str:
+    quoted = token.rstrip(".,;:!?")
+    if len(quoted) > 2 and quoted[0] in _QUOTES and quoted[-1] in _QUOTES:
+        return CODE_WORD + token[len(quoted):]    # a quoted word is a value or a name, not a verb
+    core = token.strip(_EDGE)
+    if core.startswith("(") and "(" not in core[1:]:
+        core = core[1:]                           # "(don't": a word in brackets, not a call
+    if core.endswith(")") and "(" not in core:
+        core = core[:-1]
+    at = token.find(core) if core else -1
+    if at >= 0 and ("\x00" in core or _CODE_TOKEN.fullmatch(core)):
+        return f"{token[:at]}{CODE_WORD}{token[at + len(core):]}"
+    return token
 
 
 def sentences_with_ends(plain: str) -> list[tuple[str, str]]:
