@@ -47,6 +47,11 @@ def _names_any(command: str, paths: list[str]) -> bool:
     return False
 
 
+def _whole_run(check: CheckEvidence) -> bool:
+    """A test runner's run of the whole suite in which at least one test ran and none was deselected."""
+    return check.whole_suite and (check.tests_ran or 0) >= 1 and not check.deselected
+
+
 @dataclass
 class TaskState:
     task: str = ""                     # the user's request, restated in sharper pushback
@@ -102,12 +107,15 @@ class TaskState:
         """A check passed after the last file change, and the latest run of each kind since passed.
 
         ``exercising_changes``: the passing check must also name a changed file or its module
-        (`python hello.py`, `python -c "import calc; …"`). Where the project has no checks of its own,
-        that is the only evidence there is; `python -c "print('all good')"` is the model's word."""
+        (`python hello.py`, `python -c "import calc; …"`), or be a whole run of the test runner (see
+        ``fresh_test_run``: `pytest -k x` or one test file is a corner of the suite). Where the project
+        has no checks of its own, that is the only evidence there is; `python -c "print('all good')"` is
+        the model's word."""
         recent = self.checks_since_last_change()
         passing = [c for c in recent if c.passed]
         if exercising_changes:
-            passing = [c for c in passing if _names_any(c.command, self.files_changed)]
+            passing = [c for c in passing if (_whole_run(c) if c.kind == "test" else
+                                              _names_any(c.command, self.files_changed))]
         if not passing:
             return False
         latest_by_kind: dict[str, CheckEvidence] = {}
@@ -120,10 +128,7 @@ class TaskState:
         exited 0, at least one test ran and none was deselected (keel issue 32: where keel finds no
         check to run, that is the evidence; `pytest -k x`, one test file or "no tests ran" is not)."""
         runs = [c for c in self.checks_since_last_change() if c.kind == "test"]
-        if not runs:
-            return False
-        last = runs[-1]
-        return last.passed and last.whole_suite and (last.tests_ran or 0) >= 1 and not last.deselected
+        return bool(runs) and runs[-1].passed and _whole_run(runs[-1])
 
     def failing_checks_since_last_change(self) -> list[CheckEvidence]:
         latest: dict[str, CheckEvidence] = {}
