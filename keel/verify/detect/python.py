@@ -259,8 +259,8 @@ def _src_layout(workspace: Path, config: _Config) -> tuple[str, str]:
     if not packages:
         return "", ""
     table = config.tool_table("pytest") or {}
-    ini = table.get("ini_options") if isinstance(table.get("ini_options"), dict) else {}
-    if "pythonpath" in ini or any(p.has_option(s, "pythonpath") for p, s in (
+    ini = table.get("ini_options")
+    if (isinstance(ini, dict) and "pythonpath" in ini) or any(p.has_option(s, "pythonpath") for p, s in (
             (_ini(workspace / "pytest.ini"), "pytest"), (config.setup_cfg, "tool:pytest"), (config.tox_ini, "pytest"))):
         return "", ""
     return " -o pythonpath=src", "; src/ holds the package, so src goes on the import path"
