@@ -240,7 +240,8 @@ class Agent:
 
         # The small profile names the sandbox only: its details are ~110 tokens a 1.5B model has no use for.
         protection = sandbox_tier(self.config)[0] if self.profile == "small" else self.protection
-        first = task_message(task, str(self.workspace), protection, top_level_entries(self.workspace))
+        first = task_message(task, str(self.workspace), protection, top_level_entries(self.workspace),
+                             attended=self.attended)
         cap = memory_cap(self.context_manager().window.tokens, self.config.context.budget.memory)
         memory = project_memory(self.workspace, cap)   # AGENTS.md files: in the cached prefix, read once
         if self.profile == "small":  # the files in front of the model: it copies old_text, not invents it

@@ -205,3 +205,29 @@ def test_without_a_plan_only_a_whole_test_run_counts(unplanned_repo: Path, run_k
     assert r.result["verification"]["status"] == "no_checks"
     assert r.result["status"] == "complete"
     assert pushback_kinds(r) == ([] if counts else ["unverified"])
+
+
+# -- item 6: attended modes do not tell the model nobody is there ------------------------------------------
+def test_an_attended_run_is_told_a_person_is_present(bug_repo: Path, run_keel):
+    script = [{"tool_calls": [call("read_file", path="calc.py")]}, {"content": ANSWER}]
+    for flags, present in ((("--attended",), True), ((), False)):
+        with ScriptedEngineServer(script) as server:
+            run_keel("run", "What does calc.py do?", "--cwd", str(bug_repo), "--base-url", server.base_url,
+                     "--model", "scripted", *flags, timeout=120)
+            first = server.requests[0]["messages"][1]["content"]
+        assert ("No one is available" in first) is not present, first
+        assert ("A person is present" in first) is present
+
+
+def test_the_library_agent_of_the_repl_and_acp_is_told_so_too(bug_repo: Path):
+    """The REPL and `keel acp` build Agent(attended=True); its first message is the one the model reads."""
+    from keel.agent import Agent
+    from keel.engine.client import OpenAICompatEngine
+
+    with ScriptedEngineServer([{"content": ANSWER}]) as server:
+        agent = Agent(OpenAICompatEngine(server.base_url, "scripted"), workspace=bug_repo, attended=True,
+                      log_path=False)
+        result = agent.run("What does calc.py do?")
+        first = server.requests[0]["messages"][1]["content"]
+    assert "No one is available" not in first and "A person is present" in first
+    assert result.status == "complete" and len(server.requests) == 1   # a question costs one model call

@@ -16,6 +16,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from keel.engine import sse
 from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
@@ -66,6 +67,19 @@ CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context
 KEY_FIX = "the server rejected the API key — set KEEL_API_KEY or --api-key-env"
 
 
+def url_problem(base_url: str) -> str | None:
+    """Why ``base_url`` is no engine URL ("'x' is not an http(s) URL …"), or None."""
+    url = base_url.strip()
+    parts = urlsplit(url)
+    try:
+        parts.port   # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return f"{url!r} has a port that is not a number"
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        return f"{url!r} is not an http(s) URL (for example http://127.0.0.1:8000/v1)"
+    return None
+
+
 class OpenAICompatEngine:
     """Engine for any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, Ollama)."""
 
@@ -80,6 +94,8 @@ class OpenAICompatEngine:
         if not base_url or not base_url.strip():
             raise EngineError("config", "no engine base URL: set KEEL_BASE_URL or --base-url "
                                         "(for example http://localhost:8000/v1)")
+        if (problem := url_problem(base_url)) is not None:   # a usage error before anything runs (issue 32)
+            raise EngineError("config", f"the engine base URL {problem}")
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.base_url = base_url.strip().rstrip("/")
