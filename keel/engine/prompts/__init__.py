@@ -27,3 +27,11 @@ def task_message(task: str, workspace: str, protection: str, top_level: list[str
         listing = "Top-level entries: " + (", ".join(top_level) if top_level else "(empty)") + "\n"
     return (f"{task.strip()}\n\n---\nWorkspace: {workspace} (tool paths are relative to it)\n{listing}"
             f"Command sandbox: {protection}\n{PRESENT if attended else ABSENT}")
+
+
+def answer_note(forbidden: bool) -> str:
+    """The first message's last words for a request that asks only for an answer (keel.core.request):
+    the system prompt speaks of changing files, so say plainly that this one is answered in words."""
+    why = "The user asked you not to change anything." if forbidden else "Nothing needs to change."
+    return (f"This request asks for an answer, not a change. {why} Read what you need, change no file, "
+            "and answer in your reply (or as finish's summary): that answer is what the user gets.")
