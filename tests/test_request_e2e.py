@@ -231,3 +231,13 @@ def test_the_library_agent_of_the_repl_and_acp_is_told_so_too(bug_repo: Path):
         first = server.requests[0]["messages"][1]["content"]
     assert "No one is available" not in first and "A person is present" in first
     assert result.status == "complete" and len(server.requests) == 1   # a question costs one model call
+
+
+def test_the_first_message_says_a_question_is_answered_in_words(bug_repo: Path, run_keel):
+    """The system prompt (a small model's above all) speaks of changing files: a question says otherwise."""
+    for task, note in (("What does calc.py do? Just explain.", True), ("fix add() in calc.py", False)):
+        with ScriptedEngineServer([{"content": ANSWER}, {"content": ANSWER}]) as server:
+            run_keel("run", task, "--cwd", str(bug_repo), "--base-url", server.base_url, "--model", "scripted",
+                     "--max-steps", "2", timeout=120)
+            first = server.requests[0]["messages"][1]["content"]
+        assert ("This request asks for an answer, not a change" in first) is note, first
