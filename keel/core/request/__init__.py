@@ -30,7 +30,7 @@ from keel.core.request.names import (
     points_at_docs,
     words,
 )
-from keel.core.request.text import PLACEHOLDER, hold_spans, plain_words, sentences_of, sub_fenced
+from keel.core.request.text import PLACEHOLDER, hold_spans, plain_words, restore, sentences_of, sub_fenced
 
 _ID_PART = re.compile(r"[\s/:.()\[\]_-]+")
 
@@ -144,11 +144,13 @@ class Request:
 def parse_request(text: str) -> Request:
     """Read ``text`` (the user's request) once: pure, linear in the text, cached by text."""
     spans, held = hold_spans(text)
-    reading: Reading = read_kind(plain_words(held))
+    plain, code = plain_words(held, spans)
+    reading: Reading = read_kind(plain)
     return Request(
-        text=text, kind=reading.kind, why=reading.why, language=reading.language,
-        forbids_change=reading.forbids_change, change_phrases=reading.change_phrases,
-        keep_phrases=reading.keep_phrases, files=files_named(text), functions=functions_named(text),
+        text=text, kind=reading.kind, why=restore(reading.why, code), language=reading.language,
+        forbids_change=reading.forbids_change, change_phrases=tuple(restore(p, code) for p in reading.change_phrases),
+        keep_phrases=tuple(restore(p, code) for p in reading.keep_phrases), files=files_named(text),
+        functions=functions_named(text),
         spans=spans, sentences=sentences_of(held))
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from keel.core.request.lexicon import ALPHABETIC, CHINESE, Lexicon
-from keel.core.request.text import CODE_WORD, clauses_of, script_counts, sentences_with_ends, words_of
+from keel.core.request.text import CODE_MARK, clauses_of, script_counts, sentences_with_ends, words_of
 
 Kind = Literal["change", "answer", "verify"]
 # A request longer than this many sentences (or one sentence of more clauses) is mostly a pasted log or
@@ -69,7 +69,7 @@ class _Evidence:
 
 
 def read_kind(plain: str) -> Reading:
-    """The reading of a request's prose (code already replaced by ``ident``: keel.core.request.text)."""
+    """The reading of a request's prose (code already replaced by ``identN``: keel.core.request.text)."""
     if not plain.strip():
         return Reading("verify", "no request text: the checks decide", "")
     language = detect_language(plain)
@@ -127,7 +127,7 @@ def detect_language(text: str) -> str:
     """en, de, es, fr or zh by the words and characters of ``text``; "unknown" when none fits."""
     if len(text) > 2 * SAMPLE_CHARS:
         text = text[:SAMPLE_CHARS] + "\n" + text[-SAMPLE_CHARS:]
-    prose = text.replace(CODE_WORD, " ")
+    prose = CODE_MARK.sub(" ", text)
     latin, han, kana, other = script_counts(prose)
     if kana:
         return "unknown"            # Japanese or Korean: their Han characters are not Chinese sentences

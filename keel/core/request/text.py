@@ -25,6 +25,7 @@ _CODE_TOKEN = re.compile(r"[^\s]*[(){}\[\]<>=/\\$#@|`*~^][^\s]*|[A-Za-z_]\w*(?:\
                          r"[A-Z]{2,}\w*|[\w.]*\d[\w.]*")
 _EDGE = ".,;:!?\"'“”‘’¿¡"
 CODE_WORD = "ident"
+CODE_MARK = re.compile(r"\bident(\d+)\b")
 _QUOTES = "'\"“”‘’"
 _CJK_RUN = re.compile(r"([\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+)")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -66,17 +67,32 @@ def sentences_of(held: str) -> tuple[str, ...]:
     return tuple(s for s in SENTENCE_END.split(held) if s.strip())
 
 
-def plain_words(held: str) -> str:
-    """The text as prose, line by line: code spans and code-like tokens become the one word ``ident``,
-    so a function called add() or a file called fix.py is never read as a verb."""
-    return "\n".join(" ".join(_plain_token(t) for t in _CJK_RUN.sub(r" \1 ", line).split())
-                     for line in held.split("\n"))   # Chinese glued to code: 修复add()吗 is three tokens
+def plain_words(held: str, spans: tuple[str, ...] = ()) -> tuple[str, list[str]]:
+    """The text as prose, line by line, and the code it held: code spans and code-like tokens become one
+    word each, ``ident0``, ``ident1`` …, so a function called add() or a file called fix.py is never read
+    as a verb; ``restore`` puts them back into what is quoted from it."""
+    held_code: list[str] = []
+
+    def mark(code: str) -> str:
+        held_code.append(PLACEHOLDER.sub(lambda m: f"`{spans[int(m.group(1))]}`" if int(m.group(1)) < len(spans)
+                                         else "", code))
+        return f"{CODE_WORD}{len(held_code) - 1}"
+
+    plain = "\n".join(" ".join(_plain_token(t, mark) for t in _CJK_RUN.sub(r" \1 ", line).split())
+                      for line in held.split("\n"))   # Chinese glued to code: 修复add()吗 is three tokens
+    return plain, held_code
 
 
-def _plain_token(token: str) -> str:
+def restore(text: str, held_code: list[str]) -> str:
+    """``text`` (quoted from prose) with each ``identN`` back as the code it stood for."""
+    return CODE_MARK.sub(lambda m: held_code[int(m.group(1))] if int(m.group(1)) < len(held_code) else m.group(0),
+                         text)
+
+
+def _plain_token(token: str, mark: Callable[[str], str]) -> str:
     quoted = token.rstrip(".,;:!?")
     if len(quoted) > 2 and quoted[0] in _QUOTES and quoted[-1] in _QUOTES:
-        return CODE_WORD + token[len(quoted):]    # a quoted word is a value or a name, not a verb
+        return mark(quoted) + token[len(quoted):]    # a quoted word is a value or a name, not a verb
     core = token.strip(_EDGE)
     if core.startswith("(") and "(" not in core[1:]:
         core = core[1:]                           # "(don't": a word in brackets, not a call
@@ -84,7 +100,7 @@ def _plain_token(token: str) -> str:
         core = core[:-1]
     at = token.find(core) if core else -1
     if at >= 0 and ("\x00" in core or _CODE_TOKEN.fullmatch(core)):
-        return f"{token[:at]}{CODE_WORD}{token[at + len(core):]}"
+        return f"{token[:at]}{mark(core)}{token[at + len(core):]}"
     return token
 
 
