@@ -70,12 +70,20 @@ class TaskState:
     gate_on: bool = False
     # the tools the model is offered (set by the runner), so pushback names only those; empty: unknown
     tools: frozenset[str] = frozenset()
+    # the run's tools cannot change the workspace (a read-only sub-agent): whatever the request says,
+    # the run ends with an answer in words, and is judged as one
+    read_only: bool = False
     repair_rounds: Counter[str] = field(default_factory=Counter)
 
     @property
     def request(self) -> Request:
         """The task as keel reads it (keel.core.request; parsed once per text)."""
         return parse_request(self.task)
+
+    @property
+    def answers(self) -> bool:
+        """The run is finished by an answer in words: the request asks for one, or the run cannot change files."""
+        return self.read_only or self.request.answer_only
 
     # -- updates ------------------------------------------------------------------------------
     def record_tool_call(self) -> None:

@@ -133,7 +133,7 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
     claim = outcome.summary or outcome.text
     question = outcome.asked_user is not None or (
         not outcome.finished and outcome.tool_calls == 0 and is_question(outcome.text)
-        and not (request.answer_only and answer_problem(claim) is None))   # an answer that ends with an offer
+        and not (state.answers and answer_problem(claim) is None))   # an answer that ends with an offer
     if question:
         return Decision("stop", "needs_user") if attended else _push("question_unattended", state)
 
@@ -144,13 +144,13 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
 
     # Everything left is a claim of completion: a finish call, or a reply with no tool calls.
     if state.tool_calls_total == 0 and not (attended and not request.asks_change) and \
-            not (request.answer_only and state.pushback_counts["did_nothing"]):
+            not (state.answers and state.pushback_counts["did_nothing"]):
         # Unattended, an answer made without looking is pushed back (a question once: it may need no file).
         # A person asking a question in the REPL is answered from the conversation, in one model call.
-        return _push("did_nothing", state, "answer" if request.answer_only else "")
+        return _push("did_nothing", state, "answer" if state.answers else "")
     if state.unfinished_todos():
         return _push("unfinished_todos", state)
-    if request.answer_only and (problem := answer_problem(claim)) is not None:
+    if state.answers and (problem := answer_problem(claim)) is not None:
         return _push("no_answer", state, problem)      # a question back or "I will look at…" answers nothing
     if state.gate_on:
         return _judge_claim(outcome.verification, state, limits)
@@ -159,10 +159,9 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
 
 def _judge_without_gate(state: TaskState) -> Decision:
     """A claim with the gate off (``--verify off``): the agent's own checks after its last change."""
-    request = state.request
-    if request.answer_only and state.files_changed:
+    if state.answers and state.files_changed:
         return _push("changed_answer_only", state, ", ".join(state.files_changed[:12]))
-    if request.asks_change and not state.files_changed:
+    if state.request.asks_change and not state.files_changed and not state.read_only:
         return _push("no_change", state)
     if state.files_changed and not state.fresh_verification():
         return _push("unverified", state)

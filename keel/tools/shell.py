@@ -214,8 +214,9 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         status += " (the timeout was cut to the run's remaining wall-clock time)"
     kind = _check_kind(command)
     body, saved = result.output, None
+    full = spill.text() if spill is not None else result.output   # read before present() closes the spill
     if spill is not None:
-        facts = OutputFacts(command, spill.text(), result.total_bytes, result.exit_code, result.timed_out, kind,
+        facts = OutputFacts(command, full, result.total_bytes, result.exit_code, result.timed_out, kind,
                             str(ctx.workspace))
         body, saved = present(spill, facts, result.output, result.truncated)
     lines = [status, body if body else "(no output)"]
@@ -231,8 +232,7 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     return ToolResult(
         ok=result.exit_code == 0,
         output="\n".join(line.rstrip("\n") for line in lines),
-        check=_check_run(command, kind, result.exit_code, result.timed_out,
-                         spill.text() if spill is not None else result.output),
+        check=_check_run(command, kind, result.exit_code, result.timed_out, full),
         meta=meta,
     )
 
