@@ -102,6 +102,8 @@ TABLE: list[tuple[str, str, str]] = [
     ("de", "Erkläre mir die Architektur.", A),
     ("de", "Gibt es einen Fehler in add()?", A),
     ("de", "Stelle sicher, dass die Tests laufen.", V),
+    ("de", "Kannst du mir erklären, was calc.py macht?", A),
+    ("de", "Könntest du bitte die Tests ausführen?", V),
     # -- Spanish ----------------------------------------------------------------------------------------
     ("es", "¿Puedes arreglar add() en calc.py?", C),
     ("es", "¿Podrías añadir una función sub()?", C),
@@ -116,6 +118,8 @@ TABLE: list[tuple[str, str, str]] = [
     ("es", "¿Cómo funciona la caché?", A),
     ("es", "Explica la estructura del proyecto.", A),
     ("es", "Asegúrate de que los tests pasen.", V),
+    ("es", "¿Me puedes explicar qué hace calc.py?", A),
+    ("es", "¿Me puedes arreglar add()?", C),
     # -- French -----------------------------------------------------------------------------------------
     ("fr", "Peux-tu corriger add() dans calc.py ?", C),
     ("fr", "Pourrais-tu ajouter une fonction sub() ?", C),
@@ -129,6 +133,8 @@ TABLE: list[tuple[str, str, str]] = [
     ("fr", "Comment fonctionne le cache ?", A),
     ("fr", "Explique-moi l'architecture du projet.", A),
     ("fr", "Vérifie que les tests passent.", V),
+    ("fr", "Peux-tu m'expliquer ce que fait calc.py ?", A),
+    ("fr", "N'ajoute rien, dis-moi seulement ce que fait parse().", F),
     # -- Chinese ----------------------------------------------------------------------------------------
     ("zh", "你能修复 calc.py 里的 add() 吗？", C),
     ("zh", "请给 calc.py 添加一个 sub() 函数", C),

@@ -215,7 +215,10 @@ def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str) -> 
 
 
 def _base(word: str) -> str:
-    """A word without the pronoun its hyphen glues on: "corrige-le", "échoue-t-il" (not "read-only")."""
+    """A word without the pronoun its hyphen glues on ("corrige-le", "échoue-t-il"; not "read-only") or the
+    French word elided before it ("m'expliquer", "l'ajouter", "n'ajoute": _negated reads that "n'")."""
+    if len(word) > 3 and word[1] == "'" and word[0] in "mltsdcjn":
+        word = word[2:]
     head, sep, _ = word.partition("-")
     return head if sep and len(head) > 3 else word
 
@@ -242,8 +245,10 @@ def _opening(words: list[str], start: int, phrases: tuple[tuple[str, ...], ...])
 
 
 def _negated(words: list[str], i: int, floor: int, lex: Lexicon) -> bool:
-    """A negation before the verb (after the clause's opening: "why don't you fix" is no negation) or,
-    in German and French, after it in the clause ("ändere nichts", "ne modifie rien")."""
+    """A negation before the verb (after the clause's opening: "why don't you fix" is no negation), in the
+    verb itself ("n'ajoute"), or, in German and French, after it in the clause ("ändere nichts")."""
+    if words[i].startswith("n'"):
+        return True
     before = words[max(floor, i - 3, 0):i]
     if any(w in lex.negators for w in before):
         return True
