@@ -227,8 +227,8 @@ def test_plan_orders_categories():
     ("parse_date returns the wrong month for ISO dates", True),
     # …but one that asks for an answer about the defect is answered
     ("Explain why the checkout crashes when the cart is empty", False),
-    ("Why doesn't total() count the last item? Just explain.", False),
-    ("Why doesn't total() return the last item?", True),    # a question about a defect reports it (issue 32)
+    ("Why doesn't total() count the last item?", False),
+    ("Why doesn't total() count the last item? Fix it.", True),
     ("Describe what is wrong with parse_date", False),
     ("The README describes the install steps.", True),      # no sign it asks only for an answer (issue 32)
     ("Can you fix add() in calc.py?", True),                   # a polite question with a change verb

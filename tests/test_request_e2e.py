@@ -146,6 +146,14 @@ def test_caches_are_no_change(bug_repo: Path, run_keel):
 
 
 # -- make sure -------------------------------------------------------------------------------------------
+def test_work_that_needs_no_change_ends_when_nothing_new_fails(bug_repo: Path, run_keel):
+    """"run the tests" in the REPL's way: no change is needed, and the old failure is not this run's."""
+    script = [{"tool_calls": [call("run_shell", command="python3 -m pytest -q")]},
+              {"content": "Ran them: test_add fails (add subtracts); nothing else does."}]
+    r, left = run(run_keel, bug_repo, "run the tests", script)
+    assert r.result["status"] == "complete" and r.result["request"]["kind"] == "verify" and left == 0
+
+
 def test_make_sure_the_tests_pass_is_judged_by_the_checks(bug_repo: Path, run_keel):
     script = [{"tool_calls": [call("run_shell", command="python3 -m pytest -q")]}, {"content": "They pass."},
               {"tool_calls": [FIX]}, {"content": "Fixed add(); the tests pass."}]

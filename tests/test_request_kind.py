@@ -38,7 +38,7 @@ TABLE: list[tuple[str, str, str]] = [
     ("en", "The list endpoint skips the first page: page 1 returns what should be page 2. paginate() is the "
            "culprit, I think.", C),
     ("en", "add() returns a - b instead of a + b.", C),
-    ("en", "Why does paginate() skip the first page?", C),
+    ("en", "Why does paginate() skip the first page?", A),     # a question about a defect asks about it
     ("en", "What's wrong with calc.py? Fix it.", C),
     ("en", "Explain the bug in add() and then fix it.", C),
     ("en", "Look at calc.py and fix whatever is broken.", C),
@@ -81,8 +81,13 @@ TABLE: list[tuple[str, str, str]] = [
     ("en", "What does this error mean: KeyError: 'port'?", A),
     ("en", "Explain why test_add fails.", A),
     ("en", "Can you explain what the cache does?", A),
-    # -- English: make sure ---------------------------------------------------------------------------
+    # -- English: make sure, and work that needs no change (the REPL's "run it", "commit it") ------------
     ("en", "Make sure the tests pass.", V),
+    ("en", "run the slow job", V),
+    ("en", "Commit the changes.", V),
+    ("en", "Could you run the tests?", V),
+    ("en", "never mind", A),
+    ("en", "thanks!", A),
     ("en", "Ensure the build is green.", V),
     ("en", "Run the tests and check that everything passes.", V),
     # -- German ----------------------------------------------------------------------------------------
@@ -140,7 +145,7 @@ TABLE: list[tuple[str, str, str]] = [
     ("zh", "请给 calc.py 添加一个 sub() 函数", C),
     ("zh", "帮我重构一下 parse()", C),
     ("zh", "add() 返回的结果不对，修一下", C),
-    ("zh", "为什么 add() 返回错误的结果？", C),
+    ("zh", "为什么 add() 返回错误的结果？", A),
     ("zh", "这个项目是做什么的？只解释，不要修改任何文件。", F),
     ("zh", "先别改代码，告诉我你会怎么重构 parse()", F),
     ("zh", "解释一下 parse()，不要修改它", F),

@@ -187,15 +187,13 @@ def _judge_claim(facts: GateFacts | None, state: TaskState, limits: Limits) -> D
 
 
 def _own_evidence(state: TaskState) -> bool:
-    """Where keel found nothing to run: a passing run after the last change of the changed code (it runs
-    or imports a changed file), or of the project's whole test suite with at least one test run and
-    none deselected (``TaskState.fresh_test_run``). Nothing changed and nothing asked: nothing to show."""
+    """Where keel found nothing to run, or every check fails as before: a passing run after the last
+    change of the changed code (it runs or imports a changed file), or of the project's whole test suite
+    with at least one test run and none deselected (``TaskState.fresh_test_run``). Nothing changed:
+    nothing to show (a "make sure" of checks keel runs was judged by them already)."""
     if state.fresh_test_run():
         return True
-    if state.files_changed:
-        return state.fresh_verification(exercising_changes=True)
-    asked_to_make_sure = state.request.kind == "verify" and bool(state.task.strip())
-    return not asked_to_make_sure or state.fresh_verification()
+    return not state.files_changed or state.fresh_verification(exercising_changes=True)
 
 
 def _push(kind: str, state: TaskState, detail: str = "") -> Decision:

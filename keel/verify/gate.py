@@ -182,7 +182,7 @@ def _blocks(o: CheckOutcome, baseline: Baseline | None, *, unchanged: bool, requ
     if before is None:
         return True                      # it passed (or was not run) at baseline: the agent broke it
     concerned = request.concerns(o.check.category, o.failing_tests)
-    if request.kind == "verify" and (concerned or not request.checks):
+    if request.make_sure and concerned:
         return True                      # "make sure the tests pass": that failure is what it is about
     if request.asks_change and unchanged:
         return True                      # nothing done about the change the task asked for

@@ -44,6 +44,7 @@ class Request:
     why: str                                     # the words the kind rests on, for reports and pushbacks
     language: str                                # en, de, es, fr, zh, "unknown", or "" when empty
     forbids_change: bool = False                 # "don't change anything", "just explain", "not yet"
+    make_sure: bool = False                      # verify: "make sure …" (the checks it speaks of must pass), not "run it"
     change_phrases: tuple[str, ...] = ()         # what to change: each clause that asks for a change
     keep_phrases: tuple[str, ...] = ()           # what must not change ("the tests" of "don't touch the tests")
     files: tuple[str, ...] = ()                  # file paths named, in order
@@ -136,6 +137,7 @@ class Request:
     def to_json(self) -> dict[str, Any]:
         """What the result and the session log say about the reading."""
         return {"kind": self.kind, "why": self.why, "language": self.language, "forbids_change": self.forbids_change,
+                "make_sure": self.make_sure,
                 "files": list(self.files), "functions": list(self.functions),
                 "keep": list(self.keep_phrases)}
 
@@ -148,7 +150,7 @@ def parse_request(text: str) -> Request:
     reading: Reading = read_kind(plain)
     return Request(
         text=text, kind=reading.kind, why=restore(reading.why, code), language=reading.language,
-        forbids_change=reading.forbids_change, change_phrases=tuple(restore(p, code) for p in reading.change_phrases),
+        forbids_change=reading.forbids_change, make_sure=reading.make_sure, change_phrases=tuple(restore(p, code) for p in reading.change_phrases),
         keep_phrases=tuple(restore(p, code) for p in reading.keep_phrases), files=files_named(text),
         functions=functions_named(text),
         spans=spans, sentences=sentences_of(held))

@@ -50,6 +50,7 @@ class Reading:
     forbids_change: bool = False              # the request says in so many words not to change anything
     change_phrases: tuple[str, ...] = ()      # what to change: each clause that asks for a change
     keep_phrases: tuple[str, ...] = ()        # what must not change: "the tests" of "don't change the tests"
+    make_sure: bool = False                   # a verify request that says "make sure", "ensure" (not "run it")
 
 
 @dataclass
@@ -64,6 +65,7 @@ class _Evidence:
     defect: list[str] = field(default_factory=list)
     question: list[str] = field(default_factory=list)
     talked: list[str] = field(default_factory=list)       # change verbs talked about ("how would you fix")
+    act: list[str] = field(default_factory=list)          # "run the job", "commit it"
     social: list[str] = field(default_factory=list)       # clauses of greetings and thanks only
     other: list[str] = field(default_factory=list)        # clauses of anything else
 
@@ -93,7 +95,7 @@ def _decide(ev: _Evidence, language: str) -> Reading:
     change, keep = tuple(dict.fromkeys(ev.positive)), tuple(dict.fromkeys(ev.keep))
 
     def reading(kind: Kind, why: str, forbid: bool = False) -> Reading:
-        return Reading(kind, why, language, forbid, change, keep)
+        return Reading(kind, why, language, forbid, change, keep, make_sure=kind == "verify" and bool(ev.verify))
 
     if ev.postpone:
         return reading("answer", f"puts the change off: “{ev.postpone[0]}”", True)
@@ -101,10 +103,12 @@ def _decide(ev: _Evidence, language: str) -> Reading:
         return reading("change", f"asks for a change: “{ev.positive[0]}”")
     if ev.directive:
         return reading("answer", f"asks for no change: “{ev.directive[0]}”", True)
-    if ev.verify:
-        return reading("verify", f"asks to make sure: “{ev.verify[0]}”")
     if ev.answer:
         return reading("answer", f"asks for an answer: “{ev.answer[0]}”", forbids)
+    if ev.verify:
+        return reading("verify", f"asks to make sure: “{ev.verify[0]}”")
+    if ev.act:
+        return reading("verify", f"asks for work that needs no change: “{ev.act[0]}”")
     if ev.defect:
         return reading("change", f"reports a defect: “{ev.defect[0]}”")
     if ev.answer_weak or ev.question:
@@ -158,14 +162,13 @@ def _read_sentence(sentence: str, ends: str, lex: Lexicon, ev: _Evidence) -> Non
     joined = " ".join(words_of(sentence))
     if found.defect and not found.answer:
         if not question or form == "polite":
-            ev.defect.append(found.defect[0])
-        elif form == "wh" and not found.talked and not any(w in lex.meaning for w in words_of(sentence)):
-            ev.defect.append(found.defect[0])   # "why does add() fail?": a bug report
+            ev.defect.append(found.defect[0])   # "add() returns a - b", "can you look at the failing test?"
         else:
-            ev.question.append(joined)   # "is there a bug in …?", "how should I fix the flaky test?"
+            ev.question.append(joined)   # "why does add() fail?", "is there a bug in …?": asks about it
     elif question and not found.positive:
         ev.question.append(joined)
-    for name in ("positive", "directive", "postpone", "keep", "answer", "answer_weak", "verify", "social", "other"):
+    for name in ("positive", "directive", "postpone", "keep", "answer", "answer_weak", "verify", "act", "social",
+                 "other"):
         getattr(ev, name).extend(getattr(found, name))
 
 
@@ -194,6 +197,11 @@ def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str) -> 
     for i, word in enumerate(map(_base, words)):
         verb = word in lex.change or word in lex.change_anywhere or word in lex.negated_only
         wants_answer = word in lex.answer or word in lex.answer_weak
+        if word in lex.act and not verb and not wants_answer:
+            first = i == start or (polite is not None and (lex.verb_final or i == _skip(words, polite, lex.fillers)))
+            if first and not _negated(words, i, start, lex):   # the clause's verb: "test" later is a noun
+                ev.act.append(joined)
+            continue
         if not (verb or wants_answer) or (word == "make" and words[i + 1:i + 2] == ["sure"]):
             continue
         negated = _negated(words, i, polite if polite is not None else start, lex)
@@ -284,19 +292,21 @@ def _read_han(sentence: str, ends: str, ev: _Evidence) -> None:
     wh = any(w in sentence for w in lex.wh)
     found = _Evidence()
     for clause in _ends_kept(list(dict.fromkeys(clauses_of(sentence))), MAX_CLAUSES):
+        social = clause.strip(" 。！!～~") in lex.social
+        (found.social if social else found.other).append(clause)
         found.directive += [p for p in lex.directives if p in clause]
         found.postpone += [p for p in lex.postpone if p in clause]
         found.verify += [p for p in lex.verify if p in clause]
+        found.act += [p for p in lex.act if clause.startswith(p) or any(clause.startswith(q + p) for q in lex.polite)]
         if any(d in clause.lower() for d in lex.defect):
             found.defect.append(clause)
         _han_verbs(clause, asked, found)
     if found.defect and not found.answer:
-        whether = any(w in sentence for w in lex.whether)
-        meaning = any(m in sentence for m in lex.meaning)
-        (ev.question if asked and (whether or meaning) else ev.defect).append(found.defect[0])
+        (ev.question if asked or wh else ev.defect).append(found.defect[0])
     elif (asked or wh) and not found.positive:
         ev.question.append(sentence)
-    for name in ("positive", "directive", "postpone", "keep", "answer", "answer_weak", "verify"):
+    for name in ("positive", "directive", "postpone", "keep", "answer", "answer_weak", "verify", "act", "social",
+                 "other"):
         getattr(ev, name).extend(getattr(found, name))
 
 

@@ -31,7 +31,8 @@ Per language:
   defect exists ("is there"), which stay questions; ``meaning``: words that make a question about a
   defect a question about words ("what does this error mean?").
 - ``verify``: phrases that ask to make sure of something ("make sure the tests pass"): the checks
-  decide, and a change may or may not be needed.
+  decide, and a change may or may not be needed; ``act``: verbs of work that need change no file ("run
+  the slow job", "commit it", "use the fx server"), read the same way.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class Lexicon:
     suggestion: tuple[tuple[str, ...], ...] = ()   # wh-openings that ask for the change ("why don't you")
     verify: tuple[str, ...] = ()                   # "make sure", "ensure": the checks decide, a change may follow
     answer_nouns: frozenset[str] = frozenset()     # "I'd like a summary": asks for words wherever it stands
+    act: frozenset[str] = frozenset()              # "run the job", "commit it": work that need change no file
+    verb_final: bool = False                       # a polite request's verb comes last (German)
     social: frozenset[str] = frozenset()           # "hi", "thanks": a request of only these asks for words
     meaning: frozenset[str] = frozenset()          # "what does this error mean?" asks about words, not the defect
 
@@ -91,7 +94,7 @@ ENGLISH = Lexicon(
               "refactoring rewriting updating creating writing making touching applying"),
     negated_only=_w("touch alter"),
     answer=_w("explain describe summarize summarise tell show review clarify compare outline list walk answer "
-              "suggest propose recommend evaluate assess critique explaining describing reviewing say"),
+              "suggest propose recommend evaluate assess critique explaining describing reviewing say remind"),
     answer_weak=_w("find locate check investigate analyze analyse identify diagnose look inspect examine read "
                    "understand trace count report measure estimate"),
     wh=_w("what what's whats why how how's where where's which who whom whose when"),
@@ -140,12 +143,13 @@ ENGLISH = Lexicon(
                "does it have", "do they have", "does this have", "did you find", "have you found", "any"),
     suggestion=_p("why don't you", "why not", "how about", "what about"),
     verify=("make sure", "ensure", "verify", "confirm", "double-check", "double check", "check that",
-            "check if", "check whether", "run the tests", "run the test suite", "run tests", "run the checks",
-            "see if the tests pass", "see whether the tests pass", "run pytest", "run the linter",
-            "run the test", "run ident"),
+            "check if", "check whether", "see if the tests pass", "see whether the tests pass"),
     meaning=_w("mean means meaning stand stands"),
     answer_nouns=_w("summary overview explanation walkthrough opinion thoughts rundown"),
-    social=_w("hi hello hey thanks thank you thx ok okay cheers good morning bye"),
+    social=_w("hi hello hey thanks thank you thx ok okay cheers good morning bye never mind nevermind forget it "
+              "stop cancel that's all no"),
+    act=_w("run execute start launch restart commit push pull install deploy use try test benchmark profile "
+           "format lint rerun re-run invoke call"),
 )
 
 GERMAN = Lexicon(
@@ -188,10 +192,12 @@ GERMAN = Lexicon(
     whether=_p("gibt es", "ist da", "siehst du", "hat es"),
     suggestion=_p("warum nicht"),
     verify=("stelle sicher", "stell sicher", "sorge dafür", "vergewissere dich", "prüfe ob", "überprüfe ob",
-            "führe die tests aus", "lass die tests laufen", "tests ausführen", "die tests laufen lassen"),
+            "sorge dafür dass"),
     meaning=_w("bedeutet bedeuten heißt"),
     answer_nouns=_w("zusammenfassung überblick erklärung einschätzung"),
-    social=_w("hallo hi danke dir schön guten morgen tag servus tschüss"),
+    social=_w("hallo hi danke dir schön guten morgen tag servus tschüss egal vergiss es schon gut"),
+    act=_w("starte führe ausführen starten committe committen installiere installieren benutze nutze teste testen"),
+    verb_final=True,
 )
 
 SPANISH = Lexicon(
@@ -230,11 +236,11 @@ SPANISH = Lexicon(
                     "cómo se", "como se", "qué cambiarías", "qué debería", "debería", "deberíamos"),
     whether=_p("hay algún", "hay algun", "hay", "ves algún"),
     suggestion=_p("por qué no", "porque no"),
-    verify=("asegúrate", "asegurate", "verifica que", "comprueba que", "confirma que", "ejecuta los tests",
-            "ejecuta las pruebas", "corre los tests"),
+    verify=("asegúrate", "asegurate", "verifica que", "comprueba que", "confirma que"),
     meaning=_w("significa significan"),
     answer_nouns=_w("resumen explicación explicacion opinión"),
-    social=_w("hola gracias buenos días dias buenas muchas"),
+    social=_w("hola gracias buenos días dias buenas muchas olvídalo olvidalo no importa déjalo"),
+    act=_w("ejecuta ejecutar corre correr inicia iniciar instala instalar usa usar prueba probar"),
 )
 
 FRENCH = Lexicon(
@@ -274,11 +280,11 @@ FRENCH = Lexicon(
                     "faudrait-il"),
     whether=_p("y a-t-il", "est-ce qu'il y a", "vois-tu"),
     suggestion=_p("pourquoi ne pas"),
-    verify=("assure-toi", "assurez-vous", "vérifie que", "verifie que", "vérifiez que", "lance les tests",
-            "exécute les tests", "execute les tests"),
+    verify=("assure-toi", "assurez-vous", "vérifie que", "verifie que", "vérifiez que"),
     meaning=_w("signifie veut dire"),
     answer_nouns=_w("résumé explication aperçu avis"),
-    social=_w("bonjour salut merci beaucoup bonsoir"),
+    social=_w("bonjour salut merci beaucoup bonsoir laisse tomber peu importe oublie"),
+    act=_w("lance lancer exécute exécuter execute démarre démarrer installe installer utilise utiliser teste tester"),
 )
 
 ALPHABETIC = (ENGLISH, GERMAN, SPANISH, FRENCH)
@@ -305,6 +311,8 @@ class HanLexicon:
     verify: tuple[str, ...]
     meaning: tuple[str, ...]
     statement: tuple[str, ...]   # marks around a verb that make it a statement: 修改了 "changed", 会修改 "changes"
+    act: tuple[str, ...]         # work that needs no change: 运行, 提交
+    social: tuple[str, ...]      # a request of only these asks for words: 谢谢, 算了
 
 
 CHINESE = HanLexicon(
@@ -328,7 +336,9 @@ CHINESE = HanLexicon(
     postpone=("先不要", "先别", "暂时不要", "暂时别", "还不要"),
     defect=("错误", "报错", "崩溃", "失败", "有问题", "不对", "不正确", "异常", "出错", "bug", "挂了"),
     whether=("有没有", "是否有", "有什么问题吗", "有问题吗"),
-    verify=("确保", "确认", "验证", "运行测试", "跑一下测试", "跑测试"),
+    verify=("确保", "确认", "验证"),
+    act=("运行测试", "跑一下测试", "跑测试", "运行", "执行", "启动", "提交", "安装"),
     meaning=("什么意思", "意思", "含义"),
     statement=("了", "过", "会", "的", "在"),
+    social=("你好", "谢谢", "多谢", "算了", "不用了", "没事", "好的"),
 )
