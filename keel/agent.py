@@ -412,5 +412,8 @@ class Agent:
 
 def run_agent_turn(messages: list[dict[str, Any]], *, engine: Engine, workspace: str | Path = ".",
                    config: Config | None = None, **kwargs: Any) -> RunResult:
-    """For programs that own their history: run the loop on ``messages`` until the decider stops."""
-    return Agent(engine, workspace=workspace, config=config, **kwargs).continue_run(messages)
+    """For programs that own their history: run the loop on ``messages`` until the decider stops. The
+    request is the last user message: what counts as done is read from it (keel.core.request)."""
+    task = next((m["content"] for m in reversed(messages)
+                 if m.get("role") == "user" and isinstance(m.get("content"), str)), None)
+    return Agent(engine, workspace=workspace, config=config, **kwargs).continue_run(messages, task=task)
