@@ -25,7 +25,7 @@ from keel.ext.plan import plan_todos
 from keel.loop.decider import is_question
 from keel.loop.pushback import pushback_text
 from keel.outputs.checks import whole_test_run
-from keel.outputs.counts import test_counts
+from keel.outputs.counts import run_counts
 from keel.outputs.failure_parsers.common import clean_lines
 from keel.outputs.failure_parsers.diagnostics import find_diagnostics
 from keel.outputs.summarize import summarize_failure
@@ -113,7 +113,7 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "request.moves and renames": lambda t: (parse_request(t).moves, parse_request(t).renames),
     "acceptance.acceptance_checks": lambda t: acceptance_checks(parse_request(t)),
     "answer.answer_problem (a model's answer)": answer_problem,
-    "counts.test_counts (test runner output)": test_counts,
+    "counts.run_counts (test runner output)": run_counts,
     "checks.whole_test_run (a command)": whole_test_run,
     "acceptance.looks_like_command": looks_like_command,
     "pushback.pushback_text (restated task)": lambda t: pushback_text("gate", 2, TaskState(task=t)),

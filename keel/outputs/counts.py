@@ -7,7 +7,7 @@ plan, the agent's own run of the test runner is the evidence, and only a whole r
 counts). And a run that fails the way it failed before the agent started still shows whether the tests
 that do pass include any at all.
 
-Pure: the output in, ``TestCounts`` or None (not a test runner's output keel knows) out. Linear in the
+Pure: the output in, ``RunCounts`` or None (not a test runner's output keel knows) out. Linear in the
 output: each line is matched at its start once.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class TestCounts:
+class RunCounts:
     passed: int = 0
     failed: int = 0          # failures and errors
     deselected: int = 0      # left out by a selection (-k, -m, --deselect)
@@ -44,26 +44,26 @@ _CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) igno
 _GO = re.compile(r"^(?:--- (PASS|FAIL)|(ok|FAIL)\s+\S+)")
 
 
-def test_counts(output: str) -> TestCounts | None:
+def run_counts(output: str) -> RunCounts | None:
     """The counts of the run's summary (the last one a known runner printed), or None."""
     lines = [line.rstrip() for line in output.splitlines()]
     unittest_ran = next((int(m.group(1)) for ln in reversed(lines) if (m := _UNITTEST_RAN.match(ln))), None)
     if unittest_ran is not None:   # "Ran 5 tests in 0.1s" then "OK" or "FAILED (failures=2, errors=1)"
         bad = next((_unittest_failed(m.group(1)) for ln in reversed(lines) if (m := _UNITTEST_FAILED.match(ln))),
                    (0, 0))
-        return TestCounts(passed=max(unittest_ran - bad[0] - bad[1], 0), failed=bad[0], skipped=bad[1])
+        return RunCounts(passed=max(unittest_ran - bad[0] - bad[1], 0), failed=bad[0], skipped=bad[1])
     tap = {k: int(v) for ln in lines if (m := _TAP.match(ln)) for k, v in [m.groups()]}
     if "pass" in tap or "fail" in tap:
-        return TestCounts(passed=tap.get("pass", 0), failed=tap.get("fail", 0), skipped=tap.get("skipped", 0))
+        return RunCounts(passed=tap.get("pass", 0), failed=tap.get("fail", 0), skipped=tap.get("skipped", 0))
     mocha = {k: int(v) for ln in lines if (m := _MOCHA.match(ln)) for v, k in [m.groups()]}
     if "passing" in mocha or "failing" in mocha:
-        return TestCounts(passed=mocha.get("passing", 0), failed=mocha.get("failing", 0),
+        return RunCounts(passed=mocha.get("passing", 0), failed=mocha.get("failing", 0),
                           skipped=mocha.get("pending", 0))
     found = next((c for ln in reversed(lines) if (c := _summary_line(ln)) is not None), None)
     if found is None:
         go = [m for ln in lines if (m := _GO.match(ln))]
         passed = sum(1 for m in go if m.group(1) == "PASS" or m.group(2) == "ok")
-        found = TestCounts(passed=passed, failed=len(go) - passed) if go else None
+        found = RunCounts(passed=passed, failed=len(go) - passed) if go else None
     return found
 
 
@@ -72,19 +72,19 @@ def _unittest_failed(body: str) -> tuple[int, int]:
     return parts.get("failures", 0) + parts.get("errors", 0), parts.get("skipped", 0)
 
 
-def _summary_line(line: str) -> TestCounts | None:
+def _summary_line(line: str) -> RunCounts | None:
     if (m := _PYTEST_FINAL.match(line)) is not None:
         parts: dict[str, int] = {}
         for n, kind in _PYTEST_PART.findall(m.group("body") or ""):
             key = "error" if kind.startswith("error") else kind
             parts[key] = parts.get(key, 0) + int(n)
-        return TestCounts(passed=parts.get("passed", 0) + parts.get("xpassed", 0),
+        return RunCounts(passed=parts.get("passed", 0) + parts.get("xpassed", 0),
                           failed=parts.get("failed", 0) + parts.get("error", 0),
                           deselected=parts.get("deselected", 0), skipped=parts.get("skipped", 0))
     if (m := _JEST.match(line)) is not None or (m := _VITEST.match(line)) is not None:
         parts = {kind: int(n) for n, kind in _JEST_PART.findall(m.group(1))}
-        return TestCounts(passed=parts.get("passed", 0), failed=parts.get("failed", 0),
+        return RunCounts(passed=parts.get("passed", 0), failed=parts.get("failed", 0),
                           skipped=parts.get("skipped", 0) + parts.get("todo", 0))
     if (m := _CARGO.match(line)) is not None:
-        return TestCounts(passed=int(m.group(1)), failed=int(m.group(2)), skipped=int(m.group(3)))
+        return RunCounts(passed=int(m.group(1)), failed=int(m.group(2)), skipped=int(m.group(3)))
     return None

@@ -152,9 +152,9 @@ def _sandbox_hints(output: str, kind: str, network: bool) -> list[str]:
 def _check_run(command: str, kind: str | None, exit_code: int | None, timed_out: bool, output: str) -> CheckRun:
     """The command as evidence: a test run says how many tests ran and whether it ran the whole suite."""
     from keel.outputs.checks import whole_test_run
-    from keel.outputs.counts import test_counts
+    from keel.outputs.counts import run_counts
 
-    counts = test_counts(output) if kind == "test" else None
+    counts = run_counts(output) if kind == "test" else None
     return CheckRun(command=command, exit_code=exit_code, kind=kind, timed_out=timed_out,
                     tests_ran=counts.ran if counts is not None else None,
                     deselected=counts.deselected if counts is not None else 0,

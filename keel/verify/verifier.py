@@ -23,7 +23,7 @@ from typing import Any
 
 from keel.core.events import data_dir
 from keel.core.request import parse_request
-from keel.outputs.counts import test_counts
+from keel.outputs.counts import run_counts
 from keel.outputs.summarize import summarize_failure, summarize_missing_output
 from keel.tools.base import CheckRun, ToolContext
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
@@ -210,7 +210,7 @@ class Verifier:
         code, timed_out = ran.exit_code, ran.timed_out
         output_ok = not check.expect_output or check.expect_output in body
         path = self._save(check, output)
-        counts = test_counts(body) if check.category in ("test", "acceptance") else None
+        counts = run_counts(body) if check.category in ("test", "acceptance") else None
         passed = counts.passed if counts is not None else None
         if code == 0 and not timed_out and output_ok:
             return CheckOutcome(check, code, elapsed, digest, output_path=path, tests_passed=passed)
