@@ -141,6 +141,20 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
     ][level]
 
 
+def _answer_text(kind: str, level: int, state: TaskState, detail: str) -> str:
+    """Pushback for a request that asks for an answer (keel.core.request): look first, or answer."""
+    if kind == "did_nothing":    # a question: looking is worth one reminder, no more
+        return ("You answered without looking at the workspace. If the question is about this project, read the "
+                f"files it concerns first ({_explore_tools(state)}), then answer; if it needs no file, answer again.")
+    return [
+        f"This request asks for an answer, and your reply is {detail}. Answer the question itself now, in "
+        "your reply (or finish's summary): what it asks, in plain words, from what you found.",
+        f"Still no answer ({detail}). Nobody will reply to a question, and work you promise is not done: "
+        "read what you need with the tools, then write the answer.",
+        f"Write the answer now ({detail} again): the facts the question asks for, in a few sentences.",
+    ][level]
+
+
 def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") -> str:
     changed = ", ".join(state.files_changed[-8:]) or "none"
     if kind == "question_unattended":
@@ -151,17 +165,8 @@ def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") ->
             "STOP ASKING. There is no user. Your next message must be a tool call (for example read_file, "
             "edit_file or run_shell) that makes progress on the task.",
         ][level]
-    if kind == "did_nothing" and detail == "answer":    # a question: looking is worth one reminder, no more
-        return ("You answered without looking at the workspace. If the question is about this project, read the "
-                f"files it concerns first ({_explore_tools(state)}), then answer; if it needs no file, answer again.")
-    if kind == "no_answer":
-        return [
-            f"This request asks for an answer, and your reply is {detail}. Answer the question itself now, in "
-            "your reply (or finish's summary): what it asks, in plain words, from what you found.",
-            f"Still no answer ({detail}). Nobody will reply to a question, and work you promise is not done: "
-            "read what you need with the tools, then write the answer.",
-            f"Write the answer now ({detail} again): the facts the question asks for, in a few sentences.",
-        ][level]
+    if kind == "no_answer" or (kind == "did_nothing" and detail == "answer"):
+        return _answer_text(kind, level, state, detail)
     if kind == "no_change":   # the gate off (--verify off): the same rule as the gate's
         return _gate_text(kind, level, detail, state)
     if kind == "did_nothing":
