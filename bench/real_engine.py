@@ -2,7 +2,7 @@
 
     python bench/real_engine.py --model /path/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \
         --cases py-wrong-operator,py-off-by-one --agents keel-constrained,keel-free,mini-swe-agent \
-        --max-steps 12 --timeout 1800 --threads 1 --out /tmp/real_engine.json
+        --max-steps 12 --timeout 1800 --threads 1 --out /tmp/real_engine.json [--resume]
 
 Each case of ``evals/`` runs in a fresh workspace (keel.eval.cases.materialize), one case at a
 time, temperature 0, the same step limit for every agent, and is graded by the case's acceptance
@@ -167,7 +167,7 @@ def run_case(case_id: str, agent: str, args: argparse.Namespace, base_url: str |
                            ({}, args.shared_home) if variant == "after" else (None, None))
             run = run_keel_local(case, workspace, tmp, args, constrain=agent != "keel-free",
                                  profile="full" if agent == "keel-full" else "auto", extra=extra, home=home)
-        graded = grade(case, workspace)
+        graded = grade(case, workspace, answer=str((run.result or {}).get("summary") or ""))   # question cases
         metrics = run_metrics(run.result, run.events)
         cuts = sum(1 for e in run.events if e.get("type") == "model_call" and e.get("finish_reason") == "length")
         phase_cols = {"phases": phases(run.events), "acted": acted(run.events)} if agent != "mini-swe-agent" else {}
@@ -336,6 +336,14 @@ def emit(row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
+def _done_rows(out: Path | None) -> dict[tuple[str, str], dict[str, Any]]:
+    """The rows an earlier, interrupted batch wrote to --out, by (case, agent)."""
+    if out is None or not out.is_file():
+        return {}
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return {(r["case"], r["agent"]): r for r in rows if "case" in r and "agent" in r and "variant" not in r}
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     head = ("case", "agent", "outcome", "stop", "steps", "idle", "invalid", "recov", "cut", "same", "prompt",
             "cached", "wall_s")
@@ -361,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="append each row as a JSON line here")
     p.add_argument("--keep", action="store_true", help="keep the workspaces")
     p.add_argument("--logs", type=Path, help="save each keel run's events log in this folder")
+    p.add_argument("--resume", action="store_true",
+                   help="skip the (case, agent) rows --out already holds: a long batch cut short goes on")
     p.add_argument("--first-reply", type=int, default=0, metavar="N",
                    help="measure N rounds of warm starts (prefix cache off / empty / filled) instead")
     p.add_argument("--compare", action="store_true",
@@ -379,10 +389,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown agents {sorted(unknown)}; choose from {AGENTS}")
     rows = []
+    done = _done_rows(args.out) if args.resume else {}
+    rows += list(done.values())
     with contextlib.ExitStack() as stack:
         base_url = stack.enter_context(llama_server(args)) if "mini-swe-agent" in agents else None
         for case_id in [c for c in args.cases.split(",") if c]:
-            for agent in agents:
+            for agent in [a for a in agents if (case_id, a) not in done]:
                 rows.append(emit(run_case(case_id, agent, args, base_url), args))
     print(table(rows))
     return 0

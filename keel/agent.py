@@ -56,7 +56,8 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
     return OpenAICompatEngine(e.base_url, e.model, api_key if api_key is not None else resolve_api_key(config),
                               key_source=key_source(config, given=api_key is not None),
                               temperature=e.temperature, seed=e.seed, tool_choice=e.tool_choice,
-                              max_tokens=e.max_tokens, timeout_s=e.timeout_s, max_attempts=e.max_attempts,
+                              max_tokens=e.max_tokens, timeout_s=e.timeout_s, idle_timeout_s=e.idle_timeout_s,
+                              max_attempts=e.max_attempts,
                               extra_body=e.extra_body or None, stream=e.stream,
                               constrain_tool_calls=e.constrain_tool_calls)  # "on": tool_choice "required"
 
@@ -257,23 +258,28 @@ class Agent:
 
     def initial_messages(self, task: str) -> list[dict[str, Any]]:
         from keel.context.memory import memory_cap, project_memory
-        from keel.engine.prompts import task_message
+        from keel.core.request import parse_request
+        from keel.engine.prompts import answer_note, task_message
 
         # The small profile names the sandbox only: its details are ~110 tokens a 1.5B model has no use for.
         protection = sandbox_tier(self.config)[0] if self.profile == "small" else self.protection
-        first = task_message(task, str(self.workspace), protection, top_level_entries(self.workspace))
+        request = parse_request(task)
+        first = task_message(task, str(self.workspace), protection, top_level_entries(self.workspace),
+                             attended=self.attended)
         cap = memory_cap(self.context_manager().window.tokens, self.config.context.budget.memory)
         memory = project_memory(self.workspace, cap)   # AGENTS.md files: in the cached prefix, read once
         if self.profile == "small":  # the files in front of the model: it copies old_text, not invents it
             from keel.context.preload import preload_section
             from keel.verify.before import checks_before
 
-            files = preload_section(self.workspace, task, self.context_manager().window.tokens, self.ctx)
+            files = preload_section(self.workspace, request, self.context_manager().window.tokens, self.ctx)
             self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
             before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
             extra = "\n\n".join(p for p in (files, before) if p)
             # the task again after the files: a small model follows the last thing it read
             first = f"{first}\n\n{extra}\n\nYour task: {task.strip()}" if extra else first
+        if request.answer_only:   # the system prompt is about changing files; this request is not
+            first = f"{first}\n\n{answer_note(request.forbids_change)}"
         return [{"role": "system", "content": self.system_prompt},
                 {"role": "user", "content": f"{first}\n\n{memory}" if memory else first}]
 
@@ -437,5 +443,8 @@ class Agent:
 
 def run_agent_turn(messages: list[dict[str, Any]], *, engine: Engine, workspace: str | Path = ".",
                    config: Config | None = None, **kwargs: Any) -> RunResult:
-    """For programs that own their history: run the loop on ``messages`` until the decider stops."""
-    return Agent(engine, workspace=workspace, config=config, **kwargs).continue_run(messages)
+    """For programs that own their history: run the loop on ``messages`` until the decider stops. The
+    request is the last user message: what counts as done is read from it (keel.core.request)."""
+    task = next((m["content"] for m in reversed(messages)
+                 if m.get("role") == "user" and isinstance(m.get("content"), str)), None)
+    return Agent(engine, workspace=workspace, config=config, **kwargs).continue_run(messages, task=task)

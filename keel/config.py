@@ -38,7 +38,8 @@ class EngineSettings(_Section):
     seed: int | None = 1234
     tool_choice: str = "auto"
     max_tokens: int | None = Field(default=4096, ge=1)  # per reply: a runaway generation is cut, not waited for
-    timeout_s: float = Field(default=300.0, gt=0)
+    timeout_s: float = Field(default=300.0, gt=0)        # the wait for a reply's first byte (prefill)
+    idle_timeout_s: float = Field(default=120.0, gt=0)   # a stream silent this long after it began is cut
     max_attempts: int = Field(default=4, ge=1)
     stream: bool = True              # false for servers that cannot stream tool calls
     extra_body: dict[str, Any] = Field(default_factory=dict)

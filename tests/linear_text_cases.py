@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from keel.context.output import OutputFacts, reduced_view
-from keel.context.preload import words
 from keel.context.secrets import secret_kind
 from keel.context.tokens import TokenCounter
+from keel.core.request import parse_request, words
 from keel.core.state import TaskState
 from keel.drive.change import extract_file
 from keel.drive.move import move_asked, retarget
@@ -25,12 +25,15 @@ from keel.engine.runaway import ReplyWatch, repeated_lines, repeating_tail
 from keel.ext.plan import plan_todos
 from keel.loop.decider import is_question
 from keel.loop.pushback import pushback_text
+from keel.outputs.checks import whole_test_run
+from keel.outputs.counts import run_counts
 from keel.outputs.failure_parsers.common import clean_lines
 from keel.outputs.failure_parsers.diagnostics import find_diagnostics
 from keel.outputs.summarize import summarize_failure
 from keel.tools.edit_lines import collapse, lenient, strong_key
 from keel.tools.edit_match import find_edit
-from keel.verify.acceptance import acceptance_from_task, looks_like_command
+from keel.verify.acceptance import acceptance_checks, looks_like_command
+from keel.verify.answer import answer_problem
 from keel.verify.contract import doc_comments, promises, review_text, spelled_out
 from keel.verify.detect.agents_md import commands_in_markdown
 from keel.verify.detect.commands import categorize, context_category, mentions_check
@@ -38,9 +41,8 @@ from keel.verify.detect.makefile import parse_rules
 from keel.verify.failing import failing_assertion
 from keel.verify.probes import contract_checks
 from keel.verify.redirect import modules_under_test
-from keel.verify.selfcheck import task_allows_test_changes, unrelated_changes
+from keel.verify.selfcheck import unrelated_changes
 from keel.verify.snapshot import FileChange
-from keel.verify.task import task_concerns, task_requests_change
 
 
 def pathological(size: int) -> dict[str, str]:
@@ -113,15 +115,19 @@ def _watch(text: str) -> object:
 
 # name -> function of one text. Each is public API (or the one public entry that reaches the regexes).
 FUNCTIONS: dict[str, Callable[[str], object]] = {
-    "selfcheck.unrelated_changes (task tokenizer)": lambda t: unrelated_changes(_changes(t), t),
-    "selfcheck.task_allows_test_changes": task_allows_test_changes,
-    "verify.task.task_requests_change": task_requests_change,
-    "verify.task.task_concerns": lambda t: task_concerns(t, "test", ("tests/test_a.py::test_b",)),
-    "acceptance.acceptance_from_task": acceptance_from_task,
+    "request.parse_request (the one reading of the task)": parse_request,
+    "selfcheck.unrelated_changes (task tokenizer)": lambda t: unrelated_changes(_changes(t), parse_request(t)),
+    "request.concerns": lambda t: parse_request(t).concerns("test", ("tests/test_a.py::test_b",)),
+    "request.allows_test_changes": lambda t: parse_request(t).allows_test_changes,
+    "request.moves and renames": lambda t: (parse_request(t).moves, parse_request(t).renames),
+    "acceptance.acceptance_checks": lambda t: acceptance_checks(parse_request(t)),
+    "answer.answer_problem (a model's answer)": answer_problem,
+    "counts.run_counts (test runner output)": run_counts,
+    "checks.whole_test_run (a command)": whole_test_run,
     "acceptance.looks_like_command": looks_like_command,
     "pushback.pushback_text (restated task)": lambda t: pushback_text("gate", 2, TaskState(task=t)),
     "decider.is_question": is_question,
-    "preload.words": words,
+    "request.words": words,
     "secrets.secret_kind": secret_kind,
     "summarize.summarize_failure": lambda t: summarize_failure("python -m pytest", t, 1),
     "failure_parsers.find_diagnostics": lambda t: find_diagnostics(clean_lines(t)),
@@ -142,11 +148,11 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "redirect.modules_under_test (test file text)": lambda t: modules_under_test("test_a.py", t, {"a.py", "b.py"}),
     "contract.doc_comments (a JS file)": lambda t: doc_comments("a.js", t),
     "contract.promises (the task, a Python file)": lambda t: review_text(
-        promises(t + " as the docstring says f()", {"a.py": t}), change_tool=True),
+        promises(parse_request(t + " as the docstring says f()"), {"a.py": t}), change_tool=True),
     "contract.spelled_out (a comment's sentence)": spelled_out,
     "probes.contract_checks (a JS file's comments)": lambda t: contract_checks(
-        promises(t + " as the comment says f()", {"a.js": t}), {"a.js": t}),
-    "move.move_asked (task and change note)": lambda t: move_asked("lib/a.js", t, t),
+        promises(parse_request(t + " as the comment says f()"), {"a.js": t}), {"a.js": t}),
+    "move.move_asked (task and change note)": lambda t: move_asked("lib/a.js", t, parse_request(t)),
     "move.retarget (a JS file)": lambda t: retarget(t, "lib/b.js", "lib/a.js", "lib/c.js"),
     "refactor.anchor, follow_names (a Python file)": lambda t: (anchor(t, "a"), follow_names(t, "a", "b")),
     "refactor.js_specifiers, js_rename (a JS file)": lambda t: (js_specifiers(t), _js_rename(t)),

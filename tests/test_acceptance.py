@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from keel.verify.acceptance import accept_checks, acceptance_from_task, looks_like_command, protected_files
+from keel.core.request import parse_request
+from keel.verify.acceptance import accept_checks, acceptance_checks, looks_like_command, protected_files
+
+
+def acceptance_from_task(task: str, *, workspace=None):
+    return acceptance_checks(parse_request(task), workspace=workspace)
 
 # (task, [(command, expected output)])
 CASES: list[tuple[str, list[tuple[str, str | None]]]] = [

@@ -139,3 +139,19 @@ def test_an_answer_to_a_session_that_asked_nothing_is_refused(tmp_path, run_keel
     assert answered.code == 2 and "did not stop on a question" in answered.stderr
     assert answered.result["status"] == "error"      # json mode still prints a result object
     assert _files(r.result) == before
+
+
+def test_a_question_stop_carries_the_question_for_a_headless_caller(tmp_path, run_keel):
+    """keel issue 32, item 5: the json result of a needs_user stop had "summary": "" and no question; text
+    mode printed no way to answer."""
+    result = _ask(run_keel, _workspace(tmp_path))
+    assert result["summary"] == QUESTION and result["question"] == QUESTION
+    (tmp_path / "text").mkdir()
+    ws = _workspace(tmp_path / "text")
+    with ScriptedEngineServer([ASK]) as server:
+        r = run_keel("run", "set the server port in config.py", "--cwd", str(ws), "--attended", "--base-url",
+                     server.base_url, "--model", "scripted")
+    assert r.code == 1
+    assert f"the run asks: {QUESTION}" in r.stderr
+    sid = next(line.split("--resume ")[1].split()[0] for line in r.stderr.splitlines() if "--resume " in line)
+    assert f'keel run --resume {sid} --answer "YOUR ANSWER"' in r.stderr

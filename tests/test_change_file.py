@@ -209,7 +209,7 @@ def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(sh
               {"tool_calls": [call("finish", summary="nothing")]}]
     with ScriptedEngineServer(script) as server:
         agent = Agent(workspace=shop, config=small_config(server, verify=False), log_path=False)
-        result = agent.run("Try the edges.")
+        result = agent.run("Report what change_file does at the edges.")   # an answer: nothing need change
         asked = len(server.requests)
     replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
     assert "Cannot change ../outside.py" in replies[0] and not (shop.parent / "outside.py").exists()

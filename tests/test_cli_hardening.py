@@ -221,7 +221,8 @@ def _serve(script: Path, env: dict[str, str], *extra: str) -> tuple[subprocess.P
 
 def test_doctor_then_run_against_the_scripted_engine_uses_no_script_lines(calc_repo, run_keel, keel_env, tmp_path):
     script = tmp_path / "script.jsonl"
-    script.write_text(json.dumps({"tool_calls": [call("list_dir")]}) + "\n" + json.dumps({"content": "Done."}) + "\n")
+    answer = {"content": "The workspace holds calc.py and its test, test_calc.py."}
+    script.write_text(json.dumps({"tool_calls": [call("list_dir")]}) + "\n" + json.dumps(answer) + "\n")
     proc, url = _serve(script, keel_env)
     try:
         doctor = run_keel("doctor", "--base-url", url)
@@ -268,3 +269,13 @@ def test_stream_json_ends_with_a_typed_result(calc_repo, run_keel):
     lines = [json.loads(line) for line in r.stdout.strip().splitlines()]
     assert lines[-1]["type"] == "result" and "stop_reason" in lines[-1]
     assert lines[-2]["type"] == "stop" and lines[0]["type"] == "session_start"
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://127.0.0.1/v1", "http://127.0.0.1:notaport/v1", "127.0.0.1:8000"])
+def test_a_base_url_that_is_no_url_is_a_usage_error_before_anything_runs(calc_repo, run_keel, url: str):
+    """keel issue 32, item 7: `--base-url "not a url"` retried four times and exited 1."""
+    r = run_keel("run", "fix add()", "--cwd", str(calc_repo), "--base-url", url, "--model", "m", timeout=60)
+    assert r.code == 2, r.stdout + r.stderr
+    assert "is not an http(s) URL" in r.stderr or "not a number" in r.stderr
+    assert "retry" not in r.stderr and r.duration_s < 20
+    assert not (calc_repo / ".keel").exists()

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import call, make_repo
 
+from keel.core.request import parse_request
 from keel.testing.server import ScriptedEngineServer
 from keel.verify.contract import (
     MAX_DOC_CHARS,
     Promise,
     doc_comments,
-    named_functions,
-    points_at_docs,
     promises,
     review_text,
     rules,
@@ -61,13 +60,13 @@ module.exports = { chunk, unique, Bag };
     ("The README says the port is 8080; make the server use it.", False),   # says, but no comment
 ])
 def test_which_tasks_make_a_comment_the_spec(task: str, points: bool):
-    assert points_at_docs(task) is points
+    assert parse_request(task).points_at_docs is points
 
 
 def test_the_functions_a_task_names():
-    assert named_functions("chunk() and groupBy(), then chunk() again; stats.summarize() too") == \
-        ["chunk", "groupBy", "summarize"]
-    assert named_functions("no calls here, nor a bare name or f(x)") == []
+    assert parse_request("chunk() and groupBy(), then chunk() again; stats.summarize() too").functions == \
+        ("chunk", "groupBy", "summarize")
+    assert parse_request("no calls here, nor a bare name or f(x)").functions == ()
 
 
 def test_js_doc_blocks_belong_to_the_declaration_right_below():
@@ -87,13 +86,15 @@ def test_python_docstrings_and_files_that_do_not_parse():
 
 def test_the_review_lists_the_named_functions_comments_in_the_changed_files():
     task = "collections.js has two stubs, chunk() and groupBy(). Implement them as their comments describe."
-    text = review_text(promises(task, {"collections.js": COLLECTIONS}), change_tool=False)
+    text = review_text(promises(parse_request(task), {"collections.js": COLLECTIONS}), change_tool=False)
     assert text == ("- chunk in collections.js: Split `items` into arrays of `size` elements. `size` must be a "
                     "positive integer (RangeError otherwise).")   # groupBy has no comment here; unique is not named
-    assert review_text(promises("Implement chunk() so the tests pass.", {"collections.js": COLLECTIONS}),
+    assert review_text(promises(parse_request("Implement chunk() so the tests pass."),
+                                {"collections.js": COLLECTIONS}),
                        change_tool=False) == ""
     long = '"""' + "word " * 400 + '"""'
-    shown = review_text(promises("f() as its docstring says", {"m.py": f"def f():\n    {long}\n"}), change_tool=False)
+    shown = review_text(promises(parse_request("f() as its docstring says"), {"m.py": f"def f():\n    {long}\n"}),
+                        change_tool=False)
     assert len(shown) <= MAX_DOC_CHARS + len("- f in m.py: ") and shown.endswith("…")
 
 
@@ -117,7 +118,8 @@ def test_the_rules_of_a_comment_and_the_next_call_that_carries_them():
            "[[1, 2], [3]]. `size` must be a positive integer (RangeError otherwise). The input array is not modified.")
     assert rules(doc) == ("`size` must be a positive integer (RangeError otherwise). Each of 0, -1 and 1.5 gives "
                           "RangeError.", "The input array is not modified.")
-    found = promises("Implement chunk() as its comment describes.", {"c.js": f"/** {doc} */\nfunction chunk(items, size) {{}}\n"})
+    found = promises(parse_request("Implement chunk() as its comment describes."),
+                     {"c.js": f"/** {doc} */\nfunction chunk(items, size) {{}}\n"})
     assert found == (Promise("chunk", "c.js", doc, rules(doc)),)
     text = review_text(found, change_tool=True)
     assert text.splitlines()[0] == f"- chunk in c.js: {doc}"

@@ -2,21 +2,21 @@
 starting repository, passes once the reference solution is applied), and its scripted trajectory solves
 it through a real `keel run` (scripted engine over real HTTP, the verification gate on, real checks).
 
-Acceptance runs as real subprocesses in fresh git workspaces. The scripted runs cost ~5-15 s each on a
-busy machine, so the default run covers a representative subset (see SCRIPTED_SUBSET); set
-KEEL_EVAL_SWEEP=1 to run every case's script here, or run the whole suite with
-`keel eval --engine scripted`, which CI does.
+Acceptance runs as real subprocesses in fresh git workspaces. Every case's scripted run is part of the
+README's test command (keel issue 32: with 4 of 28 run here, three stale scripts went unnoticed), ~5-15 s
+each. Question and review cases are graded by their answer (keel.eval.cases.grade): it mentions what it
+must and nothing changed; their reference answer is solution/ANSWER.md.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from keel.eval.cases import Case, grade, load_case, load_cases, materialize, run_command
+from keel.core.request import parse_request
+from keel.eval.cases import ANSWERED, Case, grade, load_case, load_cases, materialize, run_command
 from keel.policy.sandbox import detect_sandbox
 from keel.testing.script import load_script
 from keel.testing.server import ScriptedEngineServer
@@ -24,11 +24,7 @@ from keel.testing.server import ScriptedEngineServer
 EVALS = Path(__file__).resolve().parent.parent / "evals"
 CASES = load_cases(EVALS)
 IDS = [c.id for c in CASES]
-# One of each kind that behaves differently under the gate: a half fix the gate refuses before the
-# real one (py-price-format), new tests checked by mutants, the web API whose tests start a server,
-# a JavaScript rename that deletes a file (npm test).
-SCRIPTED_SUBSET = {"py-price-format", "py-write-tests", "py-web-api", "js-rename-module"}
-SWEEP = os.environ.get("KEEL_EVAL_SWEEP") == "1"
+CHANGES = [c for c in CASES if c.category not in ANSWERED]
 
 
 @pytest.fixture(autouse=True)
@@ -44,15 +40,15 @@ def by_id(case_id: str) -> Case:
 
 
 def test_the_suite_has_the_promised_mix():
-    assert len(CASES) >= 24, IDS
-    assert set(Counter(c.category for c in CASES)) == {"feature", "bugfix", "refactor", "tests"}
+    assert len(CASES) >= 28, IDS
+    assert set(Counter(c.category for c in CASES)) == {"feature", "bugfix", "refactor", "tests", "question",
+                                                       "review"}
     assert set(Counter(c.size for c in CASES)) == {"small", "medium", "large"}
     languages = Counter(c.language for c in CASES)
     assert set(languages) == {"python", "javascript"} and languages["python"] > languages["javascript"] >= 4
     assert sum("small-window" in c.tags for c in CASES) >= 12
     web = [c for c in CASES if "web-api" in c.tags]
     assert web and all(len(list((c.path / "repo").rglob("*.py"))) >= 3 for c in web)
-    assert set(IDS) >= SCRIPTED_SUBSET
 
 
 def test_small_window_cases_fit_an_8k_token_window():
@@ -67,19 +63,38 @@ def test_small_window_cases_fit_an_8k_token_window():
 def test_case_is_well_formed(case: Case):
     assert load_case(case.path) == case
     assert case.solution_dir is not None and case.repo_dir is not None
+    assert case.script_path is not None
+    steps = load_script(case.script_path)
+    assert steps[-1].tool_calls and steps[-1].tool_calls[-1].name == "finish"
+    called = [c.name for s in steps for c in s.tool_calls]
+    if case.category in ANSWERED:   # answered in words: the script reads, never changes
+        assert parse_request(case.task).answer_only, case.task
+        assert (case.solution_dir / "ANSWER.md").is_file() and case.acceptance.answer_mentions
+        assert not {"edit_file", "write_file", "run_shell"} & set(called)
+        return
     assert case.acceptance.must_change, "a case must say which files its task changes"
     assert case.acceptance.must_not_change, "the tests (or the code under test) must be protected"
     repo_files = {p.relative_to(case.repo_dir).as_posix() for p in case.repo_dir.rglob("*") if p.is_file()}
     for path in case.acceptance.must_not_change:
         assert path in repo_files, f"must_not_change names {path}, which the repository does not have"
-    assert case.script_path is not None
-    steps = load_script(case.script_path)
-    assert steps[-1].tool_calls and steps[-1].tool_calls[-1].name == "finish"
-    called = [c.name for s in steps for c in s.tool_calls]
     assert "run_shell" in called and {"edit_file", "write_file"} & set(called)
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", [c for c in CASES if c.category in ANSWERED],
+                         ids=[c.id for c in CASES if c.category in ANSWERED])
+def test_an_answer_is_graded_by_what_it_mentions_and_a_change_fails_it(case: Case, tmp_path: Path):
+    assert case.solution_dir is not None
+    reference = (case.solution_dir / "ANSWER.md").read_text()
+    workspace = materialize(case, tmp_path / "ws")
+    assert grade(case, workspace, reference).passed, grade(case, workspace, reference).summary()
+    for wrong in ("", "I will look at the files first.", "It is a Python project with some functions and a test."):
+        assert not grade(case, workspace, wrong).passed, f"{case.id}: {wrong!r} passed"
+    first = sorted(p for p in workspace.iterdir() if p.suffix == ".py")[0]
+    first.write_text(first.read_text() + "\n# changed\n")
+    assert not grade(case, workspace, reference).passed, "a question answered by changing a file must fail"
+
+
+@pytest.mark.parametrize("case", CHANGES, ids=[c.id for c in CHANGES])
 def test_acceptance_fails_before_and_passes_after(case: Case, tmp_path: Path):
     before = materialize(case, tmp_path / "before")
     # The first failing command is enough: the rest need not run on the starting repository.
@@ -89,8 +104,7 @@ def test_acceptance_fails_before_and_passes_after(case: Case, tmp_path: Path):
     assert after.passed, f"{case.id}: the reference solution fails acceptance: {after.summary()}"
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if SWEEP or c.id in SCRIPTED_SUBSET],
-                         ids=[c.id for c in CASES if SWEEP or c.id in SCRIPTED_SUBSET])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_scripted_trajectory_solves_the_case_under_keel(case: Case, tmp_path: Path, run_keel):
     workspace = materialize(case, tmp_path / "ws")
     if "http" in case.tags and detect_sandbox().kind != "bubblewrap":
@@ -106,9 +120,10 @@ def test_the_scripted_trajectory_solves_the_case_under_keel(case: Case, tmp_path
                      "--max-steps", "30", timeout=240)
         unused = server.remaining
     assert r.code == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert r.result["stop_reason"] == "complete" and r.result["verification"]["status"] == "passed"
+    status = "answered" if case.category in ANSWERED else "passed"
+    assert r.result["stop_reason"] == "complete" and r.result["verification"]["status"] == status, r.result
     assert unused == 0, f"{case.id}: the run finished with {unused} scripted answers unused"
-    graded = grade(case, workspace)
+    graded = grade(case, workspace, r.result["summary"])
     assert graded.passed, f"{case.id}: keel said complete but acceptance fails (a false done): {graded.summary()}"
 
 

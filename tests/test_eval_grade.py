@@ -97,7 +97,7 @@ def test_acceptance_timeout_kills_the_command_and_what_it_started(tmp_path):
 
 @pytest.mark.parametrize(("toml", "message"), [
     (TOML.replace('category = "bugfix"', 'category = "chore"'),
-     r"case\.toml: field 'category' must be one of feature, bugfix, refactor, tests, got 'chore'"),
+     r"case\.toml: field 'category' must be one of feature, bugfix, refactor, tests, question, review, got 'chore'"),
     (TOML.replace('commands = ["true"]', "commands = []"), r"'acceptance\.commands' must list at least one"),
     (TOML.replace('commands = ["true"]', 'commands = ["true"]\nmust_change = ["../x"]'),
      r"'acceptance\.must_change' holds '\.\./x'"),

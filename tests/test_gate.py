@@ -10,13 +10,13 @@ import dataclasses
 
 import pytest
 
+from keel.core.request import parse_request
 from keel.core.state import TaskState
 from keel.loop.decider import TurnOutcome, decide
 from keel.loop.limits import Consumed, Limits
 from keel.verify.contract import Promise
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckSet, PlannedCheck
-from keel.verify.task import task_requests_change
 
 LINT = PlannedCheck("static", "ruff check .", "pyproject has [tool.ruff]")
 TESTS = PlannedCheck("test", "python -m pytest -q", "tests/ exists")
@@ -30,11 +30,11 @@ def ran(check: PlannedCheck, code: int, failing: tuple[str, ...] = (), output_ok
 
 
 def facts(*results: CheckOutcome, baseline: Baseline | None = None, unchanged: bool = False,
-          change_requested: bool = True, tampered: tuple[str, ...] = ()) -> GateFacts:
-    blocking, pre = split_failures(results, baseline, unchanged=unchanged, change_requested=change_requested,
-                                   task="add a helper")
+          kind: str = "change", tampered: tuple[str, ...] = ()) -> GateFacts:
+    task = {"change": "add a helper", "answer": "what does the helper do?", "verify": "make sure it works"}[kind]
+    blocking, pre = split_failures(results, baseline, unchanged=unchanged, request=parse_request(task))
     return GateFacts("d1", results, blocking, pre, tampered=tampered, unchanged=unchanged,
-                     change_requested=change_requested, feedback=render_feedback(blocking, pre))
+                     kind=kind, feedback=render_feedback(blocking, pre))
 
 
 ADD = "add a mul(a, b) function to calc.py"
@@ -42,7 +42,7 @@ PROMISE = Promise("f", "a.py", "Twice n. A negative n raises ValueError.", ("A n
 OLD_FAILURE = Baseline("d0", {"python -m pytest -q": ("test_x.py::test_old",)})
 
 SPLIT_CASES = [
-    # id, results, baseline, unchanged, change_requested, task, blocking commands, preexisting commands
+    # id, results, baseline, unchanged, whether the task asks for a change, task, blocking, preexisting
     ("all pass", (ran(LINT, 0), ran(TESTS, 0)), None, False, True, ADD, [], []),
     ("failing test, no baseline", (ran(TESTS, 1),), None, False, True, ADD, ["python -m pytest -q"], []),
     ("same failure as at baseline", (ran(TESTS, 1, ("test_x.py::test_old",)),), OLD_FAILURE, False, True, ADD,
@@ -65,18 +65,18 @@ SPLIT_CASES = [
      Baseline("d0", {"python -m pytest -q": ("test_parser.py::test_quotes",)}), False, True,
      "handle quotes in the parser", ["python -m pytest -q"], []),
     ("a question about the failing test changes nothing", (ran(TESTS, 1, ("test_x.py::test_old",)),),
-     OLD_FAILURE, True, False, "why does the failing test fail", [], ["python -m pytest -q"]),
+     OLD_FAILURE, True, False, "Why does the failing test fail? Only explain.", [], ["python -m pytest -q"]),
     ("a bug report is about the failing test", (ran(TESTS, 1, ("test.js: AssertionError",)),),
      Baseline("d0", {"python -m pytest -q": ("test.js: AssertionError",)}), False, True, "fix add() in calc.js",
      ["python -m pytest -q"], []),
     ("a bug report with no 'fix' in it, once the agent changed something",
      (ran(TESTS, 1, ("test_pagination.py::test_first_page",)),),
-     Baseline("d0", {"python -m pytest -q": ("test_pagination.py::test_first_page",)}), False, False,
+     Baseline("d0", {"python -m pytest -q": ("test_pagination.py::test_first_page",)}), False, True,
      "page 1 returns page 2; paginate() in pagination.py is the culprit", ["python -m pytest -q"], []),
-    ("the same report, nothing changed: the answer may be prose",
+    ("the same report, nothing changed: a bug report asks for a change, so the old failure blocks",
      (ran(TESTS, 1, ("test_pagination.py::test_first_page",)),),
-     Baseline("d0", {"python -m pytest -q": ("test_pagination.py::test_first_page",)}), True, False,
-     "page 1 returns page 2; paginate() in pagination.py is the culprit", [], ["python -m pytest -q"]),
+     Baseline("d0", {"python -m pytest -q": ("test_pagination.py::test_first_page",)}), True, True,
+     "page 1 returns page 2; paginate() in pagination.py is the culprit", ["python -m pytest -q"], []),
     ("old lint failure, task about tests only", (ran(LINT, 1),), Baseline("d0", {"ruff check .": ()}), False,
      True, "make the failing test pass", [], ["ruff check ."]),
     ("a refused check is no evidence either way",
@@ -89,14 +89,17 @@ SPLIT_CASES = [
 @pytest.mark.parametrize(("results", "baseline", "unchanged", "asked", "task", "blocking", "pre"),
                          [c[1:] for c in SPLIT_CASES], ids=[c[0] for c in SPLIT_CASES])
 def test_split_failures(results, baseline, unchanged, asked, task, blocking, pre):
-    b, p = split_failures(results, baseline, unchanged=unchanged, change_requested=asked, task=task)
+    request = parse_request(task)
+    assert request.asks_change is asked, (task, request.why)
+    b, p = split_failures(results, baseline, unchanged=unchanged, request=request)
     assert [o.check.command for o in b] == blocking
     assert [o.check.command for o in p] == pre
 
 
 def gate_state(*, rounds: dict[str, int] | None = None, changed: bool = True,
-               own_check: tuple[str, int] | None = None, pushbacks: dict[str, int] | None = None) -> TaskState:
-    s = TaskState(task="fix it", gate_on=True)
+               own_check: tuple[str, int] | None = None, pushbacks: dict[str, int] | None = None,
+               task: str = "fix it") -> TaskState:
+    s = TaskState(task=task, gate_on=True)
     s.record_tool_call()
     if changed:
         s.record_file_change("app.py")
@@ -124,7 +127,7 @@ DECIDE_CASES = [
     ("nothing changed, checks pass, a change was asked", PROSE, facts(ran(TESTS, 0), unchanged=True),
      gate_state(changed=False), "continue", "no_change"),
     ("nothing changed, checks pass, only an answer was asked", PROSE,
-     facts(ran(TESTS, 0), unchanged=True, change_requested=False), gate_state(changed=False), "stop", "complete"),
+     facts(unchanged=True, kind="answer"), gate_state(changed=False, task="what does it do?"), "stop", "complete"),
     ("edited tests are refused", FINISH, facts(ran(TESTS, 0), tampered=("test_app.py",)), gate_state(),
      "continue", "tampered_tests"),
     ("repair rounds spent: stop", FINISH, facts(ran(TESTS, 1)), gate_state(rounds={"test": 2}), "stop",
@@ -150,6 +153,31 @@ DECIDE_CASES = [
     ("the comment was shown: the checks decide", FINISH,
      dataclasses.replace(facts(ran(TESTS, 0)), contract=(PROMISE,)),
      gate_state(pushbacks={"contract_review": 1}), "stop", "complete"),
+    # keel issue 32: evidence for each kind of request
+    ("every check fails as before and nothing else passed: no evidence", FINISH,
+     facts(ran(TESTS, 1, ("test_x.py::test_old",)), baseline=OLD_FAILURE), gate_state(), "continue", "no_evidence"),
+    ("…unless tests passed inside that run", FINISH,
+     facts(dataclasses.replace(ran(TESTS, 1, ("test_x.py::test_old",)), tests_passed=3), baseline=OLD_FAILURE),
+     gate_state(), "stop", "complete"),
+    ("…or the agent's own run exercised the change", FINISH,
+     facts(ran(TESTS, 1, ("test_x.py::test_old",)), baseline=OLD_FAILURE),
+     gate_state(own_check=("python3 -c 'import app'", 0)), "stop", "complete"),
+    ("no-evidence rounds spent: stop", FINISH, facts(ran(TESTS, 1, ("test_x.py::test_old",)), baseline=OLD_FAILURE),
+     gate_state(rounds={"no_evidence": 2}), "stop", "limit:verification"),
+    ("nothing to run, nothing changed, nothing asked to make sure of", PROSE, GateFacts("d1", plan_empty=True,
+     unchanged=True, kind="verify"), gate_state(changed=False, task="run the slow job"), "stop", "complete"),
+    ("nothing to run and a make-sure with no check of the agent's", PROSE, GateFacts("d1", plan_empty=True,
+     unchanged=True, kind="verify"), gate_state(changed=False, task="make sure it works"), "continue", "unverified"),
+    ("an answer with the workspace as it was", PROSE, facts(unchanged=True, kind="answer"),
+     gate_state(changed=False, task="what port does the app use?"), "stop", "complete"),
+    ("an answer-only request with a change", PROSE,
+     dataclasses.replace(facts(kind="answer"), changed=("app.py",)),
+     gate_state(task="what port does the app use?"), "continue", "changed_answer_only"),
+    ("a promise to look is no answer", TurnOutcome(text="I will look at settings.json first."),
+     None, gate_state(changed=False, task="what port does the app use?"), "continue", "no_answer"),
+    ("an answer that ends with an offer is an answer", TurnOutcome(text="It uses 8081. Want me to change it?"),
+     facts(unchanged=True, kind="answer"), gate_state(changed=False, task="what port does the app use?"),
+     "stop", "complete"),
     ("failing checks come before the comment", FINISH,
      dataclasses.replace(facts(ran(TESTS, 1)), contract=(PROMISE,)), gate_state(),
      "continue", "verification_failed"),
@@ -204,11 +232,15 @@ def test_plan_orders_categories():
     # …but one that asks for an answer about the defect is answered
     ("Explain why the checkout crashes when the cart is empty", False),
     ("Why doesn't total() count the last item?", False),
+    ("Why doesn't total() count the last item? Fix it.", True),
     ("Describe what is wrong with parse_date", False),
-    ("The README describes the install steps.", False),
+    ("The README describes the install steps.", True),      # no sign it asks only for an answer (issue 32)
+    ("Can you fix add() in calc.py?", True),                   # a polite question with a change verb
+    ("Could you add a sub() function?", True),
 ])
 def test_task_requests_change(task, expected):
-    assert task_requests_change(task) is expected
+    request = parse_request(task)
+    assert request.asks_change is expected, request.why
 
 
 @pytest.mark.parametrize(("changed", "files", "expected"), [

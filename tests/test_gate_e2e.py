@@ -198,13 +198,20 @@ def test_debug_leftovers_are_flagged(calc_repo, run_keel):
 
 
 def test_verify_off_keeps_the_old_rule(calc_repo, run_keel):
-    """With the gate off, a prose answer after a read completes (the foundation's rule), checks unrun."""
-    script = [{"tool_calls": [call("read_file", path="calc.py")]}, {"content": "Fixed: it should add."}]
+    """With the gate off, no check is run by keel: a change is done when the agent's own check passed after
+    its last edit (the foundation's rule). A change request with nothing changed is still not done: "Fixed"
+    in prose after a read is refused (keel issue 32), and the real fix then completes."""
+    fix = call("edit_file", path="calc.py", old_text="return a - b", new_text="return a + b")
+    script = [{"tool_calls": [call("read_file", path="calc.py")]}, {"content": "Fixed: it should add."},
+              {"tool_calls": [fix]}, {"tool_calls": [call("run_shell", command="python3 -m pytest -q")]},
+              {"content": "add() adds now; the test passes."}]
     with ScriptedEngineServer(script) as server:
         r = run(run_keel, server, calc_repo, "fix the failing test", "--verify", "off")
     assert r.result["stop_reason"] == "complete"
     assert "verification" not in r.result and "changes" not in r.result
-    assert not any(e["type"] == "verification" for e in r.events())
+    events = r.events()
+    assert not any(e["type"] == "verification" for e in events)
+    assert [e["pushback_kind"] for e in events if e["type"] == "decision" and e.get("pushback_kind")] == ["no_change"]
 
 
 def test_a_javascript_project_is_gated_by_npm_test(tmp_path, run_keel):

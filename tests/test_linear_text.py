@@ -57,15 +57,16 @@ def test_function_is_linear_on_pathological_text(name: str) -> None:
 
 
 def test_one_long_word_task_finds_no_names_and_still_reads_normal_tasks() -> None:
+    from keel.core.request import parse_request
     from keel.verify.selfcheck import unrelated_changes
     from keel.verify.snapshot import FileChange
 
     changes = [FileChange("src/app.py", "modified", 1, 0, ("x = 1",), (1,)),
                FileChange("lib/other.py", "modified", 1, 0, ("y = 2",), (1,))]
     with deadline(BOUND_SECONDS):
-        assert unrelated_changes(changes, "a" * 1_000_000) == []      # names nothing: flags nothing
+        assert unrelated_changes(changes, parse_request("a" * 1_000_000)) == []   # names nothing: flags nothing
     # the same task tokenizer still reads a normal task: app.py is named, other.py is not
-    assert unrelated_changes(changes, "fix the parse_config bug in app.py") == ["lib/other.py"]
+    assert unrelated_changes(changes, parse_request("fix the parse_config bug in app.py")) == ["lib/other.py"]
 
 
 def test_keel_run_with_a_one_megabyte_one_word_task_ends_like_a_short_one(calc_repo, run_keel, tmp_path) -> None:

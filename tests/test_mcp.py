@@ -126,7 +126,7 @@ def test_auto_edit_puts_mcp_calls_to_the_person_and_full_auto_runs_them(calc_rep
     with ScriptedEngineServer([{"tool_calls": [call("mcp__fx__add", a=1, b=2)]}, {"content": "3"}]) as server:
         agent = _agent(calc_repo, server, tmp_path, f'[permissions]\napproval = "{mode}"\n', prompt=person)
         try:
-            agent.run("add numbers")
+            agent.run("What are 1 + 2 and 3 + 4? Use the fx server.")
         finally:
             agent.close()
         assert _tool_results(server.requests[1])[-1] == "3"
@@ -155,7 +155,7 @@ def test_project_servers_start_only_in_a_trusted_project(calc_repo, tmp_path):
     with ScriptedEngineServer(script) as server:
         agent = _agent(calc_repo, server, tmp_path, '[permissions]\napproval = "interactive"\n', prompt=person)
         try:
-            agent.run("add numbers")
+            agent.run("What are 1 + 2 and 3 + 4? Use the fx server.")
         finally:
             agent.close()
         results = [_tool_results(r)[-1] for r in server.requests[1:]]

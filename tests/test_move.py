@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from conftest import make_repo
 
+from keel.core.request import parse_request
 from keel.drive.move import move_asked, retarget
 from keel.testing import ScriptedEngineServer
 
@@ -34,7 +35,7 @@ from keel.testing import ScriptedEngineServer
     ("lib/utils.js", "move it to .git/hooks/pre.js.", "", ".git/hooks/pre.js"),  # read, for the jail to refuse
 ])
 def test_the_move_asked_for(path: str, note: str, task: str, expected: str | None) -> None:
-    assert move_asked(path, note, task) == expected
+    assert move_asked(path, note, parse_request(task)) == expected
 
 
 @pytest.mark.parametrize("importer, text, expected", [

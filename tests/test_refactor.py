@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import make_repo
 
+from keel.core.request import parse_request
 from keel.drive.refactor import (
     RefactorError,
     anchor,
@@ -161,7 +162,7 @@ def test_keel_run_renames_a_package_constant_the_task_names_and_the_tests_pass(t
     ("change `timeout` to `retry_timeout`", []),
 ])
 def test_the_request_names_a_rename_only_in_so_many_words(task: str, expected: list[tuple[str, str]]) -> None:
-    assert [(r.old, r.new) for r in request_renames(task)] == expected
+    assert [(r.old, r.new) for r in request_renames(parse_request(task))] == expected
 
 
 def test_a_javascript_rename_the_task_names_reaches_every_file_and_leaves_strings(tmp_path: Path) -> None:

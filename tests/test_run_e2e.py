@@ -253,7 +253,8 @@ def test_interrupt_exits_130_and_answers_every_call(calc_repo, keel_env, tmp_pat
 def test_project_config_cannot_redirect_requests(calc_repo, run_keel):
     (calc_repo / ".keel").mkdir()
     (calc_repo / ".keel" / "config.toml").write_text('[engine]\nbase_url = "http://127.0.0.1:9/v1"\n')
-    with ScriptedEngineServer([{"tool_calls": [call("list_dir")]}, {"content": "ok"}]) as server:
+    answer = {"content": "add() in calc.py subtracts: it returns a - b where it should return a + b."}
+    with ScriptedEngineServer([{"tool_calls": [call("list_dir")]}, answer]) as server:
         r = json_run(run_keel, server, calc_repo, task=EXPLAIN)
     assert r.result["stop_reason"] == "complete"
     assert "ignored [engine] base_url" in r.stderr

@@ -10,7 +10,8 @@ import pytest
 
 from keel.agent import Agent, tool_profile
 from keel.config import Config
-from keel.context.preload import FileText, choose, collect, render, words
+from keel.context.preload import FileText, choose, collect, render
+from keel.core.request import parse_request, words
 from keel.testing import ScriptedEngineServer
 from keel.tools.catalog import default_tools
 
@@ -43,19 +44,19 @@ def shop(tmp_path: Path) -> Path:
 def test_files_the_task_names_come_first_and_the_budget_holds():
     files = [FileText("a/big.py", "x = 1\n" * 300), FileText("notes.txt", "hello\n"),
              FileText("pkg/calc.py", "def add(a, b):\n    return a - b\n")]
-    chosen = choose("add() in calc.py subtracts; fix it", files, budget_chars=400)
+    chosen = choose(parse_request("add() in calc.py subtracts; fix it"), files, budget_chars=400)
     assert [f.path for f in chosen.shown] == ["pkg/calc.py", "notes.txt"]
     assert chosen.listed == ["a/big.py"]   # too big for what is left: named in the listing, not shown
 
 
 def test_a_file_whose_name_is_a_word_of_the_task_outranks_one_that_is_not():
     files = [FileText("util.py", "def helper():\n    pass\n"), FileText("shipping.py", "def cost():\n    pass\n")]
-    chosen = choose("Shipping is charged at exactly $50", files, budget_chars=80)
+    chosen = choose(parse_request("Shipping is charged at exactly $50"), files, budget_chars=80)
     assert [f.path for f in chosen.shown] == ["shipping.py"]
 
 
 def test_unreadable_or_binary_files_are_listed_never_shown():
-    chosen = choose("anything", [FileText("logo.png", None), FileText("a.py", "x = 1\n")], budget_chars=10_000)
+    chosen = choose(parse_request("anything"), [FileText("logo.png", None), FileText("a.py", "x = 1\n")], budget_chars=10_000)
     assert [f.path for f in chosen.shown] == ["a.py"] and chosen.listed == ["logo.png"]
 
 
@@ -64,7 +65,7 @@ def test_identifier_parts_count_as_task_words():
 
 
 def test_the_section_shows_contents_without_line_numbers_and_lists_the_rest():
-    text = render(choose("fix calc", [FileText("calc.py", "def add(a, b):\n    return a - b\n"),
+    text = render(choose(parse_request("fix calc"), [FileText("calc.py", "def add(a, b):\n    return a - b\n"),
                                       FileText("huge.bin", None)], budget_chars=1000))
     assert "=== calc.py ===\ndef add(a, b):\n    return a - b\n=== end of calc.py ===" in text
     assert "Other files (use read_file to see one): huge.bin" in text

@@ -56,7 +56,7 @@ def _steps_after_the_reader_leaves() -> list[dict]:
 def test_a_reader_that_leaves_after_one_line_stops_no_run(calc_repo, keel_env, tmp_path, output_format):
     log = tmp_path / "run.jsonl"
     with ScriptedEngineServer(_steps_after_the_reader_leaves()) as server:
-        proc = subprocess.Popen([*KEEL, "run", "what does calc.py do wrong?", "--cwd", str(calc_repo),
+        proc = subprocess.Popen([*KEEL, "run", "What does calc.py do? Just explain.", "--cwd", str(calc_repo),
                                  "--base-url", server.base_url, "--model", "scripted", "--log", str(log),
                                  "--output-format", output_format],
                                 env=keel_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -201,7 +201,7 @@ def test_a_bad_flag_in_text_mode_prints_no_json(run_keel, calc_repo):
 def test_sigterm_during_a_start_hook_writes_a_result_and_a_stop(calc_repo, keel_env, tmp_path):
     cfg = Path(keel_env["XDG_CONFIG_HOME"]) / "keel" / "config.toml"
     cfg.parent.mkdir(parents=True)
-    flag = tmp_path / "hook-started"
+    flag = calc_repo / "hook-started"   # hooks run sandboxed: the workspace is where they may write
     token = f"{os.getpid()}{time.monotonic_ns()}"
     cfg.write_text(f'[[hooks.SessionStart]]\ncommand = "touch {flag}; sleep 30 # {token}"\n')
     log = tmp_path / "run.jsonl"

@@ -169,6 +169,8 @@ def test_a_check_failing_before_the_run_is_labelled_so_on_the_verify_line(tmp_pa
     session = next(json.loads(ln) for ln in r.stdout.splitlines() if '"session_start"' in ln)["session_id"]
     text = run_keel("log", session).stdout   # keel log says a gate run as keel run does
     [line] = [ln for ln in text.splitlines() if "verify " in ln]
-    # a ✗ beside "passed" says why it stands: the failure is not this run's (was "→ passed", or "verify passed {}")
-    assert "-m pytest -q ✗ exit 1 (failing before this run) → passed: no new failures" in line, text
+    # nothing of the project's passed, so the gate says so (was "→ passed", or "verify passed {}"); the
+    # run's own check of greet() is the evidence
+    assert "-m pytest -q ✗ exit 1 (failing before this run) → failing_before" in line, text
+    assert '"status": "complete"' in r.stdout.replace('"status":"complete"', '"status": "complete"'), r.stdout
     assert (repo / "calc.py").read_text() == CALC_BUG    # the old failure is not this run's: left alone

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from keel.core.request import parse_request
 from keel.verify.selfcheck import (
     change_summary,
     debug_leftovers,
@@ -13,7 +14,6 @@ from keel.verify.selfcheck import (
     render_changes,
     stray_files,
     tampered_tests,
-    task_allows_test_changes,
     unrelated_changes,
 )
 from keel.verify.snapshot import FileChange, Snapshot, diff_snapshots, take_snapshot
@@ -117,7 +117,7 @@ UNRELATED = [
 @pytest.mark.parametrize(("name", "task", "paths", "expected"), UNRELATED, ids=[c[0] for c in UNRELATED])
 def test_unrelated_changes(name, task, paths, expected):
     changes = [added(p, "def slugify(text):" if p == "lib/strings.py" else "x = 1") for p in paths]
-    assert unrelated_changes(changes, task) == expected
+    assert unrelated_changes(changes, parse_request(task)) == expected
 
 
 # -- tampering ---------------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ def test_unrelated_changes(name, task, paths, expected):
     ("make sure `npm test` passes", False),
 ])
 def test_task_allows_test_changes(task, allows):
-    assert task_allows_test_changes(task) is allows
+    assert parse_request(task).allows_test_changes is allows
 
 
 @pytest.mark.parametrize(("path", "is_test"), [
@@ -174,7 +174,7 @@ TAMPER = [
 
 @pytest.mark.parametrize(("name", "after", "protected", "task", "expected"), TAMPER, ids=[c[0] for c in TAMPER])
 def test_tampered_tests(name, after, protected, task, expected):
-    assert tampered_tests(snap(BEFORE), snap(after), protected, task) == expected
+    assert tampered_tests(snap(BEFORE), snap(after), protected, parse_request(task)) == expected
 
 
 def test_overwriting_a_test_script_with_an_implementation_is_caught(tmp_path: Path):
@@ -185,7 +185,8 @@ def test_overwriting_a_test_script_with_an_implementation_is_caught(tmp_path: Pa
     before = take_snapshot(tmp_path)
     (tmp_path / "test_textutil.py").write_text("def slugify(s):\n    return s.lower().replace(' ', '-')\n")
     task = "implement slugify() so that `python test_textutil.py` prints OK"
-    assert tampered_tests(before, take_snapshot(tmp_path), {"test_textutil.py"}, task) == ["test_textutil.py"]
+    assert tampered_tests(before, take_snapshot(tmp_path), {"test_textutil.py"}, parse_request(task)) == \
+        ["test_textutil.py"]
 
 
 # -- change summary ------------------------------------------------------------------------------------

@@ -198,3 +198,14 @@ def answer_and_continue(agent: Agent, saved: SavedSession, answer: str) -> RunRe
                      steps=steps_before, error=result.error or f"the engine gave no reply ({result.stop_reason})",
                      summary=f"the answer was not delivered (no reply from the engine); session {saved.id} is "
                              "unchanged and still waits for an answer: run the same command again")
+
+
+def answer_hint(result: RunResult) -> str | None:
+    """What a person reading text output runs next after a needs_user stop: the question and the
+    `--resume ID --answer` line (keel issue 32: text mode printed neither)."""
+    if result.stop_reason != WAITING:
+        return None
+    asked = " ".join((result.question or result.summary).split())
+    asked = asked if len(asked) <= 300 else asked[:299] + "…"
+    return (f"the run asks: {asked or '(no question text)'}\n"
+            f"keel: answer it with: keel run --resume {result.session_id} --answer \"YOUR ANSWER\"")

@@ -164,6 +164,10 @@ class TextRenderer:
             # shown apart from the answer (stderr, dimmed) so stdout carries only the answer
             self.err.write(f"\x1b[2m{event['text']}\x1b[0m" if self.err.isatty() else event["text"])
             self.err.flush()
+        elif kind == "assistant_delta" and event["kind"] == "waiting":   # no byte of the reply yet
+            waited = int(event["text"] or 0)
+            if waited <= 5 or waited % 30 < 5:    # said at once, then every half minute
+                self._line(f"waiting for the engine ({waited} s)", self.err)
         elif kind == "assistant_delta" and event["kind"] == "retry":
             note = " (text above this line was from the dropped attempt)" if self._printed_this_attempt else ""
             self._printed_this_attempt = False

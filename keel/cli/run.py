@@ -191,10 +191,11 @@ def _carry(agent: Any, inputs: _Inputs) -> RunResult:
 
 
 def _report(args: argparse.Namespace, result: RunResult) -> int:
+    from keel.cli.answer import answer_hint
     from keel.cli.plan import approval_hint
     from keel.cli.render import print_json, result_object
 
-    if args.output_format == "text" and (hint := approval_hint(result)):
+    if args.output_format == "text" and (hint := approval_hint(result) or answer_hint(result)):
         print(f"keel: {hint}", file=sys.stderr)
     if args.output_format == "text" and result.stop_reason == "resume_failed":
         print(f"keel: {result.summary}", file=sys.stderr)  # the engine's error was shown with the stop line

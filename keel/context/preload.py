@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from keel.core.request import Request, words
+
 MAX_FILE_BYTES = 16_000        # larger files are listed, never shown whole
 MAX_SCANNED_FILES = 400
 MAX_LISTED = 40
 CHARS_PER_TOKEN = 3.5          # code in Qwen's tokenizer, measured on the eval repos (3.2–3.9)
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SOURCE_SUFFIXES = {".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".rb", ".c", ".h",
                     ".cpp", ".hpp", ".cs", ".php", ".sh", ".toml", ".json", ".yaml", ".yml", ".cfg", ".ini",
                     ".md", ".txt", ".html", ".css", ".sql"}
@@ -43,34 +44,22 @@ class Preload:
     more: int = 0          # files beyond the listing cap
 
 
-def words(text: str) -> set[str]:
-    """Lower-case words and identifier parts: ``shipping_cost`` gives shipping_cost, shipping, cost."""
-    out: set[str] = set()
-    for w in _WORD.findall(text):
-        lw = w.lower()
-        out.add(lw)
-        out.update(p.lower() for p in re.split(r"_+|(?<=[a-z])(?=[A-Z])", w) if p)
-    return {w for w in out if len(w) >= 3}
-
-
 def _stem_words(path: str) -> set[str]:
     stem = path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
     parts = {p for p in re.split(r"[_\-.]+", stem) if len(p) >= 3} - {"test", "tests", "spec"}
     return parts | {stem}
 
 
-def rank_key(f: FileText, task: str, task_words: set[str]) -> tuple[int, int, int, int, str]:
-    name = f.path.rsplit("/", 1)[-1]
-    named = f.path in task or (len(name) > 3 and re.search(rf"(?<![\w/.]){re.escape(name)}(?!\w)", task) is not None)
-    stem_hit = bool(_stem_words(f.path) & task_words)
-    overlap = len(words(f.text or "") & task_words)
+def rank_key(f: FileText, request: Request) -> tuple[int, int, int, int, str]:
+    named = request.names_file(f.path)
+    stem_hit = bool(_stem_words(f.path) & request.words)
+    overlap = len(words(f.text or "") & request.words)
     return (-int(named), -int(stem_hit), -overlap, len(f.text or ""), f.path)
 
 
-def choose(task: str, files: list[FileText], budget_chars: int, more: int = 0) -> Preload:
-    """The most relevant files that fit in ``budget_chars`` (pure)."""
-    task_words = words(task)
-    ranked = sorted(files, key=lambda f: rank_key(f, task, task_words))
+def choose(request: Request, files: list[FileText], budget_chars: int, more: int = 0) -> Preload:
+    """The most relevant files for ``request`` that fit in ``budget_chars`` (pure)."""
+    ranked = sorted(files, key=lambda f: rank_key(f, request))
     shown: list[FileText] = []
     listed: list[str] = []
     left = budget_chars
@@ -139,13 +128,13 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
     return found, skipped
 
 
-def preload_section(workspace: Path, task: str, window_tokens: int, ctx: Any) -> str:
+def preload_section(workspace: Path, request: Request, window_tokens: int, ctx: Any) -> str:
     """The first message's file section for ``task``; the files shown are recorded as read by the
     session (``ctx.session``), through the same read rules read_file obeys (``ctx.approval``)."""
     from keel.policy.reads import shows
 
     files, more = collect(workspace, shows(ctx.approval))
-    chosen = choose(task, files, budget_chars(window_tokens), more)
+    chosen = choose(request, files, budget_chars(window_tokens), more)
     root = workspace.resolve()
     for f in chosen.shown:   # the bytes shown, not a second read: an edit is checked against what the model saw
         if f.data is not None:

@@ -214,7 +214,7 @@ def make_change_tool() -> Tool:
     be `>=` was followed faithfully, where the task alone gave the right fix."""
     from keel.tools.files import WRITE_FILE, file_session
     from keel.verify.redirect import redirect_notice, redirect_or_refusal
-    from keel.verify.selfcheck import is_test_file, task_allows_test_changes
+    from keel.verify.selfcheck import is_test_file
 
     # The failures of this tool's last check run, and the gate's result it saw then: when the gate has
     # run since (a finish was refused), the gate's result is the newer one.
@@ -240,11 +240,11 @@ def make_change_tool() -> Tool:
         if data is not None and not shows(ctx.approval)(real) and \
                 (refusal := read_refusal(ctx.approval, shown, real)) is not None:
             return ToolResult.error(refusal)
-        task, verifier = run.task, run.verifier
+        task, request, verifier = run.task, run.request, run.verifier
         checks = verifier if verifier is not None and not verifier.plan.empty else None   # None: nothing to run
         # a move, or a rename the task names, is keel's own refactoring: no editor request, whatever the note says
-        done = asked_move(ctx, shown, current, args.change, task, checks) or rename_asked(ctx, shown, current, task,
-                                                                                           checks)
+        done = asked_move(ctx, shown, current, args.change, request, checks) or rename_asked(ctx, shown, current,
+                                                                                              request, checks)
         if done is not None:
             return _finished(done, [], checks.run_plan() if checks and done.ok else None, Usage(), "", latest, verifier)
         if not fits(current, _reply_cap(engine)):
@@ -255,7 +255,7 @@ def make_change_tool() -> Tool:
         if known is None and gate_last is not None:
             known = gate_last.results
         if checks is not None and current is not None and (is_test_file(shown) or shown in checks.protected) \
-                and not task_allows_test_changes(task):   # where to go instead: a bare refusal was sent again
+                and not request.allows_test_changes:   # where to go instead: a bare refusal was sent again
             target, words = redirect_or_refusal(ctx.workspace, shown, current, checks.protected, known)
             if target is None:
                 return ToolResult.error(words)
@@ -265,7 +265,7 @@ def make_change_tool() -> Tool:
         window = run.window_tokens
         files, _ = collect(ctx.workspace, shows(ctx.approval))
         others = [f for f in files if f.path != shown and f.text is not None]
-        related = choose(f"{task}\n{args.change}", others, int(window * RELATED_SHARE * CHARS_PER_TOKEN)).shown
+        related = choose(request.with_note(args.change), others, int(window * RELATED_SHARE * CHARS_PER_TOKEN)).shown
         spent = Usage()
 
         def ask(note: str | None) -> tuple[Reply, list[str]]:
@@ -286,7 +286,7 @@ def make_change_tool() -> Tool:
             return WRITE_FILE.execute(WRITE_FILE.spec.args(path=args.path, content=text), ctx)
 
         # a rename the rewrite makes goes to the other files using the old name before the checks run
-        spread = Spread(ctx, task, args.change, shown, current, checks)
+        spread = Spread(ctx, request, args.change, shown, current, checks)
         first, restored = ask(args.change)
         tried: list[tuple[str, list[str], ToolResult, tuple[CheckOutcome, ...], bool]] = []   # ..., with the note
         if first.text is not None:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from keel.core.events import EventBus
+from keel.core.state import TaskState
 from keel.engine.prompts import task_message
 from keel.loop.limits import Limits
 from keel.loop.runner import Runner
@@ -95,7 +96,10 @@ def run_subagent(parent: RunHandle, parent_ctx: ToolContext, task: str, profile:
     bus = EventBus(parent.bus.session_id, [forward])
     bus.emit("subagent_start", profile=profile, task=task[:2000], tools=registry.names, max_steps=limits.max_steps)
     # the parent's engine, with its guards (runaway, deadline)
-    runner = Runner(parent.engine, registry, ctx, bus, limits=limits, prices=parent.prices, attended=False, task=task)
+    # read-only tools: whatever its task says, the sub-agent can only answer it, and is judged on the answer
+    state = TaskState(task=task, read_only=True)
+    runner = Runner(parent.engine, registry, ctx, bus, limits=limits, prices=parent.prices, attended=False,
+                    task=task, state=state)
     messages = [{"role": "system", "content": PROFILES[profile]},
                 {"role": "user", "content": task_message(task, str(ctx.workspace), protection)}]
     result = runner.run(messages)

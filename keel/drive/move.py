@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from keel.core.request import Request, move_phrases
 from keel.drive.refactor import RefactorError, js_specifiers, python_move
 from keel.drive.rename import hit_lines, python_sources, read_other, word_users, write_other
 from keel.policy.beneath import anchor, read_beneath, unlink_beneath
@@ -32,18 +33,15 @@ from keel.policy.reads import read_refusal, shows
 from keel.tools.base import ToolContext, ToolResult, approval_refusal
 from keel.tools.files import WRITE_FILE, file_session
 from keel.verify.contract import JS_EXTS
-from keel.verify.selfcheck import is_test_file, task_allows_test_changes
+from keel.verify.selfcheck import is_test_file
 
 PRONOUNS = {"it", "the file", "this file", "that file", "the module", "this module", "that module"}
-# "rename <what> to <path>", "move <what> to <path>"; <what> is short: a file's name or a pronoun
-_MOVE = re.compile(r"\b(?:rename|move)\s+(?P<what>(?:[^.\n]|\.(?=\w)){1,60}?)\s+(?:to|as|into)\s+[`'\"]?"
-                   r"(?P<new>(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.\w+)", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n\n")
 
 
 # -- the pure core -----------------------------------------------------------------------------------
-def move_asked(path: str, note: str, task: str) -> str | None:
-    """The workspace path ``path`` is to be moved to, when the note (or else the task) asks for it.
+def move_asked(path: str, note: str, request: Request) -> str | None:
+    """The workspace path ``path`` is to be moved to, when the note (or else the request) asks for it
+    (the phrases are read by keel.core.request.move_phrases; the request's once, in ``Request.moves``).
 
     Only a path of the same kind (suffix) as ``path`` counts, and the words before "to" must be the
     file itself (its path or name) or a pronoun: "move the helper to utils.py" asked of app.py is a
@@ -52,16 +50,15 @@ def move_asked(path: str, note: str, task: str) -> str | None:
     suffix = PurePosixPath(path).suffix
     if not suffix:
         return None
-    for text, pronoun_ok in ((note, True), (task, False)):
-        for m in _MOVE.finditer(text):
-            what = m["what"].strip("`'\" ").lower()
+    for phrases, pronoun_ok in ((move_phrases(note), True), (request.moves, False)):
+        for m in phrases:
+            what = m.what.strip("`'\" ").lower()
             what = re.sub(r"^(?:the\s+)?(?:file|module)\s+", "", what).strip("`'\" ")
             named = what in (path.lower(), PurePosixPath(path).name.lower())
             if not named and what in PRONOUNS:
-                start = max((e.end() for e in _SENTENCE_END.finditer(text, 0, m.start())), default=0)
-                named = pronoun_ok or _mentions(text[start:m.start()], path)
-            new = posixpath.normpath(m["new"]).lstrip("/")
-            if "/" not in m["new"].lstrip("./"):
+                named = pronoun_ok or _mentions(m.lead, path)
+            new = posixpath.normpath(m.new).lstrip("/")
+            if "/" not in m.new.lstrip("./"):
                 new = posixpath.normpath(posixpath.join(posixpath.dirname(path), new))
             if named and PurePosixPath(new).suffix == suffix and new != path and not new.startswith(".."):
                 return new
@@ -177,16 +174,17 @@ def _python_plan(ctx: ToolContext, old: str, new: str
     return {p: t for p, t in planned.items() if t is not None}, files.reads, files.left
 
 
-def asked_move(ctx: ToolContext, shown: str, current: str | None, change: str, task: str, checks: Any) -> ToolResult | None:
-    """change_file's answer when its note or the task asks to move ``shown``: the move made, or why not;
-    None when no move is asked."""
-    new = move_asked(shown, change, task)
+def asked_move(ctx: ToolContext, shown: str, current: str | None, change: str, request: Request,
+               checks: Any) -> ToolResult | None:
+    """change_file's answer when its note or the request asks to move ``shown``: the move made, or why
+    not; None when no move is asked."""
+    new = move_asked(shown, change, request)
     if new is None:
         return None
     if current is None:   # asked again after the move: the old file must not come back as a new one
         return ToolResult.error(f"{shown} does not exist" + (f": it was moved to {new}; change {new} instead."
                                                               if _is_file(ctx, new) else "."))
-    tests = checks is not None and not task_allows_test_changes(task)
+    tests = checks is not None and not request.allows_test_changes
     return carry_move(ctx, shown, new, lambda p: tests and (is_test_file(p) or p in checks.protected))
 
 

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from keel.drive.rename import Rename, renames_in
+from keel.core.request import Rename, Request
 
 # The JavaScript files tree-sitter-javascript parses; TypeScript's other suffixes stay word for word.
 JS_PARSED = (".js", ".mjs", ".cjs", ".jsx")
@@ -52,14 +52,13 @@ class RefactorError(Exception):
     """The refactoring could not be made; the message says why, for the tool result."""
 
 
-def request_renames(task: str) -> list[Rename]:
+def request_renames(request: Request) -> list[Rename]:
     """The renames the request itself names in so many words ("rename MAX_RETRY to MAX_RETRIES",
     "parse_cfg should be renamed to parse_config"); keel makes these without the model, so an arrow or
     "replace X with Y", which may describe a mapping or an edit, does not count here.
 
-    Seam: today the task's text is read with change_file's rename wording; when the parsed form of
-    the request carries the names it mentions, this reads them from it instead."""
-    return renames_in(task, said=True)
+    Read once, with the request (keel.core.request.Request.named_renames)."""
+    return list(request.named_renames)
 
 
 # -- Python, through rope --------------------------------------------------------------------------------

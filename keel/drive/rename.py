@@ -5,7 +5,7 @@ Why: measured on Qwen2.5-Coder-1.5B, "Rename the constant MAX_RETRY to MAX_RETRI
 settings.py again and again (the run ended on repetition), and "rename a function used in two files"
 ended on failing checks. A small model does not go looking for the other users of a name; keel can.
 
-The pure core finds the renames a change or task asks for (``renames_in``), keeps those the rewrite
+The pure core reads the renames a change or request asks for (``renames_in``, keel.core.request), keeps those the rewrite
 really made (``applied``) and writes the report (``Outcome``); the helpers below it find the files
 that use a name (keel's own grep: ignore rules, no binary or secret files) and read and write a file
 beside the one the model named (path jail, read approval, write_file's checkpoints). The shell that
@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-import keyword
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from keel.context.ignore import IgnoreRules
+from keel.core.request import Rename as Rename  # re-exported: the drive's modules import it here
+from keel.core.request import renames_in as renames_in
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspace, workspace_root
 from keel.policy.reads import shows
@@ -31,85 +32,11 @@ from keel.tools.files import WRITE_FILE, file_session
 from keel.tools.search import grep_backend, grep_python, grep_rg
 from keel.tools.textsearch import GrepError, GrepQuery, confirm_hits
 
+_BUILTINS = frozenset(dir(builtins))
 MAX_OTHER_FILES = 20     # other files renamed in one change_file call (by refactoring: no model request)
 MAX_FILES_LISTED = 8     # files still using an old name, in the tool result
 MAX_LINES_LISTED = 3     # of each such file
 LINE_CHARS_LISTED = 120
-
-
-@dataclass(frozen=True)
-class Rename:
-    old: str
-    new: str
-
-
-# -- pure core: which renames ------------------------------------------------------------------------
-# A name starts where no word character stands before it, and is taken whole (possessive): tried at
-# every letter of a long word, the pattern read to the word's end from each, quadratic (issue 22's fuzz).
-_NAME = r"(?<![\w$])`?(?P<{0}>[A-Za-z_][A-Za-z0-9_]*+)(?:\(\))?`?"
-_X, _Y = _NAME.format("x"), _NAME.format("y") + r"(?![\w(]|\.\w)"   # Y ends the name: not `logger.info`
-# Words a sentence puts before the name ("rename the constant MAX_RETRY", "to the new name X").
-_KIND = (r"(?:(?:the|a|an|old|existing|current|global|public|private|module-level|constant|function|method|"
-         r"class|variable|var|field|attribute|attr|property|parameter|param|argument|arg|symbol|identifier|"
-         r"helper|type|enum|setting|name|named|called)\s+)*")
-_NEW = r"(?:(?:the|a|new|name|named|called)\s+)*"
-_ARROW = r"\s*(?:->|→|=>)\s*"
-# (pattern, whether both names must look like code: wording that also reads as prose)
-_PHRASES: list[tuple[re.Pattern[str], bool]] = [
-    (re.compile(rf"\brenam(?:e|es|ed|ing)\s+{_KIND}{_X}\s+(?:to|into|as)\s+{_NEW}{_Y}", re.I), False),
-    (re.compile(rf"\brenam(?:e|es|ed|ing)\s+{_KIND}{_X}{_ARROW}{_Y}", re.I), False),
-    (re.compile(rf"{_X}\s+(?:(?:is|was|gets|get|be|should|must|to)\s+)*renamed\s+(?:to|into|as)\s+{_NEW}{_Y}",
-                re.I), False),
-    (re.compile(rf"\bname\s+of\s+{_KIND}{_X}\s+to\s+{_NEW}{_Y}", re.I), False),
-    (re.compile(rf"\breplac(?:e|es|ed|ing)\s+(?:(?:all|every|each)\s+)?(?:(?:uses|occurrences|references|"
-                rf"mentions)\s+of\s+)?{_KIND}{_X}\s+(?:with|by)\s+{_NEW}{_Y}", re.I), True),
-    (re.compile(rf"\b(?:chang|updat)(?:e|es|ed|ing)\s+{_KIND}{_X}\s+to\s+{_NEW}{_Y}", re.I), True),
-    (re.compile(rf"{_X}{_ARROW}{_Y}"), True),
-]
-# "rename A to B, C to D and E to F": the pairs after a rename's first one
-_MORE = re.compile(rf"\s*(?:,\s*(?:and\s+)?|\s+and\s+){_KIND}{_X}\s+(?:to|into|as)\s+{_NEW}{_Y}", re.I)
-# Never a rename's name: English words a sentence may put where a name goes ("rename it to be clearer").
-_STOP = frozenset({"it", "this", "that", "them", "these", "those", "all", "each", "every", "one", "be", "the", "a",
-                   "an", "to", "and", "or", "of", "in", "on", "for", "with", "by", "as", "its", "their",
-                   "something", "more", "less", "new", "old", "same", "other"})
-_BUILTINS = frozenset(dir(builtins))
-
-
-def looks_like_code(name: str, quoted: bool) -> bool:
-    """Backticked, or shaped like an identifier rather than a word: snake_case, camelCase, CAPS, digits."""
-    return quoted or "_" in name or any(c.isdigit() for c in name) or any(c.isupper() for c in name[1:])
-
-
-def renames_in(text: str, said: bool = False) -> list[Rename]:
-    """The renames ``text`` asks for, in order, each once: "rename X to Y", "X -> Y", "X → Y", "replace
-    `X` with `Y`", "X is renamed to Y" … Identifiers only; not Python keywords or builtins (their other
-    uses are not this project's symbol). Wording that also reads as prose ("change the limit to 5",
-    "replace the loop with a comprehension") counts only for names that look like code; with ``said``
-    it does not count at all: only the phrasings with the word rename (an arrow may be a mapping, as
-    in "`G` -> `C`" of an exercise's instructions)."""
-    found: list[Rename] = []
-    for pattern, code_only in _PHRASES:
-        if said and code_only:
-            continue
-        for m in [m for first in pattern.finditer(text) for m in _pairs(first, code_only)]:
-            x, y = m["x"], m["y"]
-            quoted = "`" in m.group(0)
-            if code_only and not (looks_like_code(x, quoted) and looks_like_code(y, quoted)):
-                continue
-            if x == y or {x.lower(), y.lower()} & _STOP or any(keyword.iskeyword(n) for n in (x, y)):
-                continue
-            if x in _BUILTINS or Rename(x, y) in found:
-                continue
-            found.append(Rename(x, y))
-    return found
-
-
-def _pairs(first: re.Match[str], code_only: bool) -> list[re.Match[str]]:
-    """``first`` and the pairs that follow a rename's ("…, C to D and E to F")."""
-    found = [first]
-    while not code_only and (m := _MORE.match(first.string, found[-1].end())) is not None:
-        found.append(m)
-    return found
 
 
 def uses(name: str, text: str) -> int:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
+from keel.core.request import Request
 from keel.drive.refactor import JS_PARSED, RefactorError, js_rename, python_rename, request_renames
 from keel.drive.rename import (
     MAX_OTHER_FILES,
@@ -42,7 +43,7 @@ from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, resolve_in_workspace
 from keel.tools.base import ToolContext, ToolResult
 from keel.tools.files import WRITE_FILE, file_session
-from keel.verify.selfcheck import is_test_file, task_allows_test_changes
+from keel.verify.selfcheck import is_test_file
 
 
 def plan(ctx: ToolContext, renames: list[Rename], path: str, source: str) -> Files:
@@ -110,18 +111,18 @@ def _write_others(ctx: ToolContext, made: Files, main: str, protected: Callable[
         outcome.left.append((path, why))
 
 
-def _protected(checks: Any, task: str) -> Callable[[str], bool]:
+def _protected(checks: Any, request: Request) -> Callable[[str], bool]:
     return lambda p: (checks is not None and (is_test_file(p) or p in checks.protected)
-                      and not task_allows_test_changes(task))
+                      and not request.allows_test_changes)
 
 
 class Spread:
     """Carries the rename a change_file rewrite made to the other files, once per call."""
 
-    def __init__(self, ctx: ToolContext, task: str, change: str, path: str, before: str | None, checks: Any):
-        self.ctx, self.task, self.path, self.before = ctx, task, path, before
-        self.candidates = renames_in(f"{change}\n{task}")   # any wording: the rewrite must have made it
-        self.protected = _protected(checks, task)
+    def __init__(self, ctx: ToolContext, request: Request, change: str, path: str, before: str | None, checks: Any):
+        self.ctx, self.path, self.before = ctx, path, before
+        self.candidates = renames_in(f"{change}\n{request.text}")   # any wording: the rewrite must have made it
+        self.protected = _protected(checks, request)
         self.outcome: Outcome | None = None
         self.originals: dict[str, str] = {}
 
@@ -161,14 +162,15 @@ class Spread:
         return self.outcome.render()
 
 
-def rename_asked(ctx: ToolContext, shown: str, current: str | None, task: str, checks: Any) -> ToolResult | None:
+def rename_asked(ctx: ToolContext, shown: str, current: str | None, request: Request,
+                 checks: Any) -> ToolResult | None:
     """change_file's answer when the task names a rename whose old name ``shown`` still defines or uses:
     the rename made by refactoring in every file, this one included; None when there is none to make."""
-    protected = _protected(checks, task)
+    protected = _protected(checks, request)
     if current is None or protected(shown) or not shown.endswith((".py", *JS_PARSED)):
         return None
     names = reachable_names(current) if shown.endswith(".py") else None
-    renames = [r for r in request_renames(task) if (r.old in names if names is not None else _js_uses(current, r))]
+    renames = [r for r in request_renames(request) if (r.old in names if names is not None else _js_uses(current, r))]
     if not renames:
         return None
     made = plan(ctx, renames, shown, current)

@@ -16,6 +16,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from keel.engine import sse
 from keel.engine.assemble import TransientFailure, assemble_completion, assemble_stream
@@ -24,6 +25,7 @@ from keel.engine.reasoning import recover_turn
 from keel.engine.recovery import first_free_text_call_id
 from keel.engine.retry import backoff_delay, parse_retry_after
 from keel.engine.types import AssistantTurn, DeltaCallback, EngineError, StreamDelta, Usage, variant_sampling
+from keel.engine.wait import ReplyClock
 
 # The first call learns whether anything listens at all; a refused or silent port should say
 # so within seconds, not after the 300 s read timeout meant for long generations.
@@ -66,12 +68,26 @@ CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context
 KEY_FIX = "set KEEL_API_KEY, or name the variable that holds the key with --api-key-env"
 
 
+def url_problem(base_url: str) -> str | None:
+    """Why ``base_url`` is no engine URL ("'x' is not an http(s) URL …"), or None."""
+    url = base_url.strip()
+    parts = urlsplit(url)
+    try:
+        parts.port   # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return f"{url!r} has a port that is not a number"
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        return f"{url!r} is not an http(s) URL (for example http://127.0.0.1:8000/v1)"
+    return None
+
+
 class OpenAICompatEngine:
     """Engine for any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, Ollama)."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  temperature: float = 0.0, seed: int | None = 1234, tool_choice: str = "auto",
-                 max_tokens: int | None = 4096, timeout_s: float = 300.0, max_attempts: int = 4,
+                 max_tokens: int | None = 4096, timeout_s: float = 300.0, idle_timeout_s: float = 120.0,
+                 max_attempts: int = 4,
                  backoff_base_s: float = 0.5, backoff_cap_s: float = 30.0,
                  extra_body: dict[str, Any] | None = None, stream: bool = True,
                  headers: dict[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
@@ -81,6 +97,8 @@ class OpenAICompatEngine:
         if not base_url or not base_url.strip():
             raise EngineError("config", "no engine base URL: set KEEL_BASE_URL or --base-url "
                                         "(for example http://localhost:8000/v1)")
+        if (problem := url_problem(base_url)) is not None:   # a usage error before anything runs (issue 32)
+            raise EngineError("config", f"the engine base URL {problem}")
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.base_url = base_url.strip().rstrip("/")
@@ -91,7 +109,8 @@ class OpenAICompatEngine:
         self.constrain_tool_calls = constrain_tool_calls  # "on": tool_choice "required" (keel.engine.constrain)
         self.required_refused: str | None = None  # the server's refusal of "required", once it said so
         self.max_tokens = max_tokens
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s              # the wait for a reply's first byte (keel.engine.wait)
+        self.idle_timeout_s = idle_timeout_s    # a stream silent this long after its first byte is cut
         self.max_attempts = max_attempts
         self.stream = stream
         self.backoff_base_s = backoff_base_s
@@ -115,13 +134,16 @@ class OpenAICompatEngine:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  on_delta: DeltaCallback | None = None, variant: int = 0,
-                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
+                 avoid: tuple[str, ...] = (), deadline: float | None = None) -> AssistantTurn:
+        """One reply. ``deadline`` (time.monotonic): every attempt, wait and retry ends by then, with
+        keel.engine.runaway.ReplyCut("deadline") (keel.engine.runaway.GuardedEngine passes the run's)."""
         started = time.monotonic()
         params = self._request_params(messages, narrowed(tools, avoid) if avoid else tools, variant)
+        clock = ReplyClock(deadline, self.timeout_s, self.idle_timeout_s)
         retries = 0
         while True:
             try:
-                turn = self._attempt(params, on_delta)
+                turn = self._attempt(params, on_delta, clock)
                 break
             except EngineError as exc:  # a server that refuses the "required" keel added: ask without it
                 if not is_refusal(params.get("tool_choice"), self.tool_choice, exc.kind, exc.status):
@@ -138,6 +160,7 @@ class OpenAICompatEngine:
                                    f"last error: {failure.reason}", status=failure.status) from None
                 delay = backoff_delay(retries, self.backoff_base_s, self.backoff_cap_s,
                                       failure.retry_after, self._rng)
+                clock.before_retry(delay, self._sleep)   # no time left for it: ReplyCut at the deadline
                 if on_delta:  # front ends may have shown part of the dropped attempt
                     on_delta(StreamDelta("retry", f"{failure.reason}; retrying in {delay:.1f} s"))
                 self._sleep(delay)
@@ -182,12 +205,13 @@ class OpenAICompatEngine:
             params["extra_body"] = self.extra_body
         return params
 
-    def _attempt(self, params: dict[str, Any], on_delta: DeltaCallback | None) -> AssistantTurn:
-        connect = LATER_CONNECT_TIMEOUT_S if self._server_seen else FIRST_CONNECT_TIMEOUT_S
+    def _attempt(self, params: dict[str, Any], on_delta: DeltaCallback | None, clock: ReplyClock) -> AssistantTurn:
+        connect = clock.capped(min(LATER_CONNECT_TIMEOUT_S if self._server_seen else FIRST_CONNECT_TIMEOUT_S,
+                                   self.timeout_s))
         if self.stream and self._raw_stream:
-            return self._attempt_raw(params, on_delta, min(connect, self.timeout_s))
+            return self._attempt_raw(params, on_delta, connect, clock)
         openai = _openai()
-        timeout = openai.Timeout(self.timeout_s, connect=min(connect, self.timeout_s))
+        timeout = openai.Timeout(clock.capped(self.timeout_s), connect=connect)   # the SDK's own timeouts
         completions = self._client.chat.completions
         try:
             if self.stream:
@@ -223,17 +247,21 @@ class OpenAICompatEngine:
             opened.__exit__(None, None, None)
 
     def _attempt_raw(self, params: dict[str, Any], on_delta: DeltaCallback | None,
-                     connect_timeout: float) -> AssistantTurn:
-        """One streamed call over http.client (see keel.engine.sse for why)."""
+                     connect_timeout: float, clock: ReplyClock) -> AssistantTurn:
+        """One streamed call over http.client (see keel.engine.sse for why), its waits bounded by
+        ``clock`` (keel.engine.wait)."""
         body = {k: v for k, v in params.items() if k != "extra_body"}
         body.update(params.get("extra_body") or {})
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
                    "Authorization": f"Bearer {self._api_key}", **self._headers}
         try:
             response, conn = sse.open_stream(f"{self.base_url}/chat/completions", json.dumps(body).encode(),
-                                             headers, connect_timeout, self.timeout_s)
+                                             headers, connect_timeout, clock.capped(self.idle_timeout_s),
+                                             wait=lambda sock: clock.wait_first_byte(sock, on_delta))
         except sse.ConnectFailed as exc:
             raise self._classify_connection(exc.__cause__ or exc) from None
+        except TimeoutError:
+            raise clock.silent() from None
         except (OSError, http.client.HTTPException) as exc:
             raise TransientFailure(f"{_describe(exc)} talking to {self.base_url}") from None
         self._server_seen = True
@@ -241,8 +269,11 @@ class OpenAICompatEngine:
             if response.status >= 400:
                 text, code, kind = sse.error_details(response.read(sse.ERROR_BODY_BYTES), response.reason)
                 raise self._status_failure(response.status, text, code, kind, dict(response.getheaders()))
-            turn, self.last_usage_raw = assemble_stream(sse.sse_events(sse.read_blocks(response)), on_delta)
+            blocks = sse.read_blocks(response, lambda: clock.before_read(conn.sock))
+            turn, self.last_usage_raw = assemble_stream(sse.sse_events(blocks), on_delta)
             return turn
+        except TimeoutError:
+            raise clock.silent() from None
         except _RAW_STREAM_BROKE as exc:
             # Everything received in this attempt is dropped with the exception.
             raise TransientFailure(f"the response stream broke off ({_describe(exc)})") from None

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import openai
 
-from keel.engine.client import OpenAICompatEngine
+from keel.engine.client import OpenAICompatEngine, url_problem
 from keel.engine.provenance import keel_version, probe_server, serving_line
 from keel.engine.types import AssistantTurn, EngineError
 
@@ -106,9 +105,8 @@ def _base_url(base_url: str | None, checks: list[DoctorCheck]) -> str:
                                   "set KEEL_BASE_URL or --base-url, e.g. http://localhost:8000/v1"))
         raise _Skip("no base URL")
     base_url = base_url.strip().rstrip("/")
-    parsed = urlsplit(base_url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        checks.append(DoctorCheck("base URL", False, f"{base_url!r} is not an http(s) URL",
+    if (problem := url_problem(base_url)) is not None:
+        checks.append(DoctorCheck("base URL", False, problem,
                                   "give the full URL with scheme and host, e.g. http://127.0.0.1:8000/v1"))
         raise _Skip("the base URL is not a URL")
     checks.append(DoctorCheck("base URL", True, base_url))

@@ -10,6 +10,7 @@ again". Text tool calls in a cut reply are never recovered (see OpenAICompatEngi
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import time
@@ -174,6 +175,9 @@ class GuardedEngine:
         self.model: str = str(inner.model)
         self._run_deadline = run_deadline
         self._clock = clock
+        # an engine that bounds its own waits by the deadline (the HTTP client: keel.engine.wait) is given
+        # it; the in-process one is cut through its prompt deltas, which come while it reads the prompt
+        self._takes_deadline = "deadline" in inspect.signature(inner.complete).parameters
 
     def __getattr__(self, name: str) -> Any:  # last_usage_raw, list_models, … of the inner engine
         return getattr(self.inner, name)
@@ -182,7 +186,8 @@ class GuardedEngine:
                  on_delta: DeltaCallback | None = None, variant: int = 0,
                  avoid: tuple[str, ...] = ()) -> AssistantTurn:
         started = self._clock()
-        watch = ReplyWatch(deadline=call_deadline(self._run_deadline(), started), clock=self._clock)
+        deadline = call_deadline(self._run_deadline(), started)
+        watch = ReplyWatch(deadline=deadline, clock=self._clock)
         content: list[str] = []
 
         def watched(delta: StreamDelta) -> None:
@@ -199,11 +204,12 @@ class GuardedEngine:
         try:
             # An engine that stops reading on a ReplyCut itself (the in-process one) sets the turn's
             # cut_reason; for one that lets it propagate (HTTP: the connection closes), it is set here.
+            extra: dict[str, Any] = {"deadline": deadline} if self._takes_deadline and deadline is not None else {}
             if avoid:  # only then: an inner engine without the keywords still serves normal runs
-                return self.inner.complete(messages, tools, watched, variant=variant, avoid=avoid)
+                return self.inner.complete(messages, tools, watched, variant=variant, avoid=avoid, **extra)
             if variant > 0:
-                return self.inner.complete(messages, tools, watched, variant=variant)
-            return self.inner.complete(messages, tools, watched)
+                return self.inner.complete(messages, tools, watched, variant=variant, **extra)
+            return self.inner.complete(messages, tools, watched, **extra)
         except ReplyCut as cut:  # the inner engine stopped reading; the reply so far is all there is
             text = "".join(content)
             request_chars = len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(tools, ensure_ascii=False))

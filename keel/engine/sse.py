@@ -15,7 +15,7 @@ import json
 import socket
 import ssl
 import urllib.request
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -53,8 +53,13 @@ def can_stream_raw(base_url: str) -> bool:
 
 
 def open_stream(url: str, body: bytes, headers: dict[str, str], connect_timeout: float,
-                read_timeout: float) -> tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
-    """POST ``body`` and return the response (status not checked) and its connection to close."""
+                read_timeout: float, wait: Callable[[socket.socket], None] | None = None
+                ) -> tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
+    """POST ``body`` and return the response (status not checked) and its connection to close.
+
+    ``wait(sock)``, when given, is called after the request is sent and returns once the reply's first
+    byte can be read (or raises): the wait before it has bounds of its own (keel.engine.client); the
+    socket's ``read_timeout`` then bounds each read after it."""
     parts = urlsplit(url)
     conn: http.client.HTTPConnection
     if parts.scheme == "https":
@@ -75,6 +80,8 @@ def open_stream(url: str, body: bytes, headers: dict[str, str], connect_timeout:
     path = parts.path + (f"?{parts.query}" if parts.query else "")
     try:
         conn.request("POST", path, body=body, headers={**headers, "Content-Length": str(len(body))})
+        if wait is not None:
+            wait(conn.sock)
         return conn.getresponse(), conn
     except BaseException:
         conn.close()
@@ -108,15 +115,19 @@ def get_models(base_url: str, headers: dict[str, str], timeout: float) -> tuple[
         conn.close()
 
 
-def read_blocks(response: http.client.HTTPResponse) -> Iterator[bytes]:
+def read_blocks(response: http.client.HTTPResponse, before_read: Callable[[], None] | None = None) -> Iterator[bytes]:
     """The body as it arrives, one block per socket read (never waiting to fill a buffer).
 
     A chunked body is de-chunked here in bulk: http.client's own reader does a readline and a
-    few calls per HTTP chunk, and servers send every SSE event as its own chunk."""
+    few calls per HTTP chunk, and servers send every SSE event as its own chunk. ``before_read`` is
+    called before each read (the client sets the socket's timeout to what the deadline leaves)."""
+    ready = before_read or (lambda: None)
     if not response.chunked:
-        while block := response.read1(READ_BYTES):
+        while True:
+            ready()
+            if not (block := response.read1(READ_BYTES)):
+                return
             yield block
-        return
     source = response.fp
     buf, pos = b"", 0
     while True:
@@ -137,6 +148,7 @@ def read_blocks(response: http.client.HTTPResponse) -> Iterator[bytes]:
             pos = end + 2
         if out:
             yield b"".join(out)
+        ready()
         more = source.read1(READ_BYTES)
         if not more:
             raise http.client.IncompleteRead(buf[pos:])

@@ -3,6 +3,7 @@
 A case is a folder ``evals/<id>/``::
 
     case.toml     title, category, size, tags, language, [acceptance] commands/must_change/...
+                  (a question or review case: [acceptance] answer_mentions, nothing may change)
     task.md       what a user would type
     repo/         starting files (optional if setup.sh builds them)
     setup.sh      optional; runs in the workspace after repo/ is copied, before the initial commit
@@ -26,7 +27,8 @@ from typing import Any
 
 from keel.policy.runner import Job, JobResult, run
 
-CATEGORIES = ("feature", "bugfix", "refactor", "tests")
+CATEGORIES = ("feature", "bugfix", "refactor", "tests", "question", "review")
+ANSWERED = ("question", "review")   # graded by the answer: it mentions what it must, nothing changed
 SIZES = ("small", "medium", "large")
 DEFAULT_TIMEOUT_S = 120.0
 OUTPUT_TAIL = 4000  # characters of a failing command's output kept in a Grade
@@ -51,6 +53,8 @@ class Acceptance:
     must_change: tuple[str, ...] = ()
     must_not_change: tuple[str, ...] = ()
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # question and review cases: each entry must be in the answer (any of its "|"-separated spellings)
+    answer_mentions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ class Case:
 
 @dataclass(frozen=True)
 class CheckResult:
-    kind: str  # "command" | "must_change" | "must_not_change"
+    kind: str  # "command" | "must_change" | "must_not_change" | "unchanged" | "answer"
     target: str  # the command or the path
     passed: bool
     detail: str = ""  # why it failed, or the output tail of a command
@@ -168,14 +172,19 @@ def parse_case(raw: dict[str, Any], folder: Path, task: str, where: str) -> Case
     acc = raw.get("acceptance")
     if not isinstance(acc, dict):
         raise CaseError(f"{where}: missing table [acceptance] (commands, must_change, must_not_change, timeout_s)")
-    acc_known = {"commands", "must_change", "must_not_change", "timeout_s"}
+    acc_known = {"commands", "must_change", "must_not_change", "timeout_s", "answer_mentions"}
     unknown = sorted(set(acc) - acc_known)
     if unknown:
         raise CaseError(f"{where}: unknown field(s) in [acceptance]: {', '.join(unknown)}; "
                         f"allowed: {', '.join(sorted(acc_known))}")
-    commands = _str_list(acc, "commands", where, required=True, prefix="acceptance.")
-    if not commands:
+    answered = category in ANSWERED
+    commands = _str_list(acc, "commands", where, required=not answered, prefix="acceptance.")
+    mentions = _str_list(acc, "answer_mentions", where, required=answered, prefix="acceptance.")
+    if not commands and not answered:
         raise CaseError(f"{where}: field 'acceptance.commands' must list at least one command")
+    if answered != bool(mentions):
+        raise CaseError(f"{where}: field 'acceptance.answer_mentions' is for question and review cases, which "
+                        "need it: what the answer must mention")
     must_change = _paths(acc, "must_change", where)
     must_not_change = _paths(acc, "must_not_change", where)
     both = sorted(set(must_change) & set(must_not_change))
@@ -186,8 +195,8 @@ def parse_case(raw: dict[str, Any], folder: Path, task: str, where: str) -> Case
         raise CaseError(f"{where}: field 'acceptance.timeout_s' must be a number of seconds > 0")
     return Case(id=case_id.strip(), path=folder.resolve(), title=title, category=category, size=size,
                 language=language, task=task, tags=tags,
-                acceptance=Acceptance(commands=commands, must_change=must_change,
-                                      must_not_change=must_not_change, timeout_s=float(timeout)))
+                acceptance=Acceptance(commands=commands, must_change=must_change, must_not_change=must_not_change,
+                                      timeout_s=float(timeout), answer_mentions=mentions))
 
 
 def _str(raw: dict[str, Any], key: str, where: str) -> str:
@@ -357,11 +366,17 @@ def _touches(changed: Sequence[str], path: str) -> bool:
     return any(c == path or c.startswith(path + "/") for c in changed)
 
 
-def grade(case: Case, workspace: str | os.PathLike[str]) -> Grade:
-    """Run every acceptance command (all of them, even after a failure) and check the file rules."""
+def grade(case: Case, workspace: str | os.PathLike[str], answer: str | None = None) -> Grade:
+    """Run every acceptance command (all of them, even after a failure) and check the file rules; for a
+    question or review case, the answer (the run's summary) must mention what it must and nothing may change:
+    a wrong or empty answer fails, and a run that said complete with it is a false done."""
     root = Path(workspace)
     checks: list[CheckResult] = []
     changed = changed_files(root)
+    if case.category in ANSWERED:
+        checks.append(CheckResult("unchanged", ".", not changed, "" if not changed else
+                                  "a question was answered by changing " + ", ".join(changed[:8])))
+        checks += [_mentioned(spellings, answer or "") for spellings in case.acceptance.answer_mentions]
     for path in case.acceptance.must_change:
         ok = _touches(changed, path)
         checks.append(CheckResult("must_change", path, ok, "" if ok else "not changed since the initial commit"))
@@ -371,6 +386,14 @@ def grade(case: Case, workspace: str | os.PathLike[str]) -> Grade:
     for command in case.acceptance.commands:
         checks.append(run_command(command, root, case.acceptance.timeout_s, case_dir=case.path))
     return Grade(passed=all(c.passed for c in checks), checks=tuple(checks), changed_files=tuple(changed))
+
+
+def _mentioned(spellings: str, answer: str) -> CheckResult:
+    """Is one of ``spellings`` ("subtract|a - b") in the answer (any case, spaces collapsed)?"""
+    text = " ".join(answer.lower().split())
+    found = any(" ".join(s.lower().split()) in text for s in spellings.split("|") if s.strip())
+    detail = "" if found else ("no answer" if not text else f"the answer does not mention {spellings!r}")
+    return CheckResult("answer", spellings, found, detail)
 
 
 def run_command(command: str, cwd: Path, timeout_s: float, case_dir: Path | None = None) -> CheckResult:

@@ -81,7 +81,7 @@ def run_job(spec: JobSpec) -> JobOutput:
             from keel.eval.peer import run_peer
 
             run = run_peer(spec, case, workspace, tmp)
-        graded = grade(case, workspace)
+        graded = grade(case, workspace, answer=str((run.result or {}).get("summary") or ""))
         record = _record(base, run, graded, time.monotonic() - started)
         if spec.keep_workspace:
             record["workspace"] = str(workspace)

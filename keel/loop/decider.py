@@ -25,9 +25,9 @@ from typing import Literal
 from keel.core.state import TaskState
 from keel.loop.limits import Consumed, Limits, exceeded_limit
 from keel.loop.pushback import pushback_text
+from keel.verify.answer import answer_problem
 from keel.verify.contract import review_text
 from keel.verify.gate import GateFacts
-from keel.verify.task import task_requests_change
 
 STOP_REASONS = (
     "complete", "needs_user", "awaiting_plan_approval",
@@ -44,6 +44,7 @@ class TurnOutcome:
     tool_calls: int = 0              # calls the model made this turn (valid or not)
     progress: bool = False           # at least one new, valid call was executed
     finished: bool = False           # the model called finish(summary)
+    summary: str = ""                # finish's summary (the answer, for a request that asks for one)
     asked_user: str | None = None    # the model called ask_user(question)
     plan_submitted: bool = False     # in plan mode, the model presented its plan
     truncated: bool = False          # cut short: the output-token cap, keel's own cut, or text ending inside a call
@@ -128,8 +129,11 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
         # Headless too: the plan is for a person to read before anything changes (docs/extensions.md).
         return Decision("stop", "awaiting_plan_approval")
 
+    request = state.request
+    claim = outcome.summary or outcome.text
     question = outcome.asked_user is not None or (
-        not outcome.finished and outcome.tool_calls == 0 and is_question(outcome.text))
+        not outcome.finished and outcome.tool_calls == 0 and is_question(outcome.text)
+        and not (state.answers and answer_problem(claim) is None))   # an answer that ends with an offer
     if question:
         return Decision("stop", "needs_user") if attended else _push("question_unattended", state)
 
@@ -139,14 +143,26 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
         return _push("empty_reply", state)
 
     # Everything left is a claim of completion: a finish call, or a reply with no tool calls.
-    if state.tool_calls_total == 0 and not (attended and not task_requests_change(state.task)):
-        # Unattended, an answer made without looking is pushed back. A person asking a follow-up
-        # question ("what did you just change?") in the REPL is answered from the conversation.
-        return _push("did_nothing", state)
+    if state.tool_calls_total == 0 and not (attended and not request.asks_change) and \
+            not (state.answers and state.pushback_counts["did_nothing"]):
+        # Unattended, an answer made without looking is pushed back (a question once: it may need no file).
+        # A person asking a question in the REPL is answered from the conversation, in one model call.
+        return _push("did_nothing", state, "answer" if state.answers else "")
     if state.unfinished_todos():
         return _push("unfinished_todos", state)
+    if state.answers and (problem := answer_problem(claim)) is not None:
+        return _push("no_answer", state, problem)      # a question back or "I will look at…" answers nothing
     if state.gate_on:
         return _judge_claim(outcome.verification, state, limits)
+    return _judge_without_gate(state)
+
+
+def _judge_without_gate(state: TaskState) -> Decision:
+    """A claim with the gate off (``--verify off``): the agent's own checks after its last change."""
+    if state.answers and state.files_changed:
+        return _push("changed_answer_only", state, ", ".join(state.files_changed[:12]))
+    if state.request.asks_change and not state.files_changed and not state.read_only:
+        return _push("no_change", state)
     if state.files_changed and not state.fresh_verification():
         return _push("unverified", state)
     return Decision("stop", "complete")
@@ -157,16 +173,29 @@ def _judge_claim(facts: GateFacts | None, state: TaskState, limits: Limits) -> D
     if facts is None:
         return Decision("verify", "verify")
     problem = facts.problem
+    if problem is None and facts.status == "failing_before" and not _own_evidence(state):
+        problem = "no_evidence"          # every check fails as before: the failures say nothing of the change
     if problem is None:
-        if facts.status == "no_checks" and state.files_changed and \
-                not state.fresh_verification(exercising_changes=True):
-            return _push("unverified", state, "no_plan")  # nothing keel could run: a run of the changed code must do
+        if facts.status == "no_checks" and facts.kind != "answer" and not _own_evidence(state):
+            return _push("unverified", state, "no_plan")  # nothing keel could run: the agent's own run must do
         if facts.contract and not state.pushback_counts["contract_review"]:   # once: the tests do not run a comment
             return _push("contract_review", state, review_text(facts.contract, "change_file" in state.tools))
         return Decision("stop", "complete")
     if any(state.repair_rounds[key] >= limits.max_repair_rounds for key in facts.round_keys):
         return Decision("stop", "limit:verification")
     return _push(problem, state, facts.feedback)
+
+
+def _own_evidence(state: TaskState) -> bool:
+    """Where keel found nothing to run, or every check fails as before: a passing run after the last
+    change of the changed code (it runs or imports a changed file), or of the project's whole test suite
+    with at least one test run and none deselected (``TaskState.fresh_test_run``). Nothing changed:
+    nothing to show, unless the request makes sure of something (then a passing check of the agent's)."""
+    if state.fresh_test_run():
+        return True
+    if state.files_changed:
+        return state.fresh_verification(exercising_changes=True)
+    return not state.request.make_sure or state.fresh_verification()
 
 
 def _push(kind: str, state: TaskState, detail: str = "") -> Decision:

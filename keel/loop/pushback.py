@@ -3,8 +3,6 @@ a model that ignored a gentle nudge usually needs the exact next action spelled 
 
 from __future__ import annotations
 
-import re
-
 from keel.core.state import TaskState
 
 
@@ -35,17 +33,13 @@ def _check_lines(state: TaskState, exercising: bool = False) -> str:
     return "No check has run since your last change."
 
 
-_FILE_RE = re.compile(r"(?<![\w/.-])([\w./-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|c|h|cpp|rb|php|sh|toml|json|"
-                      r"ya?ml|md|txt|cfg|ini|html|css))\b")
-
-
 def _restated(state: TaskState) -> str:
     """The task again, plus one concrete first call: what a small model that lost the thread needs."""
     if not state.task:
         return ""
     task = " ".join(state.task.split())
     task = task if len(task) <= 300 else task[:297] + "..."
-    files = _FILE_RE.findall(state.task)
+    files = state.request.files
     first = f'read_file with {{"path": "{files[0]}"}}' if files else 'run_shell with {"command": "ls"}'
     return f"\nThe task is: {task}\nA good next call: {first}."
 
@@ -84,7 +78,12 @@ def _explore_tools(state: TaskState, joiner: str = ", ") -> str:
     return joiner.join(names if joiner == ", " else [n for n in names if n != "read_file"] or names)
 
 
-_GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests", "contract_review"})
+_GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests", "contract_review",
+                         "changed_answer_only", "no_evidence"})
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
@@ -102,6 +101,26 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
             "a tool call: read the file the task concerns, then edit it." + facts,
             f"Finishing is refused: no file changed. Call {_edit_tools(state, ' (or ', ')')} on the file that needs the "
             "fix now." + facts,
+        ][level]
+    if kind == "changed_answer_only":
+        request = state.request
+        said = "the user said not to change anything" if request.forbids_change else "it asks only for an answer"
+        changed = f" Changed: {detail}." if detail else ""
+        return [
+            f"This request asks for an answer in words, not a change ({said}: “{_short(request.why)}”), but files "
+            f"in the workspace changed.{changed} Put them back exactly as they were, then answer in your reply.",
+            f"The workspace still differs from how it started.{changed} Restore those files to their original "
+            "content; the answer goes in your reply, not in a file.",
+            f"Finishing is refused while files differ from the start ({said}).{changed} Restore them.",
+        ][level]
+    if kind == "no_evidence":
+        return [
+            "Nothing shows your change works: the project's checks fail as they did before you started, and "
+            "no test passed. Make the failing checks pass, or add a test that exercises your change and passes, "
+            "then finish." + facts,
+            "Still no passing evidence: every check fails as it did at the start. Run the tests that exercise "
+            "your change and make them pass." + facts,
+            "Finishing is refused without a passing check after your change." + facts,
         ][level]
     if kind == "tampered_tests":
         return [
@@ -122,6 +141,20 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
     ][level]
 
 
+def _answer_text(kind: str, level: int, state: TaskState, detail: str) -> str:
+    """Pushback for a request that asks for an answer (keel.core.request): look first, or answer."""
+    if kind == "did_nothing":    # a question: looking is worth one reminder, no more
+        return ("You answered without looking at the workspace. If the question is about this project, read the "
+                f"files it concerns first ({_explore_tools(state)}), then answer; if it needs no file, answer again.")
+    return [
+        f"This request asks for an answer, and your reply is {detail}. Answer the question itself now, in "
+        "your reply (or finish's summary): what it asks, in plain words, from what you found.",
+        f"Still no answer ({detail}). Nobody will reply to a question, and work you promise is not done: "
+        "read what you need with the tools, then write the answer.",
+        f"Write the answer now ({detail} again): the facts the question asks for, in a few sentences.",
+    ][level]
+
+
 def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") -> str:
     changed = ", ".join(state.files_changed[-8:]) or "none"
     if kind == "question_unattended":
@@ -132,6 +165,10 @@ def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") ->
             "STOP ASKING. There is no user. Your next message must be a tool call (for example read_file, "
             "edit_file or run_shell) that makes progress on the task.",
         ][level]
+    if kind == "no_answer" or (kind == "did_nothing" and detail == "answer"):
+        return _answer_text(kind, level, state, detail)
+    if kind == "no_change":   # the gate off (--verify off): the same rule as the gate's
+        return _gate_text(kind, level, detail, state)
     if kind == "did_nothing":
         return [
             f"You have not done anything yet. Inspect the workspace ({_explore_tools(state)}) and carry out "

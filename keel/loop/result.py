@@ -33,6 +33,8 @@ class RunResult:
     handoff: str | None = None  # on a limit stop: the note for whoever carries on (keel.context.handoff)
     plan: str | None = None  # plan mode: the plan awaiting approval
     serving: dict[str, Any] | None = None  # what served the run (keel.engine.provenance)
+    question: str | None = None  # needs_user: the question to relay (`keel run --resume ID --answer TEXT`)
+    request: dict[str, Any] | None = None  # how keel read the task: change, answer or verify, and why
     messages: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -70,6 +72,10 @@ class RunResult:
             out["plan"] = self.plan
         if self.serving is not None:
             out["serving"] = self.serving
+        if self.question is not None:
+            out["question"] = self.question
+        if self.request is not None:
+            out["request"] = self.request
         if self.error:
             out["error"] = self.error
         return out

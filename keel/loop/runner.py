@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from keel.core.events import EventBus
+from keel.core.request import Request
 from keel.core.state import TaskState, Todo
 from keel.engine.recovery import looks_like_tool_call
 from keel.engine.types import AssistantTurn, Engine, EngineError, StreamDelta, ToolCall, Usage
@@ -90,6 +91,7 @@ class Runner:
             self.ctx.deadline = time.monotonic() + self.limits.max_seconds
         decision: Decision | None = None
         engine_error: str | None = None
+        question: str | None = None
         # a reply turned down, sent again: sample the next one anew
         variety, variant = Variety(offered=self.state.tools), NORMAL
         try:
@@ -120,6 +122,9 @@ class Runner:
                 outcome, finish_summary, (struck, invalid) = self._run_tools(turn, messages)
                 summary = finish_summary or turn.content.strip() or summary
                 decision = self._decide(outcome, started)
+                if decision.reason == "needs_user":   # what a headless caller relays (--resume ID --answer)
+                    question = (outcome.asked_user or turn.content).strip()
+                    summary = question or summary
                 pushback = decision.pushback
                 why = turned_down(cut=outcome.truncated or bool(outcome.cut_reason), pushed_back=pushback is not None,
                                   struck=struck, invalid=invalid, progress=outcome.progress)
@@ -132,7 +137,9 @@ class Runner:
         except KeyboardInterrupt:
             return self._result(messages, started, "incomplete", "interrupted", summary)
         status = "complete" if decision.reason == "complete" else "incomplete"
-        return self._result(messages, started, status, decision.reason, summary, engine_error)
+        result = self._result(messages, started, status, decision.reason, summary, engine_error)
+        result.question = question
+        return result
 
     def compact(self, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Fold ``messages`` now (the REPL's /compact): the compaction event, or None when unmanaged."""
@@ -213,7 +220,8 @@ class Runner:
         malformed = not calls and looks_like_tool_call(turn.content, set(self.registry.names))
         planned = finished is not None or (not calls and bool(turn.content.strip()))  # plan mode: the plan
         outcome = TurnOutcome(text=turn.content, tool_calls=len(calls), progress=progress,
-                              malformed_call=malformed, finished=finished is not None, asked_user=asked,
+                              malformed_call=malformed, finished=finished is not None, summary=finished or "",
+                              asked_user=asked,
                               plan_submitted=self.plan_mode and planned,
                               truncated=cut_short(turn) is not None, cut_reason=turn.cut_reason or "")
         return outcome, finished, (struck, invalid)
@@ -266,8 +274,9 @@ class Runner:
         """Move the facts a tool reported into the task state the decider reads."""
         for path in result.files_changed:
             self.state.record_file_change(path)
-        if result.check is not None and result.check.kind:
-            self.state.record_check(result.check.command, result.check.exit_code, result.check.kind)
+        if (check := result.check) is not None and check.kind:
+            self.state.record_check(check.command, check.exit_code, check.kind, tests_ran=check.tests_ran,
+                                    deselected=check.deselected, whole_suite=check.whole_suite)
         if result.todos is not None:
             self.state.set_todos([Todo(t["content"], t["status"]) for t in result.todos])  # type: ignore[arg-type]
 
@@ -307,8 +316,8 @@ class Runner:
         the person approved it), with events of its own: its time is no tool's. True when checks ran
         (they may have written to the workspace: caches, reports)."""
         v = self.verifier
-        if v is None or v.baseline is not None or v.plan.empty:
-            return False
+        if v is None or v.baseline is not None or v.plan.empty or v.request.answer_only:
+            return False   # an answer-only request runs no check (docs/verification.md)
         self.bus.emit("checks_start", step=self.steps, phase="baseline", commands=v.baseline_commands())
         began = time.monotonic()
         try:
@@ -367,7 +376,8 @@ class Runner:
         result = RunResult(status=status, stop_reason=reason, summary=summary, steps=self.steps,  # type: ignore[arg-type]
                            usage=self.usage, cost_usd=self.cost_usd(), duration_s=self.clock() - started,
                            files_changed=list(self.state.files_changed), session_id=self.bus.session_id,
-                           error=error, messages=messages, cost_known=self.prices.known)
+                           error=error, messages=messages, cost_known=self.prices.known,
+                           request=self.state.request.to_json() if self.state.task.strip() else None)
         if self.verifier is not None and status != "error":  # a configuration error changed nothing
             last = self.verifier.last
             result.verification = last.to_json() if last is not None else {"status": "not_run"}
@@ -399,6 +409,10 @@ class RunView:
     @property
     def task(self) -> str:
         return self._runner.state.task
+
+    @property
+    def request(self) -> Request:
+        return self._runner.state.request
 
     @property
     def step(self) -> int:

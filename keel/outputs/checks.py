@@ -97,3 +97,36 @@ def classify_check(command: str) -> str | None:
     if not found:
         return None
     return min(found, key=order.index)
+
+
+# Flags that run a chosen part of a suite (pytest, jest, vitest, mocha, go, cargo, unittest).
+_NARROWING_FLAGS = frozenset({"-k", "-m", "--deselect", "--lf", "--last-failed", "--co", "--collect-only",
+                              "-t", "--testNamePattern", "--testPathPattern", "-g", "--grep", "-run", "--run",
+                              "--filter", "--only", "--exact", "--skip"})
+_SOURCE_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs")
+
+
+def whole_test_run(command: str) -> bool:
+    """Whether ``command`` runs a whole test suite: a test runner with no test selection (no ``-k``, no
+    single file or ``file::test``, no ``-run`` pattern). A run of a corner of the suite is no evidence
+    that the rest still passes. A command over 4,000 characters is no test run keel reads (shlex's
+    tokenizer is quadratic in one long word)."""
+    if len(command) > 4000:
+        return False
+    for words in _segments(command):
+        words = strip_wrappers(words, _WRAPPERS)
+        if _classify_words(words) != "test":
+            continue
+        head = words[0].rsplit("/", 1)[-1]
+        module = words[2] if len(words) > 2 and words[1] == "-m" else None
+        args = words[3:] if module else words[1:]
+        if head in {"npm", "yarn", "pnpm", "go", "cargo", "dotnet", "swift"} and args:
+            args = args[1:]                               # the subcommand: `npm test`, `go test`
+        args = [a for a in args if a != "--"]
+        if any(a.split("=", 1)[0] in _NARROWING_FLAGS or (a.startswith("-k") and len(a) > 2) for a in args):
+            return False
+        positional = [a for a in args if not a.startswith("-")]
+        if module == "unittest" or head == "cargo":
+            return all(a == "discover" or a.startswith(("-", ".")) for a in positional)
+        return not any("::" in a or a.endswith(_SOURCE_SUFFIXES) for a in positional)
+    return False

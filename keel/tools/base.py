@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 if TYPE_CHECKING:
     from keel.core.events import EventBus
+    from keel.core.request import Request
     from keel.engine.types import Engine
     from keel.policy.sandbox import SandboxPolicy
     from keel.tools.seams import FileFacts, ShellGate
@@ -66,6 +67,9 @@ class CheckRun:
     exit_code: int | None
     kind: str | None          # "test" | "lint" | "type" | "build" | "run" | None (not a check)
     timed_out: bool = False
+    tests_ran: int | None = None   # tests the runner's output says ran (keel.outputs.counts); None: unknown
+    deselected: int = 0            # tests a selection left out (-k, -m)
+    whole_suite: bool = False      # a test runner run with no selection (keel.outputs.checks.whole_test_run)
 
 
 @dataclass
@@ -121,6 +125,8 @@ class RunHandle(Protocol):
     def bus(self) -> EventBus: ...             # the run's events
     @property
     def task(self) -> str: ...
+    @property
+    def request(self) -> Request: ...          # the task as keel reads it (keel.core.request)
     @property
     def step(self) -> int: ...
     @property

@@ -187,6 +187,18 @@ def keep_later(ctx: ToolContext) -> Callable[[str], bool]:
     return keep
 
 
+def _check_run(command: str, kind: str | None, exit_code: int | None, timed_out: bool, output: str) -> CheckRun:
+    """The command as evidence: a test run says how many tests ran and whether it ran the whole suite."""
+    from keel.outputs.checks import whole_test_run
+    from keel.outputs.counts import run_counts
+
+    counts = run_counts(output) if kind == "test" else None
+    return CheckRun(command=command, exit_code=exit_code, kind=kind, timed_out=timed_out,
+                    tests_ran=counts.ran if counts is not None else None,
+                    deselected=counts.deselected if counts is not None else 0,
+                    whole_suite=kind == "test" and whole_test_run(command))
+
+
 def _check_kind(command: str) -> str | None:
     from keel.outputs.checks import classify_check
 
@@ -266,8 +278,9 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
         status += " (the timeout was cut to the run's remaining wall-clock time)"
     kind = _check_kind(command)
     body, saved = result.output, None
+    full = spill.text() if spill is not None else result.output   # read before present() closes the spill
     if spill is not None:
-        facts = OutputFacts(command, spill.text(), result.total_bytes, result.exit_code, result.timed_out, kind,
+        facts = OutputFacts(command, full, result.total_bytes, result.exit_code, result.timed_out, kind,
                             str(ctx.workspace))
         body, saved = present(spill, facts, result.output, result.truncated)
     if ctx.redact is not None:   # the gate calls run_shell directly: its outputs go to the model too
@@ -279,8 +292,7 @@ def run_shell(args: RunShellArgs, ctx: ToolContext, *, for_model: bool = False) 
     return ToolResult(
         ok=result.exit_code == 0,
         output="\n".join(line.rstrip("\n") for line in lines),
-        check=CheckRun(command=command, exit_code=result.exit_code, kind=kind,
-                       timed_out=result.timed_out),
+        check=_check_run(command, kind, result.exit_code, result.timed_out, full),
         meta=meta,
     )
 

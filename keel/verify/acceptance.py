@@ -18,14 +18,20 @@ finish:
 
 The files the command runs (`python test_app.py` → test_app.py) are recorded as ``protects``:
 editing them to make the check pass is tampering, not fixing.
+
+The request's sentences, spans and wording are read once by keel.core.request (``Request.sentences``,
+``Request.spans``, keel.core.request.wording); this module decides which spans are commands keel may
+run and which scripts exist.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from keel.core.request import PLACEHOLDER, Request
+from keel.core.request.wording import LEADING, TRAILING, expected_after, names_proof, run_phrases
 from keel.verify.detect.commands import is_mutating, words_of
 from keel.verify.plan import PlannedCheck
 
@@ -36,22 +42,6 @@ _SUBCOMMANDS = {
 _RUNNERS = {"python", "python3", "pytest", "npm", "yarn", "pnpm", "node", "make", "go", "cargo", "bash", "sh"}
 _PYTHON = re.compile(r"python3?(?:\.\d+)?$")
 _SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".bash", ".rb", ".pl")
-
-_FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
-_INLINE = re.compile(r"`([^`\n]+)`")
-_PLACEHOLDER = re.compile(r"\x00(\d+)\x00")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*(?:[-*]|\d+\.)\s)")
-_PROOF = re.compile(
-    r"\b(?:must|should|to|will|and)\s+(?:still\s+)?(?:pass|succeed|work)\w*|\bpass(?:es|ing)?\b|\bgreen\b|"
-    r"\bsucceed\w*|\bexits?\s+(?:with\s+)?(?:code\s+|status\s+)?0\b|\bprint\w*|\boutputs?\b|"
-    r"\bverif\w*|\bmake\s+sure\b|\bensure\b|\bso\s+that\b|\buntil\b|\bconfirm\w*|\bcheck\s+that\b",
-    re.IGNORECASE)
-_EXPECT = re.compile(
-    r"\b(?:prints?|printing|outputs?|shows?|displays?|says|echo(?:es)?|emits?|writes?)(?:\s*+:)?\s++"
-    r"(?:out\s+)?(?:exactly\s+|only\s+)?(?:the\s+(?:word|text|string|line|message)\s+)?"
-    r"(?:\x00(?P<span>\d+)\x00|\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|“(?P<cq>[^”\n]+)”|"
-    r"(?P<bare>[A-Z][A-Z0-9_!]*\b|\d+(?:\.\d+)*\b))")
-
 
 def looks_like_command(text: str) -> bool:
     """Is this code span a command keel may run as an acceptance check?"""
@@ -105,72 +95,39 @@ def _inside_file(workspace: Path, rel: str) -> bool:
     return (workspace / rel).is_file()
 
 
-def _sentences_with_spans(task: str) -> tuple[list[str], list[str]]:
-    """Code spans (fenced block lines and inline spans) and the task's sentences with each span
-    replaced by a placeholder, so dots inside `test_app.py` do not end a sentence."""
-    spans: list[str] = []
-
-    def hold(text: str) -> str:
-        spans.append(text.strip())
-        return f"\x00{len(spans) - 1}\x00"
-
-    def hold_block(match: re.Match[str]) -> str:
-        lines = [re.sub(r"^\s*\$\s+", "", ln).strip() for ln in match.group(1).splitlines()]
-        return " ".join(hold(ln) for ln in lines if ln and not ln.startswith("#"))
-
-    text = _sub_fenced(task, hold_block)
-    text = _INLINE.sub(lambda m: hold(m.group(1)), text)
-    return spans, [s for s in _SENTENCE_END.split(text) if s.strip()]
-
-
-def _sub_fenced(task: str, repl: Callable[[re.Match[str]], str]) -> str:
-    """``_FENCED.sub(repl, task)`` in linear time. The regex tried at every backtick scans to the end of
-    its line or text, quadratic in a run of backticks (keel issue 22); tried only at each next fence,
-    and not after a failure: a start that fails fails for every later start too (same or later newline)."""
-    out, pos = [], 0
-    while (start := task.find("```", pos)) >= 0 and (match := _FENCED.match(task, start)) is not None:
-        out += [task[pos:start], repl(match)]
-        pos = match.end()
-    return "".join([*out, task[pos:]])
-
-
-def _expected_output(after: str, spans: list[str]) -> str | None:
+def _expected_output(rest: str, spans: Sequence[str]) -> str | None:
     """The text "prints X" asks for, from the part of the sentence after the command."""
-    match = _EXPECT.search(after)
-    if match is None:
-        return None
-    if match.group("span") is not None:
-        value = spans[int(match.group("span"))]
+    span, literal = expected_after(rest)
+    if span is not None:
+        value = spans[span]
         return None if looks_like_command(value) else value
-    return next(v for v in (match.group(g) for g in ("dq", "sq", "cq", "bare")) if v is not None)
+    return literal
 
 
-def acceptance_from_task(task: str, *, workspace: Path | None = None) -> list[PlannedCheck]:
-    """Acceptance checks the task names, in task order, without duplicates (see the module doc)."""
-    spans, sentences = _sentences_with_spans(task)
-    checks: list[PlannedCheck] = []
-    previous = ""
-    for sentence in sentences:
+def acceptance_checks(request: Request, *, workspace: Path | None = None) -> list[PlannedCheck]:
+    """Acceptance checks the request names, in its order, without duplicates (see the module doc)."""
+    spans, checks, previous = request.spans, list[PlannedCheck](), ""
+    for sentence in request.sentences:
         # A sentence that is only a code block takes its wording from the sentence before it
         # ("Run this to verify:" + block).
-        only_code = not _PLACEHOLDER.sub("", sentence).strip()
+        only_code = not PLACEHOLDER.sub("", sentence).strip()
         context = f"{previous} {sentence}" if only_code else sentence
         previous = sentence
         if workspace is not None:
             for command in _scripts_to_run(sentence, spans, workspace):
                 if all(c.command != command for c in checks):
                     checks.append(_named_script(command, context, spans, workspace))
-        if not _PROOF.search(_PLACEHOLDER.sub(" ", context)):
+        if not names_proof(context):
             continue
-        for match in _PLACEHOLDER.finditer(sentence):
+        for match in PLACEHOLDER.finditer(sentence):
             command = spans[int(match.group(1))]
             if not looks_like_command(command) or any(c.command == command for c in checks):
                 continue
-            following = _PLACEHOLDER.search(sentence, match.end())
+            following = PLACEHOLDER.search(sentence, match.end())
             rest = sentence[match.end(): following.start() if following and _is_command_at(following, spans)
                             else len(sentence)]
             expect = _expected_output(rest, spans)
-            quote = _quote(_PLACEHOLDER.sub(lambda m: f"`{spans[int(m.group(1))]}`", context))
+            quote = _quote(PLACEHOLDER.sub(lambda m: f"`{spans[int(m.group(1))]}`", context))
             reason = f"the task names it: “{quote}”"
             if expect is not None:
                 reason += f"; its output must contain {expect!r}"
@@ -179,45 +136,33 @@ def acceptance_from_task(task: str, *, workspace: Path | None = None) -> list[Pl
     return checks
 
 
-_RUN_VERBS = frozenset({"run", "rerun", "re-run", "execute"})
-_NEGATIONS = frozenset({"not", "never", "without", "avoid", "no", "dont", "don't", "don’t"})
 _INTERPRETERS = {".py": "python", ".sh": "bash", ".bash": "bash", ".js": "node", ".mjs": "node", ".cjs": "node"}
-_TRAILING = ".,;:!?)]}\"'”’"
-_LEADING = "([{\"'“‘"
 
 
-def _scripts_to_run(sentence: str, spans: list[str], workspace: Path) -> list[str]:
-    """Commands for the workspace scripts ``sentence`` tells to run ("then run check.py"), in order.
-
-    A word scan, not a pattern over the text: linear in the sentence, whatever it holds."""
-    words = sentence.split()
-    bare = [w.strip(_TRAILING + _LEADING).lower() for w in words]
+def _scripts_to_run(sentence: str, spans: Sequence[str], workspace: Path) -> list[str]:
+    """Commands for the workspace scripts ``sentence`` tells to run ("then run check.py"), in order."""
     found: list[str] = []
-    for i in range(len(words) - 1):
-        if bare[i] not in _RUN_VERBS:
-            continue
-        if any(w in _NEGATIONS or w.endswith(("n't", "n’t")) for w in bare[max(0, i - 3):i]):
-            continue
-        command = _run_target(words[i + 1:i + 3], spans, workspace)
+    for after in run_phrases(sentence):
+        command = _run_target(after, spans, workspace)
         if command is not None and command not in found:
             found.append(command)
     return found
 
 
-def _run_target(words: list[str], spans: list[str], workspace: Path) -> str | None:
+def _run_target(words: list[str], spans: Sequence[str], workspace: Path) -> str | None:
     """The command for what follows "run": a code span that runs a workspace script, a script path,
     or an interpreter and a script path."""
-    first = words[0].rstrip(_TRAILING).lstrip(_LEADING)
-    span = _PLACEHOLDER.fullmatch(first)
+    first = words[0].rstrip(TRAILING).lstrip(LEADING)
+    span = PLACEHOLDER.fullmatch(first)
     if span is not None:
         text = spans[int(span.group(1))]
         if looks_like_command(text) and protected_files(text, workspace):
             return text
         return _script_command(text, workspace) if len(text.split()) == 1 else None
     if (first in _RUNNERS or _PYTHON.match(first)) and len(words) > 1:
-        path = words[1].rstrip(_TRAILING).lstrip(_LEADING)
+        path = words[1].rstrip(TRAILING).lstrip(LEADING)
         script = _script_command(path, workspace)
-        return f"{first} {path}" if script is not None and _PLACEHOLDER.search(path) is None else None
+        return f"{first} {path}" if script is not None and PLACEHOLDER.search(path) is None else None
     return _script_command(first, workspace)
 
 
@@ -233,13 +178,13 @@ def _script_command(path: str, workspace: Path) -> str | None:
     return f"{interpreter} {rel}"
 
 
-def _named_script(command: str, context: str, spans: list[str], workspace: Path) -> PlannedCheck:
-    quote = _quote(_PLACEHOLDER.sub(lambda m: f"`{spans[int(m.group(1))]}`", context))
+def _named_script(command: str, context: str, spans: Sequence[str], workspace: Path) -> PlannedCheck:
+    quote = _quote(PLACEHOLDER.sub(lambda m: f"`{spans[int(m.group(1))]}`", context))
     return PlannedCheck(category="acceptance", command=command, reason=f"the task names it: “{quote}”",
                         source="task", protects=protected_files(command, workspace))
 
 
-def _is_command_at(match: re.Match[str], spans: list[str]) -> bool:
+def _is_command_at(match: re.Match[str], spans: Sequence[str]) -> bool:
     return looks_like_command(spans[int(match.group(1))])
 
 

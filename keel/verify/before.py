@@ -42,8 +42,8 @@ def render_checks_before(results: Sequence[CheckOutcome]) -> str:
 def checks_before(verifier: Any, emit: Any) -> str:
     """Run the gate's checks on the untouched workspace (its baseline); emit ``checks_before``;
     return the section. ``verifier`` is a keel.verify.verifier.Verifier."""
-    if verifier.plan.empty:
-        return ""
+    if verifier.request.answer_only or verifier.plan.empty:
+        return ""      # a question runs no check (docs/verification.md), and nothing to run shows nothing
     began = time.monotonic()
     facts = verifier.verify()
     emit("checks_before", results=[o.to_json() for o in facts.results], elapsed_s=round(time.monotonic() - began, 3))

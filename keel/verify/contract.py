@@ -14,8 +14,8 @@ Shown the comments alone, the 1.5B model sent its first change_file again and fi
 ends with one concrete next call when change_file is offered: a change whose note is the comment's
 rules (its sentences that say must, otherwise, raises, only …), which the editor request then follows.
 
-Pure core: ``points_at_docs`` (the task), ``named_functions`` (the task), ``doc_comments`` (one file's
-text), ``promises`` (all of them) and ``review_text``. Linear time on any input (tests/linear_text_cases.py).
+Pure core: ``doc_comments`` (one file's text), ``promises`` (all of them, for the functions a request
+names when it points at docs: keel.core.request) and ``review_text``. Linear time on any input (tests/linear_text_cases.py).
 """
 
 from __future__ import annotations
@@ -26,17 +26,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from keel.core.request import Request
+
 MAX_DOC_CHARS = 500        # of one function's comment, shown
 MAX_FUNCTIONS = 4          # shown in one review
 MAX_FILE_CHARS = 256_000   # a bigger file is not read for comments
 MAX_NOTE_CHARS = 300       # the suggested change's note (change_file takes up to 600)
 
-_DOCS = re.compile(r"\b(?:doc ?strings?|doc[- ]comments?|comments?|documentation|documented|javadoc|jsdoc)\b",
-                   re.IGNORECASE)
-# "as the docstring says", "the docstring says what it should do", "as their comments describe", "as documented"
-_SAYS = re.compile(r"\b(?:says?|describes?|described|promises?|specif(?:y|ies)|documented|according to|"
-                   r"as (?:its|their|the) )\b", re.IGNORECASE)
-_CALLED = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*)\(\)")   # stats.summarize(): summarize
 _JS_DECL = re.compile(r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\s*\*?\s*([A-Za-z_$][\w$]*)"
                       r"|(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=|(?:static\s+)?([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*\{)")
 JS_EXTS = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".mts", ".cts")
@@ -53,21 +49,6 @@ class Promise:
     path: str
     doc: str
     rules: tuple[str, ...]   # its sentences that state a rule (must, otherwise, raises, only …)
-
-
-def points_at_docs(task: str) -> bool:
-    """Whether the task makes a comment or docstring part of what must be done."""
-    return bool(_DOCS.search(task)) and bool(_SAYS.search(task))
-
-
-def named_functions(task: str) -> list[str]:
-    """The functions a task names as ``name()`` (``stats.summarize()`` names summarize), in order."""
-    seen: list[str] = []
-    for m in _CALLED.finditer(task):
-        name = m.group(1)
-        if name not in seen:
-            seen.append(name)
-    return seen
 
 
 def doc_comments(path: str, text: str) -> dict[str, str]:
@@ -192,12 +173,13 @@ def spelled_out(rule: str) -> str:
     return f"{rule.rstrip()}{end} {said[0].upper() + said[1:]} {outcome}."
 
 
-def promises(task: str, files: Mapping[str, str]) -> tuple[Promise, ...]:
-    """For each function the task names whose comment is in ``files`` (the source files the run
-    changed: path -> text), its promise; none when the task does not point at docs."""
-    if not points_at_docs(task):
+def promises(request: Request, files: Mapping[str, str]) -> tuple[Promise, ...]:
+    """For each function the request names whose comment is in ``files`` (the source files the run
+    changed: path -> text), its promise; none when the request does not point at docs
+    (``Request.points_at_docs``, ``Request.functions``: keel.core.request)."""
+    if not request.points_at_docs:
         return ()
-    wanted = named_functions(task)
+    wanted = request.functions
     found: list[Promise] = []
     for path in sorted(files):
         docs = doc_comments(path, files[path])

@@ -1,10 +1,14 @@
 """The verification gate's pure core: from check results, decide what blocks a completion claim.
 
-The runner hands the decider a ``GateFacts`` built here; the decider never runs anything. The
-rules, in the order they apply:
+The runner hands the decider a ``GateFacts`` built here; the decider never runs anything. What counts
+as evidence depends on what the request asks for (keel.core.request: change, answer or verify;
+docs/verification.md). The rules, in the order they apply:
 
 - A claim whose change edits an existing test or the acceptance command's own script is not
   accepted (``tampered``) unless the task asks for test changes: tests are evidence, not clay.
+- A request that asks only for an answer is finished by the answer with the workspace as it was: no
+  check runs, and a changed workspace is refused (``changed_answer_only``), the more so when the user
+  said not to change anything.
 - A task that asks for a change, with the workspace byte-identical to its start, is not done
   (``unchanged``), whatever the checks say.
 - Acceptance checks (named by the task or ``--accept``) always block when they fail.
@@ -14,6 +18,11 @@ rules, in the order they apply:
   module counts too once the agent has changed something, even without a "fix" in it), the agent
   changed nothing and the task asked for a change, or new tests fail that passed at baseline.
 - Any other failing check blocks.
+- A change (or a "make sure") needs fresh passing evidence: a check that passed on the final files, or
+  tests that passed inside a run that fails as it did before. Failures filed as pre-existing never
+  make it pass by themselves (status ``failing_before``; the decider then wants a passing run of the
+  agent's own that exercises the change, else pushes back ``no_evidence``): the false done of keel
+  issue 32 was a run whose only check failed before and after, with nothing changed.
 
 With nothing blocking, a task that says the code must do what a comment or docstring says carries
 those comments (``contract``): the decider asks the model once to check its code against them.
@@ -25,10 +34,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from keel.core.request import Request
 from keel.outputs.summarize import failing_ids_new
 from keel.verify.contract import Promise
 from keel.verify.plan import CATEGORY_ORDER, PlannedCheck
-from keel.verify.task import task_concerns
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class CheckOutcome:
     failing_tests: tuple[str, ...] = ()
     summary: str = ""                  # a short failure summary (empty when it passed)
     output_path: str | None = None     # where the full output was saved
+    tests_passed: int | None = None    # tests its output says passed (keel.outputs.counts); None: unknown
 
     @property
     def passed(self) -> bool:
@@ -58,7 +68,8 @@ class CheckOutcome:
         return {"category": self.check.category, "command": self.check.command, "source": self.check.source,
                 "exit_code": self.exit_code, "passed": self.passed, "timed_out": self.timed_out,
                 "output_ok": self.output_ok, "refused": self.refused, "duration_s": round(self.duration_s, 3),
-                "failing_tests": list(self.failing_tests), "output_path": self.output_path}
+                "failing_tests": list(self.failing_tests), "output_path": self.output_path,
+                "tests_passed": self.tests_passed}
 
 
 @dataclass(frozen=True)
@@ -71,10 +82,16 @@ class GateFacts:
     preexisting: tuple[CheckOutcome, ...] = ()
     tampered: tuple[str, ...] = ()
     unchanged: bool = False            # the workspace is byte-identical to its state at the start
-    change_requested: bool = True      # the task asks for a change (see keel.verify.task)
+    kind: str = "change"               # what the request asks for: change, answer or verify (keel.core.request)
     plan_empty: bool = False           # nothing to run: the project declares no check keel can find
     feedback: str = ""                 # failure summaries for the pushback, already rendered
     contract: tuple[Promise, ...] = ()  # the comments the task makes part of "done" (keel.verify.contract)
+    changed: tuple[str, ...] = ()      # an answer-only request: the files that changed anyway
+    forbidden: bool = False            # …and the user said not to change anything
+
+    @property
+    def change_requested(self) -> bool:
+        return self.kind == "change"
 
     @property
     def blocking_categories(self) -> tuple[str, ...]:
@@ -82,10 +99,17 @@ class GateFacts:
         return tuple(c for c in CATEGORY_ORDER if c in seen)
 
     @property
+    def evidence(self) -> bool:
+        """A check passed on these files, or tests passed inside a run that fails as before."""
+        return any(o.passed or (o.tests_passed or 0) > 0 for o in self.results if o.ran)
+
+    @property
     def problem(self) -> str | None:
         """The first reason the claim is refused, as a pushback kind; None when it stands."""
         if self.tampered:
             return "tampered_tests"
+        if self.kind == "answer":
+            return None if self.unchanged else "changed_answer_only"
         if self.unchanged and self.change_requested:
             return "no_change"
         if self.blocking:
@@ -94,24 +118,32 @@ class GateFacts:
 
     @property
     def round_keys(self) -> tuple[str, ...]:
-        """What a refusal of this claim spends a repair round of: each failing category, or the problem."""
+        """What a refusal of this claim spends a repair round of: each failing category, or the problem
+        (``no_evidence`` when every check fails as before and the decider found no run of the agent's own)."""
         if self.problem == "verification_failed":
             return self.blocking_categories
+        if self.problem is None and self.status == "failing_before":
+            return ("no_evidence",)
         return (self.problem,) if self.problem else ()
 
     @property
     def status(self) -> str:
         if self.problem is not None:
             return "failed"
+        if self.kind == "answer":
+            return "answered"       # nothing to run: the answer in words, the workspace as it was
         if self.plan_empty or not any(o.ran for o in self.results):
             return "no_checks"
+        if not self.evidence:
+            return "failing_before"   # every check fails as it did before the run: no check speaks for it
         return "passed"
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "problem": self.problem, "digest": self.digest[:16],
                 "checks": [o.to_json() for o in self.results],
                 "preexisting_failures": [o.check.command for o in self.preexisting],
-                "tampered": list(self.tampered), "unchanged": self.unchanged}
+                "tampered": list(self.tampered), "unchanged": self.unchanged, "request": self.kind,
+                **({"changed_answer_only": list(self.changed), "forbidden": self.forbidden} if self.changed else {})}
 
 
 @dataclass(frozen=True)
@@ -129,31 +161,32 @@ class Baseline:
 
 
 def split_failures(results: tuple[CheckOutcome, ...], baseline: Baseline | None, *,
-                   unchanged: bool, change_requested: bool, task: str = "") -> tuple[tuple[CheckOutcome, ...],
-                                                                                     tuple[CheckOutcome, ...]]:
+                   unchanged: bool, request: Request) -> tuple[tuple[CheckOutcome, ...], tuple[CheckOutcome, ...]]:
     """(blocking, preexisting) among the failed results."""
     blocking: list[CheckOutcome] = []
     preexisting: list[CheckOutcome] = []
     for o in results:
         if o.passed or (not o.ran and o.check.category != "acceptance"):
             continue  # an inferred check the policy would not run is no evidence either way
-        if _blocks(o, baseline, unchanged=unchanged, change_requested=change_requested, task=task):
+        if _blocks(o, baseline, unchanged=unchanged, request=request):
             blocking.append(o)
         else:
             preexisting.append(o)
     return tuple(blocking), tuple(preexisting)
 
 
-def _blocks(o: CheckOutcome, baseline: Baseline | None, *, unchanged: bool, change_requested: bool,
-            task: str) -> bool:
+def _blocks(o: CheckOutcome, baseline: Baseline | None, *, unchanged: bool, request: Request) -> bool:
     if o.check.category == "acceptance" or baseline is None:
         return True                      # the task's own check always decides; no baseline: no excuse
     before = baseline.failed.get(o.check.command)
     if before is None:
         return True                      # it passed (or was not run) at baseline: the agent broke it
-    if change_requested and unchanged:
+    concerned = request.concerns(o.check.category, o.failing_tests)
+    if request.make_sure and concerned:
+        return True                      # "make sure the tests pass": that failure is what it is about
+    if request.asks_change and unchanged:
         return True                      # nothing done about the change the task asked for
-    if (change_requested or not unchanged) and task_concerns(task, o.check.category, o.failing_tests):
+    if (request.asks_change or not unchanged) and concerned:
         return True                      # that failure is the task: also for a bug report with no "fix" in it
     return bool(failing_ids_new(before, o.failing_tests))   # new failures on top of the old ones
 

@@ -13,6 +13,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from keel.core.request import Request
 from keel.verify.snapshot import FileChange, Snapshot
 
 # -- which files are tests, scripts, or tooling ----------------------------------------------------
@@ -127,38 +128,8 @@ def stray_files(changes: list[FileChange]) -> list[str]:
 
 
 # -- unrelated changes -------------------------------------------------------------------------------
-_EXTENSIONS = ("py|pyi|js|jsx|ts|tsx|mjs|cjs|json|toml|yaml|yml|md|rst|txt|cfg|ini|rs|go|c|h|cc|cpp|hpp|java|kt|"
-               "rb|php|sh|html|css|scss|sql|xml|vue|svelte|lock|env|csv")
-_FILE_TOKEN = re.compile(rf"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS}))(?![\w/])")
-_DIR_TOKEN = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+)(?=[\s`'\",)]|$)")
-_BACKTICKED = re.compile(r"`([^`]+)`")
-_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
-# A code-like word: snake_case, camelCase, PascalCase with two humps. Matched on each whole word, never
-# searched across the text: searched, the overlapping runs backtracked quadratically inside one long
-# word (a 200,000-character one-word task took minutes, keel issue 22).
-_CODE_WORD = re.compile(r"[A-Za-z_]*[a-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*")
 _ANY_WORD = re.compile(r"\w+")
-_LONGEST_NAME = 200     # longer words are data, not names; checking each costs its length squared
 _MOST_PATTERN_NAMES = 1000
-_DOTTED = re.compile(r"(?<![\w.])([a-z_]\w+(?:\.[a-z_]\w*)+)(?![\w.(])")   # keel.verify.gate
-_WORD = re.compile(r"[A-Za-z_]\w+")
-# CamelCase words of ordinary prose that name no code in the project.
-_PROSE_CAMEL = frozenset({"JavaScript", "TypeScript", "CoffeeScript", "GitHub", "GitLab", "PyPI", "macOS", "iOS",
-                          "PostgreSQL", "MySQL", "SQLite", "MongoDB", "OpenAI", "YouTube", "LinkedIn", "WordPress",
-                          "PowerShell", "NodeJS", "VSCode", "DevOps", "OAuth", "GraphQL", "WebSocket", "iPhone"})
-
-
-def _task_names(task: str) -> tuple[list[str], list[str], set[str]]:
-    """(files, directories, identifiers) the task names."""
-    files = [m.removeprefix("./") for m in _FILE_TOKEN.findall(task)]
-    dirs = [d.removeprefix("./").rstrip("/") for d in _DIR_TOKEN.findall(task)]
-    code_words = {w for w in _ANY_WORD.findall(task) if len(w) <= _LONGEST_NAME and _CODE_WORD.fullmatch(w)}
-    identifiers = set(_CALL.findall(task)) | (code_words - _PROSE_CAMEL)
-    identifiers |= {d for d in _DOTTED.findall(task) if d not in files}
-    for span in _BACKTICKED.findall(task):
-        identifiers |= {w for w in _WORD.findall(span) if len(w) >= 3}
-    identifiers |= {PurePosixPath(f).stem for f in files}
-    return files, dirs, {i for i in identifiers if len(i) >= 3}
 
 
 def _stem(path: PurePosixPath) -> str:
@@ -175,7 +146,7 @@ def _test_subject(path: PurePosixPath) -> str | None:
     return None
 
 
-def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
+def unrelated_changes(changes: list[FileChange], request: Request) -> list[str]:
     """Changed paths the task does not seem to concern. Reported, never blocking.
 
     Only when the task names files (``settings.json``, ``src/app.ts``) or identifiers (``slugify()``,
@@ -187,10 +158,10 @@ def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
     (``test_textutil.py``); it sits in the same directory as a named file; or its added lines mention
     a named identifier (the new ``def slugify`` for "implement slugify()").
     """
-    files, dirs, identifiers = _task_names(task)
+    files, dirs, identifiers = request.files, request.dirs, request.identifiers
     if not files and not dirs and not identifiers:
         return []
-    words = {w.lower() for w in _WORD.findall(task)}
+    words = request.plain_words
     lowered_ids = {i.lower() for i in identifiers}
     changed = [c.path for c in changes]
     # Where each named file lives: the changed path that matches it, else the directory it was named with.
@@ -215,7 +186,7 @@ def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
         if any(change.path.startswith(d + "/") for d in dirs if d):
             return True
         module = ".".join((*path.parent.parts, _stem(path))).lower()
-        if _stem(path).lower() in words or re.search(rf"\b{re.escape(module)}\b", task.lower()):
+        if _stem(path).lower() in words or request.mentions(module):
             return True
         subject = _test_subject(path)
         if subject and (subject.lower() in lowered_ids or subject.lower() in words):
@@ -228,48 +199,11 @@ def unrelated_changes(changes: list[FileChange], task: str) -> list[str]:
 
 
 # -- tampering with tests ------------------------------------------------------------------------------
-# Verbs that ask for test changes when "test" follows within three words. Fix-like verbs are apart:
-# "fix the failing test" names the symptom (the code is to be fixed), "update the failing test" does not.
-_EDIT_VERB = (r"(?:add|adding|write|writing|create|creating|update|updating|change|changing|modify|modifying|"
-              r"edit|editing|extend|extending|adjust|rewrite|rewriting|amend|improve|refactor|expand|remove|"
-              r"delete|rename|replace)")
-_FIX_VERB = r"(?:fix|fixing|repair|correct)"
-_TEST_NOUN = r"(?:unit[- ])?(?:tests?|test[- ]?cases?|test[- ]suites?|specs?|test[- ]files?|assertions?)\b"
-_CLAUSE_END = r"(?:and|then|so|to|that|which|but|until|when|while|if)\b"     # "add X and test it"
-_SYMPTOM = r"(?:failing|failed|broken|erroring|red)\b"
-_TEST_FILE = r"`?(?:[\w.-]+/)*(?:test_\w+\.py|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"
-_ALLOWS = re.compile(
-    rf"\b{_EDIT_VERB}\s+(?:(?!{_CLAUSE_END})[\w'-]+\s+){{0,3}}{_TEST_NOUN}"
-    rf"|\b{_FIX_VERB}\s+(?:(?!{_CLAUSE_END}|{_SYMPTOM})[\w'-]+\s+){{0,3}}{_TEST_NOUN}"
-    rf"|\b{_EDIT_VERB}\s+(?:the\s+)?(?:file\s+)?{_TEST_FILE}"
-    r"|\btests?\b[^.]{0,40}?\b(?:is|are)\s+(?:wrong|incorrect|outdated|out of date|stale|buggy|obsolete)",
-    re.IGNORECASE)
-_NEGATION = re.compile(r"\b(?:don'?t|do not|never|without|not|no need to|must not|mustn'?t)\s+(?:\w+\s+){0,2}$",
-                       re.IGNORECASE)
-
-
-def task_allows_test_changes(task: str) -> bool:
-    """True when the task asks for test changes, by one of:
-
-    - an editing verb (add, write, update, change, rewrite, remove …) followed within three words by
-      "test(s)", "spec", "test case", "assertions" …, no clause boundary in between ("add caching and
-      test it" does not count): "add a test for the parser", "update the failing test";
-    - fix / repair / correct followed likewise, unless a word in between makes the test the symptom:
-      "fix the flaky test" counts, "fix the failing test" does not (the code is to be fixed); "make the
-      failing test pass" never counts (no editing verb);
-    - an editing verb naming a test file ("update test_app.py"; "fix test_app.py" does not count);
-    - the task saying the tests are wrong, outdated, stale …
-
-    A request negated just before the verb ("don't change the tests", "without modifying tests") does
-    not count."""
-    return any(not _NEGATION.search(task[max(0, m.start() - 30): m.start()]) for m in _ALLOWS.finditer(task))
-
-
-def tampered_tests(before: Snapshot, after: Snapshot, protected: set[str], task: str) -> list[str]:
+def tampered_tests(before: Snapshot, after: Snapshot, protected: set[str], request: Request) -> list[str]:
     """Existing tests (and ``protected`` files, such as the acceptance command's own script) that the
     change modified or deleted, sorted; [] when the task asks for test changes. A new test file is
     never tampering, and a file rewritten with identical bytes is not a change."""
-    if task_allows_test_changes(task):
+    if request.allows_test_changes:
         return []
     return sorted(path for path, digest in before.files.items()
                   if (is_test_file(path) or path in protected) and after.files.get(path) != digest)

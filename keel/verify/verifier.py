@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from keel.core.events import data_dir
+from keel.core.request import parse_request
+from keel.outputs.counts import run_counts
 from keel.outputs.summarize import summarize_failure, summarize_missing_output
 from keel.policy.leftovers import asks_about
 from keel.tools.base import CheckRun, ToolContext
@@ -43,7 +45,6 @@ from keel.verify.selfcheck import (
     unrelated_changes,
 )
 from keel.verify.snapshot import Snapshot, diff_snapshots, take_snapshot
-from keel.verify.task import task_requests_change
 
 # Dependency folders a scratch copy links to instead of copying (big, and not what the agent edits).
 CHECK_OUTPUT_CAP = 2_000_000     # the saved log keeps this much; the model sees only the summary
@@ -88,7 +89,7 @@ class Verifier:
         self._on_plan = on_plan
         self.artifacts_dir = artifacts_dir
         self.check_timeout_s = min(check_timeout_s, MAX_TIMEOUT_S)
-        self.change_requested = task_requests_change(task)
+        self.request = parse_request(task)      # what counts as evidence depends on what it asks for
         self.start: Snapshot = take_snapshot(ctx.workspace)
         self.baseline: Baseline | None = None
         self.last: GateFacts | None = None
@@ -112,8 +113,9 @@ class Verifier:
     # -- the two entry points ------------------------------------------------------------------
     def ensure_baseline(self) -> tuple[CheckOutcome, ...]:
         """Record which checks fail before the agent changes anything (once; cheap when cached);
-        the outcomes it ran, () when it had run already."""
-        if self.baseline is not None or self.plan.empty:
+        the outcomes it ran, () when it had run already. A request for an answer runs no check: its
+        evidence is the answer and the workspace as it was."""
+        if self.baseline is not None or self.request.answer_only or self.plan.empty:
             return ()
         snap = take_snapshot(self.ctx.workspace)
         results = tuple(self._run(c, snap.digest, self.ctx) for c in self._inferred())
@@ -127,7 +129,9 @@ class Verifier:
     def verify(self) -> GateFacts:
         snap = take_snapshot(self.ctx.workspace)
         unchanged = snap.digest == self.start.digest
-        tampered = tuple(tampered_tests(self.start, snap, self.protected, self.task))
+        if self.request.answer_only:
+            return self._answer_facts(snap, unchanged)
+        tampered = tuple(tampered_tests(self.start, snap, self.protected, self.request))
         changes = diff_snapshots(self.start, snap)
         if tampered:
             results = self._run_on_restored_tests(snap, tampered)
@@ -140,15 +144,22 @@ class Verifier:
                                                                      if r.check.category != "acceptance"))
         changed = {c.path: text for c in changes
                    if c.status != "deleted" and not is_test_file(c.path) and (text := snap.text(c.path)) is not None}
-        contract = promises(self.task, changed)
+        contract = promises(self.request, changed)
         # a probe the policy would not run is no evidence either way: it neither passes nor blocks
         results += tuple(o for c in contract_checks(contract, changed) if (o := self._run(c, snap.digest, self.ctx)).ran)
-        blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged,
-                                               change_requested=self.change_requested, task=self.task)
+        blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged, request=self.request)
         self.last = GateFacts(digest=snap.digest, results=results, blocking=blocking, preexisting=preexisting,
-                              tampered=tampered, unchanged=unchanged, change_requested=self.change_requested,
+                              tampered=tampered, unchanged=unchanged, kind=self.request.kind,
                               plan_empty=self.plan.empty, feedback=render_feedback(blocking, preexisting),
                               contract=contract)
+        return self.last
+
+    def _answer_facts(self, snap: Snapshot, unchanged: bool) -> GateFacts:
+        """A request for an answer: no check runs; the workspace must be as it was (caches and ignored
+        files do not count: the snapshot leaves them out)."""
+        changed = () if unchanged else tuple(c.path for c in diff_snapshots(self.start, snap))
+        self.last = GateFacts(digest=snap.digest, unchanged=unchanged, kind="answer", changed=changed,
+                              forbidden=self.request.forbids_change, feedback=", ".join(changed[:12]))
         return self.last
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:
@@ -170,7 +181,7 @@ class Verifier:
         report["summary"] = render_changes(changes)   # one line per file: "M app.py (+2 -1)"
         report["debug_leftovers"] = debug_leftovers(changes, now)
         report["stray_files"] = stray_files(changes)
-        report["unrelated"] = unrelated_changes(changes, self.task)
+        report["unrelated"] = unrelated_changes(changes, self.request)
         report["runs_later"] = self._runs_later(changes)
         return report
 
@@ -217,8 +228,10 @@ class Verifier:
         code, timed_out = ran.exit_code, ran.timed_out
         output_ok = not check.expect_output or check.expect_output in body
         path = self._save(check, output)
+        counts = run_counts(body) if check.category in ("test", "acceptance") else None
+        passed = counts.passed if counts is not None else None
         if code == 0 and not timed_out and output_ok:
-            return CheckOutcome(check, code, elapsed, digest, output_path=path)
+            return CheckOutcome(check, code, elapsed, digest, output_path=path, tests_passed=passed)
         if code == 0 and not timed_out:
             summary = summarize_missing_output(check.command, body, check.expect_output or "")
         else:
@@ -228,7 +241,8 @@ class Verifier:
         said = [line for line in body.splitlines() if line.startswith(("[sandbox", "[keel "))]
         text = "\n".join([summary.text(), *said]) if said else summary.text()
         return CheckOutcome(check, code, elapsed, digest, timed_out=timed_out, output_ok=output_ok,
-                            failing_tests=tuple(summary.failing_tests), summary=text, output_path=path)
+                            failing_tests=tuple(summary.failing_tests), summary=text, output_path=path,
+                            tests_passed=passed)
 
     def _run_on_restored_tests(self, snap: Snapshot, tampered: tuple[str, ...]) -> tuple[CheckOutcome, ...]:
         """Run the plan on a copy of the workspace whose edited tests are put back as they were:

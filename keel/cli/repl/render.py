@@ -188,6 +188,8 @@ class ReplRenderer:
             self.answer, self.calls = AnswerStream(self.console), CallTextFilter()
             note = " (the text above is from the dropped attempt)" if shown else ""
             self._print(Text(f"  [retry] {event['text']}{note}", style="yellow"))
+        elif event["kind"] == "waiting" and not self.answer.upto:   # no line of the reply shown yet
+            self._show(Spinner("dots", text=Text(f"waiting for the engine ({event['text']} s)", style="dim")))
 
     def _print(self, renderable: RenderableType) -> None:
         if self.live is not None:

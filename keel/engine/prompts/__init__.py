@@ -12,11 +12,26 @@ def system_prompt(profile: str = "full") -> str:
     return resources.files("keel.engine.prompts").joinpath(name).read_text(encoding="utf-8")
 
 
-def task_message(task: str, workspace: str, protection: str, top_level: list[str] | None = None) -> str:
+PRESENT = ("A person is present and reads your replies: ask with ask_user only when you cannot go on "
+           "without their answer.")
+ABSENT = "No one is available to answer questions unless you are told so."
+
+
+def task_message(task: str, workspace: str, protection: str, top_level: list[str] | None = None, *,
+                 attended: bool = False) -> str:
     """The first user message: the task, then facts about the workspace. A shallow listing saves a
-    turn and keeps small models from guessing paths (e.g. tests/test_x.py for ./test_x.py)."""
+    turn and keeps small models from guessing paths (e.g. tests/test_x.py for ./test_x.py).
+    ``attended`` (the REPL, ACP, `--attended`): a person is there to answer, so the message says so."""
     listing = ""
     if top_level is not None:
         listing = "Top-level entries: " + (", ".join(top_level) if top_level else "(empty)") + "\n"
     return (f"{task.strip()}\n\n---\nWorkspace: {workspace} (tool paths are relative to it)\n{listing}"
-            f"Command sandbox: {protection}\nNo one is available to answer questions unless you are told so.")
+            f"Command sandbox: {protection}\n{PRESENT if attended else ABSENT}")
+
+
+def answer_note(forbidden: bool) -> str:
+    """The first message's last words for a request that asks only for an answer (keel.core.request):
+    the system prompt speaks of changing files, so say plainly that this one is answered in words."""
+    why = "The user asked you not to change anything." if forbidden else "Nothing needs to change."
+    return (f"This request asks for an answer, not a change. {why} Read what you need, change no file, "
+            "and answer in your reply (or as finish's summary): that answer is what the user gets.")

@@ -155,7 +155,8 @@ def build_plan(workspace: Path, task: str = "", accept: Iterable[str] = (),
     entirely is the caller's decision. An inferred check that runs the same command as an
     acceptance check is dropped (the acceptance one carries the expected output)."""
     # Imported here: keel.verify.acceptance uses this package's command helpers.
-    from keel.verify.acceptance import accept_checks, acceptance_from_task
+    from keel.core.request import parse_request
+    from keel.verify.acceptance import accept_checks, acceptance_checks
 
     workspace = Path(workspace)
     which = which or workspace_which(workspace)
@@ -164,7 +165,8 @@ def build_plan(workspace: Path, task: str = "", accept: Iterable[str] = (),
     else:
         base = detect_checks(workspace, which=which, has_module=has_module)
     acceptance: list[PlannedCheck] = []
-    for check in acceptance_from_task(task, workspace=workspace) + accept_checks(accept, workspace=workspace):
+    named = acceptance_checks(parse_request(task), workspace=workspace)
+    for check in named + accept_checks(accept, workspace=workspace):
         check = _runnable_python(check, which)
         if not any(_same_command(check.command, a.command) for a in acceptance):
             acceptance.append(check)

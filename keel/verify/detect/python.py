@@ -253,7 +253,7 @@ def _test_dir_files(workspace: Path) -> tuple[str | None, list[Path]]:
 _NOT_PROJECT_DIRS = {"node_modules", "venv", "__pycache__", "build", "dist", "site-packages"}
 
 
-def _nested_test_file(workspace: Path, max_depth: int = 4) -> Path | None:
+def _nested_test_file(workspace: Path, max_depth: int = 6) -> Path | None:
     """A test file below the top level (src/pkg/tests/test_x.py), or None; vendored trees skipped."""
     for root, dirs, files in os.walk(workspace):
         depth = len(Path(root).relative_to(workspace).parts)
@@ -264,6 +264,24 @@ def _nested_test_file(workspace: Path, max_depth: int = 4) -> Path | None:
             if match:
                 return Path(root) / match
     return None
+
+
+def _src_layout(workspace: Path, config: _Config) -> tuple[str, str]:
+    """pytest's arguments for a src layout (src/pkg/…) whose config does not put src on the path: the
+    tests import the package, which is not installed in every checkout (``-o pythonpath=src``)."""
+    src = workspace / "src"
+    try:
+        packages = src.is_dir() and any((d / "__init__.py").is_file() or d.suffix == ".py" for d in src.iterdir())
+    except OSError:
+        packages = False
+    if not packages:
+        return "", ""
+    table = config.tool_table("pytest") or {}
+    ini = table.get("ini_options")
+    if (isinstance(ini, dict) and "pythonpath" in ini) or any(p.has_option(s, "pythonpath") for p, s in (
+            (_ini(workspace / "pytest.ini"), "pytest"), (config.setup_cfg, "tool:pytest"), (config.tox_ini, "pytest"))):
+        return "", ""
+    return " -o pythonpath=src", "; src/ holds the package, so src goes on the import path"
 
 
 def is_python_project(workspace: Path) -> bool:
@@ -320,6 +338,12 @@ def _detect_tests(workspace: Path, found: Findings, config: _Config, probe: Modu
     framework_files = list(dir_files)
     for path in _top_level_test_files(workspace):
         (scripts if _is_script(read_text(path) or "") else framework_files).append(path)
+    if not (framework_files or scripts):
+        # pytest-style tests anywhere below: src/pkg/tests/test_x.py, pkg/test_x.py (keel issue 32: a
+        # project without [tool.pytest] and with its tests there got "no checks found")
+        nested = _nested_test_file(workspace)
+        if nested is not None and not _is_script(read_text(nested) or ""):
+            framework_files.append(nested)
     if not (pytest_why or framework_files or scripts):
         return
     interp = _interpreter(workspace, found)
@@ -349,7 +373,8 @@ def _detect_tests(workspace: Path, found: Findings, config: _Config, probe: Modu
     importable = probe(probe_path, "pytest")
     if importable:
         why = "; ".join(pytest_why[:2]) if pytest_why else where
-        found.plan("test", f"{spelled} -m pytest -q", f"{why}; pytest is importable by {interp_why}")
+        args, src_why = _src_layout(workspace, config)
+        found.plan("test", f"{spelled} -m pytest -q{args}", f"{why}; pytest is importable by {interp_why}{src_why}")
     elif pytest_why:
         found.skip("test", f"{spelled} -m pytest -q", f"{pytest_why[0]}, but pytest is not installed for "
                                                       f"{interp_why}")
