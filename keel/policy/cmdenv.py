@@ -3,7 +3,9 @@ to wait for a pager, editor or prompt nobody will answer."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Mapping
 
 _SECRET_NAME_PARTS = ("KEY", "SECRET", "TOKEN", "PASSW", "CREDENTIAL", "_AUTH")
@@ -62,9 +64,20 @@ def _add_git_config(env: dict[str, str]) -> None:
     env["GIT_CONFIG_COUNT"] = str(count)
 
 
+def with_own_bin(path: str) -> str:
+    """``path`` with the bin directory of the Python running keel appended when it is not there:
+    keel started by its path from a virtualenv nobody activated (``venv/bin/keel run``) finds the
+    tools installed next to it (ruff, mypy) as it would activated; whatever PATH finds still wins."""
+    own = os.path.dirname(sys.executable)
+    dirs = path.split(os.pathsep) if path else []
+    return path if not own or own in dirs else os.pathsep.join([*dirs, own])
+
+
 def command_environment(base: Mapping[str, str]) -> dict[str, str]:
     """The environment for any command: scrubbed, and unable to wait for a pager, editor or prompt."""
     env = scrub_env(base)
+    if env.get("PATH"):   # check detection looks for tools on the same PATH (keel.verify.detect.common)
+        env["PATH"] = with_own_bin(env["PATH"])
     env.update({
         "GIT_PAGER": "cat", "PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
         # `git commit` without -m must fail at once, not wait for an editor nobody sees.
