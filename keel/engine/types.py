@@ -81,7 +81,7 @@ class AssistantTurn:
 class StreamDelta:
     """A piece of a streamed response, for front ends that show text as it arrives."""
 
-    # retry: discard what the attempt showed; prompt: the engine is still reading the prompt (no text)
+    # retry: discard what the attempt showed; prompt: the engine is still reading the prompt ("read/total" tokens)
     kind: Literal["content", "reasoning", "tool_call", "retry", "prompt"]
     text: str
 
