@@ -71,6 +71,9 @@ def keel_env(tmp_path: Path) -> dict[str, str]:
            if not k.startswith(("KEEL_", "OPENAI_"))}
     env["KEEL_HOME"] = str(tmp_path / "keel-home")
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg-config")
+    # A run that names no engine starts the embedded default model, fetched once from the Hub or PyPI:
+    # in a test that must fail at once, never download 1 GB (no test reaches beyond loopback).
+    env.update(HF_HUB_OFFLINE="1", PIP_NO_INDEX="1")
     return env
 
 
