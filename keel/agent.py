@@ -49,7 +49,8 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
         return build_local_engine(e)
     if not e.base_url:
         raise EngineError("config", "no engine URL: pass --base-url, set KEEL_BASE_URL (or OPENAI_BASE_URL), "
-                                    "or set [engine] base_url in ~/.config/keel/config.toml")
+                                    "or set [engine] base_url in ~/.config/keel/config.toml; or run a model in "
+                                    "this process: pip install 'keel[local]', then pass --local")
     if not e.model:
         raise EngineError("config", "no model name: pass --model or set KEEL_MODEL "
                                     "(`keel doctor --base-url URL` lists the served models)")

@@ -72,6 +72,9 @@ def keel_env(tmp_path: Path) -> dict[str, str]:
            if not k.startswith(("KEEL_", "OPENAI_"))}
     env["KEEL_HOME"] = str(tmp_path / "keel-home")
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg-config")
+    # A run that names no engine starts the embedded default model, fetched once from the Hub or PyPI:
+    # in a test that must fail at once, never download 1 GB (no test reaches beyond loopback).
+    env.update(HF_HUB_OFFLINE="1", PIP_NO_INDEX="1")
     return env
 
 
@@ -140,6 +143,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "landlock: needs a kernel with Landlock (skipped without it)")
     config.addinivalue_line("markers", "real_engine: runs a real GGUF model in process (opt-in: pytest -m "
                                        "real_engine with KEEL_TEST_MODEL=/path/model.gguf; skipped without it)")
+    activate_this_python()
+
+
+def activate_this_python() -> None:
+    """Put the bin directory of the Python running the tests first on PATH, as activating its
+    virtualenv would: the test projects' checks (python3 -m pytest, ruff) then run with the tools
+    installed for the tests, also when the venv is used by its path (`venv/bin/python -m pytest`)
+    and a system python3 without pytest comes first on PATH."""
+    own = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    if own not in path.split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([own, path]) if path else own
 
 
 def tier_missing(tier: str) -> str | None:

@@ -221,18 +221,29 @@ def test_prlimit_setpriority_and_signals_cannot_reach_host_processes(user: str |
 # ---------------------------------------------------------------- shared memory and process count
 
 
+def shm_segments(ipcs_output: str) -> dict[str, str]:
+    """key -> shmid of each segment `ipcs -m` lists. Segments are told apart by their random keys:
+    ids are small counters (this kernel gives 0, 1, 2 … in each namespace), so an id alone also
+    matches another namespace's segment, or the nattch column's 0."""
+    rows = (line.split() for line in ipcs_output.splitlines())
+    return {row[0]: row[1] for row in rows if len(row) >= 5 and row[0].startswith("0x")}
+
+
 def test_dev_shm_and_sysv_shm_are_private(user: str | None, ws: Path) -> None:
     name = f"keel-shm-{uuid.uuid4().hex}"
     prefix = [] if user is None else ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
     host_seg = subprocess.run([*prefix, "ipcmk", "-M", "4096"], capture_output=True, text=True, check=True)
     host_id = host_seg.stdout.split()[-1]
     try:
+        host_key = next(k for k, v in shm_segments(subprocess.run(["ipcs", "-m"], capture_output=True,
+                                                                   text=True).stdout).items() if v == host_id)
         result = run(user, ws, f"echo x > /dev/shm/{name}; echo w=$?; ipcmk -M 12347; echo m=$?; ipcs -m")
         assert "w=0" in result.output and "m=0" in result.output, result.output
-        assert f" {host_id} " not in result.output.replace("\n", " \n ")     # the host's segment is unseen
+        inside = shm_segments(result.output)
+        assert len(inside) == 1 and host_key not in inside, result.output   # only its own; the host's unseen
         assert not Path(f"/dev/shm/{name}").exists()
-        host = subprocess.run(["ipcs", "-m"], capture_output=True, text=True).stdout
-        assert " 12347 " not in host and f" {host_id} " in host.replace("\n", " \n ")
+        host = shm_segments(subprocess.run(["ipcs", "-m"], capture_output=True, text=True).stdout)
+        assert host_key in host and not set(inside) & set(host)             # its segment went with it
         again = run(user, ws, f"ls /dev/shm; test -e /dev/shm/{name}; echo seen=$?")
         assert "seen=1" in again.output
     finally:

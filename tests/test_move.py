@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_repo
+from conftest import git, make_repo
 
 from keel.core.request import parse_request
 from keel.drive.move import move_asked, retarget
@@ -80,8 +79,8 @@ def repo_with(tmp_path: Path, extra: dict[str, str] | None = None) -> Path:
     ws = make_repo(tmp_path / "repo", {"shop/__init__.py": "", "shop/report.py": REPORT, "tests/test_report.py": TEST,
                                        **(extra or {})})
     (ws / "shop" / "utils.py").write_bytes(UTILS.encode())
-    subprocess.run(["git", "add", "-A"], cwd=ws, check=True)
-    subprocess.run(["git", "commit", "-qm", "utils"], cwd=ws, check=True)
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "utils")   # the repository's own identity: a fresh machine has no global one
     return ws
 
 

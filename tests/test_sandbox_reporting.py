@@ -60,10 +60,12 @@ def test_wording_never_claims_a_sandbox_that_is_not_there() -> None:
 
 def test_headless_runs_warn_once_when_nothing_confines(tmp_path: Path, run_keel, keel_env: dict[str, str]) -> None:
     env = sandbox_off(keel_env)
+    # a model name without a URL: the run stops at the engine, after the warning (nothing names no
+    # engine at all, which would start the embedded default model)
     for fmt in ("json", "stream-json"):
-        run = run_keel("run", "x", "--cwd", str(tmp_path), "--output-format", fmt, env=env)
+        run = run_keel("run", "x", "--cwd", str(tmp_path), "--model", "m", "--output-format", fmt, env=env)
         assert run.stderr.count("no OS sandbox confines shell commands here (none (rlimits only))") == 1, run.stderr
-    text = run_keel("run", "x", "--cwd", str(tmp_path), env=env)
+    text = run_keel("run", "x", "--cwd", str(tmp_path), "--model", "m", env=env)
     assert "no OS sandbox confines" not in text.stderr
 
 

@@ -147,21 +147,48 @@ class TextRenderer:
         self._calls = CallTextFilter()  # calls written as text are shown as their step line only
         self._mid_line = False
         self._printed_this_attempt = False  # answer text shown since the last model call began
+        self._status = False     # a progress line is on the terminal (stderr), to be wiped before output
+        self._written = 0        # pieces of the reply in flight that are not shown (a call being written)
 
     def _line(self, text: str, stream: IO[str] | None = None) -> None:
         stream = stream or self.out
+        self._clear_status()
         if self._mid_line:
             self.out.write("\n")
             self._mid_line = False
         stream.write(text + "\n")
         stream.flush()
 
+    def _progress(self, text: str) -> None:
+        """One line on a terminal's stderr, rewritten in place while the model reads and writes
+        (a cold prompt takes minutes on a CPU); never in a pipe or a log."""
+        if self.err.isatty() and not self._mid_line:
+            self.err.write(f"\r\x1b[K{text}")
+            self.err.flush()
+            self._status = True
+
+    def _clear_status(self) -> None:
+        if self._status:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+            self._status = False
+
     def __call__(self, event: Event) -> None:
         kind = event["type"]
-        if kind == "assistant_delta" and event["kind"] == "content":
-            self._answer(self._calls.feed(event["text"]))
+        if kind == "assistant_delta" and event["kind"] == "prompt":
+            read, _, total = str(event["text"]).partition("/")
+            if read.isdigit() and total.isdigit():
+                self._progress(f"[step {event.get('step')}] model: reading the prompt, {int(read):,} of {int(total):,} "
+                               "tokens")
+        elif kind == "assistant_delta" and event["kind"] in ("content", "tool_call"):
+            shown = self._calls.feed(event["text"]) if event["kind"] == "content" else ""
+            self._answer(shown)
+            if not shown:
+                self._written += 1
+                self._progress(f"[step {event.get('step')}] model: writing a tool call, {self._written} tokens")
         elif kind == "assistant_delta" and event["kind"] == "reasoning":
             # shown apart from the answer (stderr, dimmed) so stdout carries only the answer
+            self._clear_status()
             self.err.write(f"\x1b[2m{event['text']}\x1b[0m" if self.err.isatty() else event["text"])
             self.err.flush()
         elif kind == "assistant_delta" and event["kind"] == "waiting":   # no byte of the reply yet
@@ -180,6 +207,8 @@ class TextRenderer:
         elif kind == "tool_call":
             self._tool_line(event)
         elif kind == "model_call":
+            self._written = 0
+            self._clear_status()
             self._answer(self._calls.end(recovered_from_text(event), str(event.get("content") or "")))
             self._printed_this_attempt = False
         elif kind == "resume":
@@ -245,6 +274,7 @@ class TextRenderer:
     def _answer(self, text: str) -> None:
         if not text:
             return
+        self._clear_status()
         self.out.write(text)
         self.out.flush()
         self._mid_line = not text.endswith("\n")

@@ -96,6 +96,7 @@ def _read_inputs(args: argparse.Namespace) -> _Inputs:
 def _load_config(args: argparse.Namespace, workspace: Path) -> tuple[Config, bool]:
     """The configuration with the flags on top, and whether prices are known; warnings printed."""
     from keel.agent import approval_problem, unconfined_warning
+    from keel.cli.local_default import choose_default_engine
     from keel.config import ConfigError, load_config
 
     flags = {
@@ -110,6 +111,8 @@ def _load_config(args: argparse.Namespace, workspace: Path) -> tuple[Config, boo
         config, warnings = load_config(workspace, flags=flags)
     except ConfigError as e:
         raise _Problem(f"configuration error: {e}") from None
+    if note := choose_default_engine(config):   # nothing names an engine: the embedded default, said first
+        print(note, file=sys.stderr, flush=True)
     if args.accept:
         config.verify.add_accept(args.accept)
     prices_known = config.prices.known
@@ -137,6 +140,7 @@ def _sinks(args: argparse.Namespace, prices_known: bool) -> list[EventSink]:
 def _run(args: argparse.Namespace, inputs: _Inputs, config: Config, sinks: list[EventSink]) -> RunResult:
     """Build the agent and carry the task (or the resumed session) to a stop."""
     from keel.agent import Agent
+    from keel.cli.local_default import loading
     from keel.engine.types import EngineError
     from keel.loop.result import RunResult
     from keel.policy.rules import RuleError
@@ -148,9 +152,10 @@ def _run(args: argparse.Namespace, inputs: _Inputs, config: Config, sinks: list[
         raise _Problem("--step needs a terminal on stdin")
     agent = None
     try:
-        agent = Agent(workspace=inputs.workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
-                      ask_user=ask_user, session_id=inputs.saved.id if inputs.saved else None,
-                      plan_mode=args.plan, attended=args.attended)
+        with loading(config, show=args.output_format == "text"):
+            agent = Agent(workspace=inputs.workspace, config=config, sinks=sinks, log_path=args.log, prompt=prompt,
+                          ask_user=ask_user, session_id=inputs.saved.id if inputs.saved else None,
+                          plan_mode=args.plan, attended=args.attended)
         if args.step:  # keel.cli.repl.stepping: the runner asks it after each step
             from keel.cli.prompt import terminal_prompt
             from keel.cli.repl.stepping import StepPauser

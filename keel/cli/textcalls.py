@@ -19,6 +19,7 @@ MARKERS = ("<tool_call>", "<function=", '<function name="', "<function_call>", "
 LINE_MARKER = "functions."   # llama-cpp-python's `functions.NAME:` line, only at a line's start
 WINDOW = max(len(m) for m in (*MARKERS, LINE_MARKER))
 # Literal alternatives only (no nested quantifiers): one linear pass, in C.
+_BARE_FENCE = re.compile(r"```[\w-]*")
 _WHOLE = re.compile("|".join(re.escape(m) for m in MARKERS) + r"|(?m:^)" + re.escape(LINE_MARKER))
 
 
@@ -55,6 +56,8 @@ class CallTextFilter:
         if not recovered:
             return held
         done, clean = shown.strip(), content.strip()
+        if _BARE_FENCE.fullmatch(clean):   # the opening fence of a call the grammar ended without closing
+            return ""
         return clean[len(done):] if clean.startswith(done) and len(clean) > len(done) else ""
 
     def reset(self) -> None:

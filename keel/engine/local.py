@@ -375,17 +375,16 @@ class LocalEngine:
                         self._disk.store(self._llm, mark)
                 except OSError as e:
                     log.debug("prefix cache: not saved: %s", e)
-        if (on_delta is None and not whole) or cached >= end:
-            return
-        self._eval(prompt, cached, end, on_delta)
+        if (on_delta is not None or whole) and cached < end:
+            self._eval(prompt, cached, end, on_delta)
         if on_delta is not None:
-            on_delta(StreamDelta("prompt", ""))
+            on_delta(StreamDelta("prompt", f"{end}/{end}"))
 
     def _eval(self, prompt: list[int], start: int, end: int, on_delta: DeltaCallback | None) -> None:
         self._llm.n_tokens = start      # eval() drops the KV cells past it
         for at in range(start, end, PROMPT_CHUNK):
             if on_delta is not None:
-                on_delta(StreamDelta("prompt", ""))
+                on_delta(StreamDelta("prompt", f"{at}/{len(prompt) - 1}"))   # read/to read: progress to show
             self._llm.eval(prompt[at:min(end, at + PROMPT_CHUNK)])
 
     def _recover_text_calls(self, turn: AssistantTurn, tools: list[dict[str, Any]], *, after_prose: bool) -> None:

@@ -196,7 +196,7 @@ class GuardedEngine:
                 watch.reset()
             elif delta.kind == "content":
                 content.append(delta.text)
-            if on_delta and delta.kind != "prompt":
+            if on_delta:
                 on_delta(delta)
             if delta.kind != "retry" and watch.feed(delta.text, delta.kind):
                 raise ReplyCut(watch.cut_reason or "cut")

@@ -81,8 +81,8 @@ class AssistantTurn:
 class StreamDelta:
     """A piece of a streamed response, for front ends that show text as it arrives."""
 
-    # retry: discard what the attempt showed; prompt: the engine is still reading the prompt (no text);
-    # waiting: no byte of the reply yet, ``text`` the whole seconds waited (keel.engine.client)
+    # retry: discard what the attempt showed; prompt: the engine is still reading the prompt ("read/total"
+    # tokens); waiting: no byte of the reply yet, ``text`` the whole seconds waited (keel.engine.client)
     kind: Literal["content", "reasoning", "tool_call", "retry", "prompt", "waiting"]
     text: str
 

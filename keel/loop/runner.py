@@ -338,9 +338,7 @@ class Runner:
         return self.prices.cost(u.prompt_tokens, u.cached_tokens, u.completion_tokens)
 
     # -- events --------------------------------------------------------------------------------
-    def _on_delta(self, delta: StreamDelta) -> None:
-        if delta.kind == "prompt":   # progress without text: only the engine's watcher needs it
-            return
+    def _on_delta(self, delta: StreamDelta) -> None:   # "prompt": how far the engine has read, "read/total"
         self.bus.emit("assistant_delta", step=self.steps + 1, kind=delta.kind, text=delta.text)
 
     def _emit_model_call(self, turn: AssistantTurn, prefix_reuse: float | None = None,

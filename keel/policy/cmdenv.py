@@ -13,7 +13,9 @@ lists in the user's config; never the variable that holds the engine's key.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 
 # Names passed when keel has them (exact).
@@ -137,11 +139,22 @@ def _add_git_config(env: dict[str, str]) -> None:
     env["GIT_CONFIG_COUNT"] = str(count)
 
 
+def with_own_bin(path: str) -> str:
+    """``path`` with the bin directory of the Python running keel appended when it is not there:
+    keel started by its path from a virtualenv nobody activated (``venv/bin/keel run``) finds the
+    tools installed next to it (ruff, mypy) as it would activated; whatever PATH finds still wins."""
+    own = os.path.dirname(sys.executable)
+    dirs = path.split(os.pathsep) if path else []
+    return path if not own or own in dirs else os.pathsep.join([*dirs, own])
+
+
 def command_environment(base: Mapping[str, str], env_pass: Iterable[str] = (),
                         blocked: Iterable[str] = ()) -> dict[str, str]:
     """The environment for any command: the allow-list of ``base``, unable to wait for a pager,
     editor or prompt."""
     env = allowed_env(base, env_pass, blocked)
+    if env.get("PATH"):   # check detection looks for tools on the same PATH (keel.verify.detect.common)
+        env["PATH"] = with_own_bin(env["PATH"])
     env.update({
         "GIT_PAGER": "cat", "PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
         # `git commit` without -m must fail at once, not wait for an editor nobody sees.

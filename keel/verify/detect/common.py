@@ -8,11 +8,13 @@ decide what is "installed".
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from keel.policy.cmdenv import with_own_bin
 from keel.verify.plan import Category, PlannedCheck, SkippedCheck, Source
 
 Which = Callable[[str], "str | None"]
@@ -24,7 +26,8 @@ MAX_READ_BYTES = 512_000   # config files larger than this are not config files 
 
 
 def workspace_which(workspace: Path) -> Which:
-    """``shutil.which`` that looks in the workspace's own tool directories first.
+    """``shutil.which`` that looks in the workspace's own tool directories first, then on the PATH
+    commands get (keel's own bin directory last, keel.policy.cmdenv.with_own_bin).
 
     A hit inside the workspace is returned as a path relative to it (``.venv/bin/ruff``), because
     that is how the command must be spelled: the sandboxed shell's PATH does not include it."""
@@ -34,7 +37,8 @@ def workspace_which(workspace: Path) -> Which:
             candidate = workspace / rel / name
             if candidate.is_file() and shutil.which(str(candidate)):
                 return f"{rel}/{name}"
-        return shutil.which(name)
+        path = os.environ.get("PATH")
+        return shutil.which(name, path=with_own_bin(path) if path else None)
 
     return which
 
