@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keel.config import Config, load_config, resolve_api_key
+from keel.core.assists import Assists, choose
 from keel.core.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
 from keel.core.schema import config_summary
 from keel.core.state import TaskState
@@ -34,6 +35,11 @@ def tool_profile(config: Config) -> str:
     models are the 0.5–3B ones the slim tools and short prompt are measured on)."""
     p = config.engine.profile
     return p if p != "auto" else ("small" if config.engine.local_model is not None else "full")
+
+
+def run_assists(config: Config, profile: str) -> Assists:
+    """The assists on for a run of ``profile`` under ``config``'s ``[assists]`` switches."""
+    return choose(profile, config.assists.switches(), everything=config.assists.all)
 
 
 def build_engine(config: Config, api_key: str | None = None) -> Engine:
@@ -184,6 +190,7 @@ class Agent:
         self.plan_mode = plan_mode
         from keel.ext.extensions import Extensions
         self.profile = tool_profile(self.config)
+        self.assists = run_assists(self.config, self.profile)   # keel.core.assists: what is done for the model
         # trust, hooks, skills, MCP, plugins (docs/extensions.md); the bus and log exist by the time they are read
         self.ext = Extensions(self.workspace, self.config, profile=self.profile, prompt=prompt,
                               session_id=lambda: self.session_id,
@@ -193,7 +200,9 @@ class Agent:
         # One registry path: the built-ins (or the caller's tools), then delegate, skills, MCP and plugins
         # all come in through ToolRegistry.register; hooks, plan mode and diffs wrap them in place.
         self.registry = ToolRegistry()
-        builtin = small_tools(make_change_tool()) if self.profile == "small" else default_tools()
+        builtin = (small_tools(make_change_tool() if "whole_file_editor" in self.assists else None,
+                               undo_broken_python="python_edit_undo" in self.assists)
+                   if self.profile == "small" else default_tools())
         for tool in tools if tools is not None else builtin:
             self.registry.register(tool)
         if tools is None:
@@ -210,6 +219,7 @@ class Agent:
         snapshot = log_path is not False and shell.snapshot_max_mb > 0 and shell.snapshot_max_files > 0
         self.ctx = build_context(self.workspace, self.config, attended=attended, prompt=prompt,
                                  ask_user=ask_user, snapshot=snapshot)
+        self.ctx.assists = self.assists
         self.system_prompt = (system_prompt if system_prompt is not None
                               else default_prompt(self.profile) + self.ext.prompt_addendum())
         self.session_id = session_id or new_session_id()  # given: a resumed session (keel.trace.sessions)
@@ -251,8 +261,10 @@ class Agent:
             from keel.context.preload import preload_section
             from keel.verify.before import checks_before
 
-            files = preload_section(self.workspace, task, self.context_manager().window.tokens, self.ctx)
-            self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
+            files = preload_section(self.workspace, task, self.context_manager().window.tokens, self.ctx) \
+                if "preload" in self.assists else ""
+            if "checks_before" in self.assists:
+                self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
             before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
             extra = "\n\n".join(p for p in (files, before) if p)
             # the task again after the files: a small model follows the last thing it read
@@ -308,7 +320,7 @@ class Agent:
         self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
                       task=task, attended=self.attended, protection=self.protection,
                       sandbox=tier, confining=confining, config=config_summary(self.config),
-                      tools=self.registry.names, serving=self.provenance.record(),
+                      tools=self.registry.names, serving=self.provenance.record(), assists=self.assists.names(),
                       # the in-process engine's threads (and why) and prefix cache (keel.engine.local)
                       **({"engine_setup": self.engine.describe_setup()} if hasattr(self.engine, "describe_setup") else {}))
         for kind, fields in self._held:   # what the first message's checks emitted, after the start
@@ -317,11 +329,13 @@ class Agent:
         p = self.config.prices
         from keel.engine.runaway import GuardedEngine
 
-        engine = GuardedEngine(self.engine, lambda: self.ctx.deadline)  # runaway and deadline cuts
+        # deadline cuts, and runaway ones where the reply watch is on
+        engine = GuardedEngine(self.engine, lambda: self.ctx.deadline, watch_repeats="reply_watch" in self.assists)
         runner = Runner(engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
                         prices=Prices(p.input_per_m, p.cached_input_per_m, p.output_per_m),
                         attended=self.attended, task=task or "", state=state, plan_mode=self.plan_mode,
                         verifier=None if self.plan_mode else self._take_verifier(task or ""),
+                        assists=self.assists,
                         on_stop=self.ext.hooks.on_stop if self.ext.hooks.has("Stop") else None)
         runner.context = self.context_manager(engine)  # the window: compaction and prefix accounting
         self.runner = runner
@@ -407,6 +421,7 @@ class Agent:
         artifacts = self.log_path.with_suffix("") / "checks" if self.log_path else None
         return Verifier(lambda: build_plan(self.workspace, task, accept=v.accept, pinned=pinned, enabled=v.enabled()),
                         self.ctx, task=task, artifacts_dir=artifacts, check_timeout_s=v.check_timeout_s,
+                        assists=self.assists,
                         on_plan=lambda plan: self._emit("verification_plan", **plan.to_json()))
 
 

@@ -218,6 +218,32 @@ class ContextSettings(BaseModel):
         return self
 
 
+Switch = bool | Literal["auto"]
+
+
+class AssistSettings(_Section):
+    """``[assists]`` (keel.core.assists): each assist's switch, "auto" (on for the profiles it was measured
+    on), true or false; ``all = false`` turns every one off. The keys are the registry's names (a test
+    keeps them in step)."""
+
+    all: bool = True
+    preload: Switch = "auto"
+    checks_before: Switch = "auto"
+    whole_file_editor: Switch = "auto"
+    editor_checks: Switch = "auto"
+    python_edit_undo: Switch = "auto"
+    test_redirect: Switch = "auto"
+    rename_spread: Switch = "auto"
+    moves: Switch = "auto"
+    variety: Switch = "auto"
+    reply_watch: Switch = "auto"
+    contract_review: Switch = "auto"
+    spec_probes: Switch = "auto"
+
+    def switches(self) -> dict[str, Switch]:
+        return {k: v for k, v in self.model_dump().items() if k != "all"}
+
+
 class TelemetrySettings(_Section):
     """OpenTelemetry export (keel.trace.telemetry): the OTEL_EXPORTER_OTLP_* variables win over these."""
     endpoint: str | None = None      # an OTLP/HTTP base URL (traces go to ENDPOINT/v1/traces)
@@ -235,6 +261,7 @@ class Config(_Section):
     hooks: HookSettings = Field(default_factory=HookSettings)
     extensions: ExtensionSettings = Field(default_factory=ExtensionSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    assists: AssistSettings = Field(default_factory=AssistSettings)   # keel.core.assists
 
 
 class ConfigError(Exception):

@@ -112,9 +112,11 @@ class OpenAICompatEngine:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  on_delta: DeltaCallback | None = None, variant: int = 0,
-                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
+                 avoid: tuple[str, ...] = (), max_tokens: int | None = None) -> AssistantTurn:
         started = time.monotonic()
         params = self._request_params(messages, narrowed(tools, avoid) if avoid else tools, variant)
+        if max_tokens is not None:   # this request's own cap (change_file's editor, for a longer file)
+            params["max_tokens"] = max_tokens
         retries = 0
         while True:
             try:
