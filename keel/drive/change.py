@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
 from keel.drive.rename import Spread
-from keel.drive.rewrite import keeps_definitions, reply_need, rewrite_problem
+from keel.drive.rewrite import GROWTH, keeps_definitions, reply_need, rewrite_problem
 from keel.engine.types import Usage
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 EDITOR_PROMPT = "You are a careful programmer who fixes code."   # measured: see change_request
 RELATED_SHARE = 0.2          # of the context window, for the other files shown with the one to change
-REPLY_MARGIN = 1.25          # the new file may be longer than the old one
 MIN_KEPT_SHARE = 0.5         # of the file's lines, below which a "change" is a replacement (a stub, a gutted file)
 SMALL_FILE_LINES = 2         # files this short may change entirely
 EDITOR_CAP_MAX = 2048        # tokens one editor reply may have (~3-4 minutes of a 1.5B model on 2 cores)
@@ -194,7 +194,7 @@ def fits(current: str | None, reply_cap: int | None) -> bool:
     """Whether the whole new file can come back within one reply of ``reply_cap`` tokens."""
     if reply_cap is None or current is None:
         return True
-    return len(current) / CHARS_PER_TOKEN * REPLY_MARGIN + 40 <= reply_cap
+    return math.ceil(len(current) / CHARS_PER_TOKEN * GROWTH) + 40 <= reply_cap
 
 
 def editor_cap(base: int | None, need: int, room: int) -> int | None:

@@ -18,6 +18,7 @@ Pure: texts in, a problem in words (or None) out.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
@@ -30,6 +31,8 @@ STUB_GROWTH = 3.0          # an implemented stub is up to this many times its pl
 GROWTH = 1.25              # any other file may come back this much longer
 COPIED_SHARE = 0.5         # of a rewrite's lines found in a test file and not in the file: a copy
 _MIN_COPIED_LINE = 12      # shorter lines ("return x", "})") say nothing about where a text came from
+MIN_COPIED_LINES = 3
+_IMPORT = re.compile(r"(?:import|from)\s|(?:const|let|var)\s[^=]*=\s*require\(")
 _PLACEHOLDER = re.compile(r"\s*(?:pass|\.\.\.|raise\s+NotImplementedError\b.*|(?://|#)\s*TODO\b.*)")
 _JS_THROW = re.compile(r"\s*throw\s+new\s+Error\s*\(")
 _UNWRITTEN = ("implement", "todo")   # words of a JavaScript stub's error: "not implemented", "Remove this ... implement"
@@ -65,7 +68,7 @@ def reply_need(path: str, current: str | None) -> int:
     if current is None:
         return 0
     growth = STUB_GROWTH if is_stub(path, current) else GROWTH
-    return int(len(current) / CHARS_PER_TOKEN * growth) + 40
+    return math.ceil(len(current) / CHARS_PER_TOKEN * growth) + 40
 
 
 def keeps_definitions(path: str, current: str, new: str) -> bool:
@@ -113,13 +116,14 @@ def copies_tests(path: str, current: str | None, new: str, tests: Sequence[FileT
     fresh = [line for line in new.splitlines() if line not in own]
     pattern = _PY_TEST_DEF if language_of(path) == "python" else _JS_TEST_CALL
     defines_tests = any(pattern.match(line) for line in fresh)
-    lines = [line.strip() for line in fresh if len(line.strip()) >= _MIN_COPIED_LINE]
+    # imports say nothing either: the module and its tests may import the same things
+    lines = [t for line in fresh if len(t := line.strip()) >= _MIN_COPIED_LINE and not _IMPORT.match(t)]
     for test in tests:
         if test.text is None:
             continue
         theirs = {line.strip() for line in test.text.splitlines()}
         copied = sum(1 for line in lines if line in theirs)
-        if (defines_tests and copied) or (lines and copied >= COPIED_SHARE * len(lines)):
+        if (defines_tests and copied) or (copied >= MIN_COPIED_LINES and copied >= COPIED_SHARE * len(lines)):
             return test.path
     return None
 
