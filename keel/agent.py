@@ -37,6 +37,9 @@ def tool_profile(config: Config) -> str:
     return p if p != "auto" else ("small" if config.engine.local_model is not None else "full")
 
 
+OVERVIEW_SHARE = 0.05   # of the window, at most, for the project overview
+
+
 def run_assists(config: Config, profile: str) -> Assists:
     """The assists on for a run of ``profile`` under ``config``'s ``[assists]`` switches."""
     return choose(profile, config.assists.switches(), everything=config.assists.all)
@@ -257,20 +260,34 @@ class Agent:
         first = task_message(task, str(self.workspace), protection, top_level_entries(self.workspace))
         cap = memory_cap(self.context_manager().window.tokens, self.config.context.budget.memory)
         memory = project_memory(self.workspace, cap)   # AGENTS.md files: in the cached prefix, read once
-        if self.profile == "small":  # the files in front of the model: it copies old_text, not invents it
-            from keel.context.preload import preload_section
-            from keel.verify.before import checks_before
-
-            files = preload_section(self.workspace, task, self.context_manager().window.tokens, self.ctx) \
-                if "preload" in self.assists else ""
-            if "checks_before" in self.assists:
-                self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
-            before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
-            extra = "\n\n".join(p for p in (files, before) if p)
-            # the task again after the files: a small model follows the last thing it read
-            first = f"{first}\n\n{extra}\n\nYour task: {task.strip()}" if extra else first
+        first = f"{first}\n\n{extra}" if (extra := self._first_sections(task)) else first
+        if self.profile == "small" and extra:   # the task again after the files: a small model follows the last thing it read
+            first = f"{first}\n\nYour task: {task.strip()}"
         return [{"role": "system", "content": self.system_prompt},
                 {"role": "user", "content": f"{first}\n\n{memory}" if memory else first}]
+
+    def _first_sections(self, task: str) -> str:
+        """What the first message shows of the project: the overview (every profile, keel.context.overview);
+        for the small profile the files most related to the task and the checks before any change."""
+        from keel.context.overview import HEADER, OTHERS, render_overview
+        from keel.context.preload import collect, preload_section
+        from keel.verify.before import checks_before
+
+        window = self.context_manager().window.tokens
+        budget = min(self.config.context.overview_tokens, int(window * OVERVIEW_SHARE))
+        collected = collect(self.workspace, getattr(self.ctx.approval, "reads_without_asking", None)) \
+            if budget > 0 or self.profile == "small" else ([], 0)
+        shown: list[str] = []
+        files = ""
+        if self.profile == "small" and "preload" in self.assists:   # the model copies old_text, not invents it
+            files, chosen = preload_section(self.workspace, task, window, self.ctx, collected, list_others=budget <= 0)
+            shown = [f.path for f in chosen.shown]
+        overview = render_overview(collected[0], task, budget, skip=shown, header=OTHERS if shown else HEADER)
+        before = ""
+        if self.profile == "small" and "checks_before" in self.assists:
+            self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
+            before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
+        return "\n\n".join(p for p in (files, overview, before) if p)
 
     @property
     def protection(self) -> str:

@@ -78,8 +78,8 @@ def _text(data: bytes, start: int, end: int) -> str:
 
 
 def _head(node: Any, data: bytes, body_types: tuple[str, ...]) -> str:
-    """The node's text up to its body: a definition's signature."""
-    body = next((c for c in node.children if c.type in body_types), None)
+    """The node's text up to its body (a comment before the body left out): a definition's signature."""
+    body = next((c for c in node.children if c.type in (*body_types, "comment")), None)
     end = body.start_byte if body is not None else node.end_byte
     return _text(data, node.start_byte, end).rstrip(":").rstrip()
 
