@@ -108,3 +108,27 @@ def family_members(families: Iterable[str]) -> set[str]:
     if unknown:
         raise KeyError(f"no assist family {', '.join(sorted(unknown))} (families: {', '.join(FAMILIES)})")
     return {a.name for a in ASSISTS if a.family in wanted}
+
+
+def parse_switches(spec: str) -> dict[str, bool | str]:
+    """``keel run --assists SPEC`` as ``[assists]`` keys: ``off`` (all off), or ``NAME=on|off|auto`` pairs
+    separated by commas, where NAME is an assist or a family (each of its assists). Raises ValueError
+    naming what it does not know."""
+    spec = spec.strip()
+    if spec == "off":
+        return {"all": False}
+    values: dict[str, bool | str] = {"on": True, "true": True, "off": False, "false": False, "auto": "auto"}
+    out: dict[str, bool | str] = {}
+    for item in (part.strip() for part in spec.split(",") if part.strip()):
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip().lower()
+        if not sep or value not in values:
+            raise ValueError(f"{item!r}: expected NAME=on|off|auto (or `off` alone for all of them)")
+        if name in BY_NAME:
+            out[name] = values[value]
+        elif name in FAMILIES:
+            out.update({n: values[value] for n in family_members([name])})
+        else:
+            raise ValueError(f"no assist or family named {name!r} (assists: {', '.join(NAMES)}; "
+                             f"families: {', '.join(FAMILIES)})")
+    return out
