@@ -282,11 +282,15 @@ class Agent:
         if self.profile == "small" and "preload" in self.assists:   # the model copies old_text, not invents it
             files, chosen = preload_section(self.workspace, task, window, self.ctx, collected, list_others=budget <= 0)
             shown = [f.path for f in chosen.shown]
+            if shown:
+                self._emit("assist", name="preload", detail=", ".join(shown)[:300])
         overview = render_overview(collected[0], task, budget, skip=shown, header=OTHERS if shown else HEADER)
         before = ""
         if self.profile == "small" and "checks_before" in self.assists:
             self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
             before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
+            if before:
+                self._emit("assist", name="checks_before", detail=before.splitlines()[1][:300])
         return "\n\n".join(p for p in (files, overview, before) if p)
 
     @property
