@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keel.config import Config, load_config, resolve_api_key
-from keel.core.assists import Assists, choose
 from keel.core.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
 from keel.core.schema import config_summary
 from keel.core.state import TaskState
@@ -35,14 +34,6 @@ def tool_profile(config: Config) -> str:
     models are the 0.5–3B ones the slim tools and short prompt are measured on)."""
     p = config.engine.profile
     return p if p != "auto" else ("small" if config.engine.local_model is not None else "full")
-
-
-OVERVIEW_SHARE = 0.05   # of the window, at most, for the project overview
-
-
-def run_assists(config: Config, profile: str) -> Assists:
-    """The assists on for a run of ``profile`` under ``config``'s ``[assists]`` switches."""
-    return choose(profile, config.assists.switches(), everything=config.assists.all)
 
 
 def build_engine(config: Config, api_key: str | None = None) -> Engine:
@@ -193,7 +184,7 @@ class Agent:
         self.plan_mode = plan_mode
         from keel.ext.extensions import Extensions
         self.profile = tool_profile(self.config)
-        self.assists = run_assists(self.config, self.profile)   # keel.core.assists: what is done for the model
+        self.assists = self.config.assists.active(self.profile)   # keel.core.assists: what is done for the model
         # trust, hooks, skills, MCP, plugins (docs/extensions.md); the bus and log exist by the time they are read
         self.ext = Extensions(self.workspace, self.config, profile=self.profile, prompt=prompt,
                               session_id=lambda: self.session_id,
@@ -269,7 +260,7 @@ class Agent:
     def _first_sections(self, task: str) -> str:
         """What the first message shows of the project: the overview (every profile, keel.context.overview);
         for the small profile the files most related to the task and the checks before any change."""
-        from keel.context.overview import HEADER, OTHERS, render_overview
+        from keel.context.overview import HEADER, OTHERS, OVERVIEW_SHARE, render_overview
         from keel.context.preload import collect, preload_section
         from keel.verify.before import checks_before
 

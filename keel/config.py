@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from keel.core.assists import Assists, choose
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -236,6 +238,7 @@ class AssistSettings(_Section):
     editor_checks: Switch = "auto"
     python_edit_undo: Switch = "auto"
     test_redirect: Switch = "auto"
+    callee_change: Switch = "auto"
     rename_spread: Switch = "auto"
     moves: Switch = "auto"
     variety: Switch = "auto"
@@ -245,6 +248,10 @@ class AssistSettings(_Section):
 
     def switches(self) -> dict[str, Switch]:
         return {k: v for k, v in self.model_dump().items() if k != "all"}
+
+    def active(self, profile: str) -> Assists:
+        """The assists on for a run of ``profile`` under these switches."""
+        return choose(profile, self.switches(), everything=self.all)
 
 
 class TelemetrySettings(_Section):

@@ -155,3 +155,55 @@ def test_a_file_the_run_grew_is_rewritten_while_the_editor_cap_allows_it(shop: P
                                    {"content": fenced(grown)}],
                             "A cart of exactly $50 is charged shipping; fix it.")
     assert (shop / "shipping.py").read_text() == grown and requests[1]["max_tokens"] > 768
+
+
+# ---- the cause one call away (keel/drive/callee.py) --------------------------------------------------
+def discount_shop(tmp_path: Path) -> Path:
+    ws = tmp_path / "shop"
+    ws.mkdir()
+    for name in ("money.py", "checkout.py", "test_checkout.py"):
+        (ws / name).write_text((EVALS / "py-discount-cent" / "repo" / name).read_text())
+    return ws
+
+
+def test_when_the_callers_rewrite_does_not_help_the_change_is_asked_in_the_module_it_calls(tmp_path: Path):
+    ws = discount_shop(tmp_path)
+    checkout = (ws / "checkout.py").read_text()
+    fixed = (EVALS / "py-discount-cent" / "solution" / "money.py").read_text()
+    result, requests = run_small(ws, [
+        {"tool_calls": [call("change_file", path="checkout.py", change="round the discount to the nearest cent")]},
+        {"content": fenced(checkout)}, {"content": fenced(checkout)},    # the caller is right: unchanged twice
+        {"content": fenced(fixed)}],                                     # asked in money.py, which it calls
+        (EVALS / "py-discount-cent" / "task.md").read_text())
+    asked = requests[3]["messages"][1]["content"]
+    assert "=== money.py ===" in asked and "checkout.py calls format_cents(), percent_of() from money.py" in asked
+    assert (ws / "money.py").read_text() == fixed and (ws / "checkout.py").read_text() == checkout
+    reply = next(m["content"] for m in result.messages if m.get("role") == "tool")   # type: ignore[attr-defined]
+    assert "The cause was one call away: keel made the change in money.py" in reply
+    assert result.status == "complete"   # type: ignore[attr-defined]
+    assert "callee_change" in [e["name"] for e in events(ws) if e["type"] == "assist"]
+
+
+def test_a_change_in_the_module_it_calls_that_does_not_help_is_undone(tmp_path: Path):
+    ws = discount_shop(tmp_path)
+    checkout, money = (ws / "checkout.py").read_text(), (ws / "money.py").read_text()
+    worse = money.replace("int(cents * percent / 100)", "int(cents * percent / 100) + 1")
+    result, _ = run_small(ws, [
+        {"tool_calls": [call("change_file", path="checkout.py", change="round the discount")]},
+        {"content": fenced(checkout)}, {"content": fenced(checkout)},
+        {"content": fenced(worse)}, {"content": fenced(worse)}],
+        (EVALS / "py-discount-cent" / "task.md").read_text())
+    assert (ws / "money.py").read_text() == money
+    reply = next(m["content"] for m in result.messages if m.get("role") == "tool")   # type: ignore[attr-defined]
+    assert "keel also tried the change in money.py" in reply
+
+
+def test_without_the_assist_the_module_it_calls_is_left_alone(tmp_path: Path):
+    ws = discount_shop(tmp_path)
+    checkout, money = (ws / "checkout.py").read_text(), (ws / "money.py").read_text()
+    _, requests = run_small(ws, [
+        {"tool_calls": [call("change_file", path="checkout.py", change="round the discount")]},
+        {"content": fenced(checkout)}, {"content": fenced(checkout)}],
+        (EVALS / "py-discount-cent" / "task.md").read_text(), callee_change=False)
+    assert (ws / "money.py").read_text() == money
+    assert not [q for q in requests if "corrected money.py" in str(q["messages"][-1]["content"])]

@@ -23,6 +23,7 @@ from keel.context.preload import CHARS_PER_TOKEN, FileText, rank_key, words
 HEADER = "Project overview (each file and what it defines):"
 OTHERS = "Other files (use read_file to see one), and what each defines:"   # after the files shown whole
 MAX_MEMBERS = 12   # methods shown per class
+OVERVIEW_SHARE = 0.05   # of the window, at most ([context] overview_tokens is the other bound)
 _MORE = "\n… and {} more files"
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
+from keel.drive.callee import one_call_away
 from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
 from keel.drive.rename import Spread
@@ -237,6 +238,14 @@ def make_change_tool() -> Tool:
     latest: dict[str, Any] = {}
 
     def execute(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
+        result = change_one(args, ctx)
+        before, after = result.meta.get("failing") or (0, 0)
+        if after < before or after == 0 or "callee_change" not in ctx.assists or ctx.run is None:
+            return result
+        return one_call_away(args.path, result, ctx,
+                             lambda path, note, c: change_one(ChangeArgs.model_construct(path=path, change=note), c))
+
+    def change_one(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
         run = ctx.run
         if run is None:
             return ToolResult.error("change_file runs inside a run only (it asks the run's model).")
@@ -270,7 +279,7 @@ def make_change_tool() -> Tool:
             assist_acted(ctx, "test_redirect", f"{shown} -> {target or 'refused'}")
             if target is None:
                 return ToolResult.error(words)
-            done = execute(ChangeArgs.model_construct(path=target, change=words), ctx)
+            done = change_one(ChangeArgs.model_construct(path=target, change=words), ctx)
             return replace(done, output=redirect_notice(shown, target) + done.output)
         failures = failing_output(known, saved_tail) if known is not None else ""
         window = run.window_tokens
@@ -323,7 +332,8 @@ def make_change_tool() -> Tool:
                 return _finished(written, restored, None, spent, spread.report(written))
             outcomes = checks.run_plan()
             if failure_score(outcomes) == 0:
-                return _finished(written, restored, outcomes, spent, spread.report(written), latest, verifier)
+                return _scored(_finished(written, restored, outcomes, spent, spread.report(written), latest, verifier),
+                               known, outcomes)
             tried.append((first.text, restored, written, outcomes, True))
         elif checks is None and not first.checked:
             return ToolResult.error(first.problem, usage=spent)
@@ -337,16 +347,16 @@ def make_change_tool() -> Tool:
             if written.ok:
                 tried.append((second.text, restored_second, written, checks.run_plan(), False))
         if not tried:
-            return ToolResult.error(second.problem if first.checked and second.problem else first.problem,
-                                    usage=spent)
+            return _scored(ToolResult.error(second.problem if first.checked and second.problem else first.problem,
+                                            usage=spent), known, known)
         text, restored, written, outcomes, noted = min(tried, key=lambda t: failure_score(t[3]))   # first on a tie
         if current is not None and known is not None and failure_score(outcomes) > failure_score(known):
             write(current)   # worse than before the call: the file goes back (measured: a note that broke page_count)
             spread.undo()
-            return ToolResult.error(f"Nothing was kept: with the rewrite the checks failed worse than before "
-                                    f"({failure_score(outcomes)} failing, {failure_score(known)} before), so {shown} "
-                                    "is as it was. Read the failing test again and say exactly what must change.",
-                                    usage=spent)
+            return _scored(ToolResult.error(
+                f"Nothing was kept: with the rewrite the checks failed worse than before ({failure_score(outcomes)} "
+                f"failing, {failure_score(known)} before), so {shown} is as it was. Read the failing test again and "
+                "say exactly what must change.", usage=spent), known, known)
         if text != tried[-1][0]:
             write(text)   # the first rewrite did at least as well as the second: back to it
         note = "" if noted else (
@@ -354,13 +364,21 @@ def make_change_tool() -> Tool:
                                              first.problem.rstrip(".")) +
             "): a rewrite from the task and the failing checks alone did better, and is what was written.")
         note = "\n".join(line for line in (note, spread.report(written)) if line)
-        return _finished(written, restored, outcomes, spent, note, latest, verifier)
+        return _scored(_finished(written, restored, outcomes, spent, note, latest, verifier), known, outcomes)
 
     spec = ToolSpec("change_file",
                     "Change a file by saying what must change: keel rewrites the whole file with your change, "
                     "saves it and runs the project's checks.",
                     ChangeArgs, WRITE_FILE.spec.annotations)
     return Tool(spec, execute)
+
+
+def _scored(result: ToolResult, before: Sequence[CheckOutcome] | None,
+            after: Sequence[CheckOutcome] | None) -> ToolResult:
+    """``result`` with how many checks failed before the call and after it (keel.drive.callee reads it)."""
+    if before is not None and after is not None:
+        result.meta["failing"] = (failure_score(before), failure_score(after))
+    return result
 
 
 def _spread_acted(ctx: ToolContext, spread: Spread) -> None:
