@@ -13,7 +13,7 @@ from keel.agent import Agent
 from keel.config import Config
 from keel.context.preload import FileText
 from keel.drive.change import judge
-from keel.drive.rewrite import is_stub, keeps_definitions, reply_need, rewrite_problem
+from keel.drive.rewrite import is_stub, keeps_definitions, reply_need, restore_dropped_js, rewrite_problem
 from keel.testing import ScriptedEngineServer
 
 EVALS = Path(__file__).resolve().parent.parent / "evals"
@@ -54,6 +54,19 @@ def test_javascript_rewrites_that_drop_a_function_or_do_not_parse_are_refused():
     assert broken is not None and "does not parse (line 2" in broken
     itself = rewrite_problem("lib/m.js", old, 'const m = require("./m");\n' + old, "", [])
     assert itself is not None and "imports its own module" in itself
+
+
+def test_javascript_definitions_a_rewrite_left_out_go_back_with_their_export():
+    """Measured (js-rename-function): asked to rename fmtMoney, the editor gave back the renamed function
+    alone, sumCents() and its export gone, the same reply each time it was asked again."""
+    old = (EVALS / "js-rename-function" / "repo" / "lib" / "money.js").read_text()
+    new = old.split("function sumCents")[0].replace("fmtMoney", "formatMoney") + "module.exports = { formatMoney };\n"
+    restored, names = restore_dropped_js(old, new, "rename fmtMoney to formatMoney")
+    assert names == ["sumCents"]
+    assert restored.index("function formatMoney") < restored.index("function sumCents(items)")
+    assert restored.rstrip().endswith("module.exports = { formatMoney, sumCents };") and "fmtMoney" not in restored
+    assert restore_dropped_js(old, new, "rename fmtMoney and remove sumCents") == (new, [])
+    assert rewrite_problem("lib/money.js", old, restored, "rename fmtMoney", []) is None
 
 
 @pytest.mark.parametrize("case", ["py-stub-ledger", "py-spec-instructions", "js-spec-brackets"])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -30,8 +30,9 @@ class Definition:
     kind: str                              # function, class, method, constant
     name: str
     signature: str                         # "def read_rows(text)", "class Ledger", "function parseDate(text)"
-    line: int                              # 1-based
+    line: int                              # 1-based, its decorators or `export` included for a top-level one
     members: tuple[Definition, ...] = ()   # a class's methods
+    end: int = 0                           # its last line, 1-based (top-level definitions)
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,9 @@ def outline(path: str, text: str) -> Outline | None:
         return None
     root = _parser(language).parse(data).root_node
     read = _python_definitions if language == "python" else _javascript_definitions
-    return Outline(language, tuple(d for node in root.children if (d := read(node, data)) is not None),
-                   _first_error(root, data) if root.has_error else None)
+    found = tuple(replace(d, line=node.start_point[0] + 1, end=node.end_point[0] + 1)
+                  for node in root.children if (d := read(node, data)) is not None)
+    return Outline(language, found, _first_error(root, data) if root.has_error else None)
 
 
 @functools.cache

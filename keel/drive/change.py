@@ -29,12 +29,20 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.callee import one_call_away
 from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
 from keel.drive.rename import Spread
-from keel.drive.rewrite import GROWTH, keeps_definitions, reply_need, rewrite_problem
+from keel.drive.rewrite import (
+    GROWTH,
+    keeps_definitions,
+    reply_need,
+    restore_dropped,
+    restore_dropped_js,
+    rewrite_problem,
+)
 from keel.engine.types import Usage
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
@@ -306,12 +314,15 @@ def make_change_tool() -> Tool:
                          latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
                          usage=turn.usage.to_json(), reply=turn.content[:4000])
             new, restored = extract_file(turn.content), list[str]()
+            if new is not None and current is not None and shown.endswith(".py"):
+                new, restored = restore_dropped(current, new, note or "")
+            elif new is not None and current is not None and "editor_checks" in assists and \
+                    language_of(shown) == "javascript":
+                new, restored = restore_dropped_js(current, new, note or "")
             if new is not None and "editor_checks" in assists and \
                     (problem := rewrite_problem(shown, current, new, note or args.change, tests)) is not None:
                 assist_acted(ctx, "editor_checks", problem)
                 return Reply(None, problem, checked=True), restored
-            if new is not None and current is not None and shown.endswith(".py"):
-                new, restored = restore_dropped(current, new, note or "")
             return judge(current, new, shown, cut=turn.finish_reason == "length"), restored
 
         def write(text: str) -> ToolResult:
@@ -404,47 +415,3 @@ def _finished(written: ToolResult, restored: list[str], outcomes: tuple[CheckOut
             latest.update(outcomes=outcomes, gate=verifier.last if verifier is not None else None)
     written.output = "\n".join(line for line in lines if line)
     return written
-
-
-# -- definitions a rewrite left out ----------------------------------------------------------------
-def restore_dropped(old: str, new: str, change: str) -> tuple[str, list[str]]:
-    """``new`` with the top-level functions and classes of ``old`` that it lost put back, and their names.
-
-    Measured on a 1.5B model: asked to implement parse_duration(), the rewrite held that function
-    only, and format_duration() below it was gone (the tests could not even import). A definition
-    the change names ("remove format_duration") is left out as asked. Each one goes back after the
-    definition that preceded it in ``old``, or before the first one when it was first. Python only;
-    when either text does not parse, ``new`` is returned as it is."""
-    try:
-        old_defs, new_defs = _top_defs(old), _top_defs(new)
-    except SyntaxError:
-        return new, []
-    missing = [name for name in old_defs if name not in new_defs and not re.search(rf"\b{re.escape(name)}\b", change)]
-    if not missing:
-        return new, []
-    old_lines, lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    order = list(old_defs)
-    for name in missing:
-        start, end = old_defs[name]
-        previous = [n for n in order[: order.index(name)] if n in new_defs]
-        if previous:   # after the definition that preceded it, blank lines first
-            at, block = new_defs[previous[-1]][1], ["\n", "\n", *old_lines[start:end]]
-        else:          # it was first: before the first definition, blank lines after
-            at, block = min((s for s, _ in new_defs.values()), default=len(lines)), [*old_lines[start:end], "\n", "\n"]
-        lines[at:at] = block
-        new_defs = _top_defs("".join(lines))
-    return "".join(lines), missing
-
-
-def _top_defs(source: str) -> dict[str, tuple[int, int]]:
-    """Top-level def/class names → (first line index incl. decorators, end line index), in order."""
-    import ast
-
-    out: dict[str, tuple[int, int]] = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            out[node.name] = (first - 1, node.end_lineno or node.lineno)
-    return out

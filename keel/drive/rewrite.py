@@ -5,7 +5,7 @@ Why, from the 1.5B model's medium runs (issue 36): the editor rewrote a module w
 text (its imports, its own ``from module import …`` line), and the model then claimed success three
 times; another rewrite made a module import itself, and the model then looped between edit_file and
 change_file. A rewrite that holds the tests' text, imports its own module, drops definitions the note
-did not ask to remove (JavaScript; in Python they are put back, keel.drive.change.restore_dropped) or no
+did not ask to remove (they are put back first: ``restore_dropped``, ``restore_dropped_js``) or no
 longer parses is not written: the editor is asked again with the reason.
 
 The other half is not stopping legitimate work: a file of placeholders (``pass``, ``raise
@@ -152,3 +152,84 @@ def dropped_definitions(path: str, current: str, new: str, note: str) -> list[st
         return []
     return [d.name + ("()" if d.kind == "function" else "") for d in old.definitions
             if d.name not in now.names and not re.search(rf"(?<![\w$]){re.escape(d.name)}(?![\w$])", note)]
+
+
+_EXPORTS = re.compile(r"^(\s*module\.exports\s*=\s*\{)([^{}]*)(\}\s*;?\s*)$")
+
+
+def restore_dropped_js(old: str, new: str, note: str) -> tuple[str, list[str]]:
+    """``new`` (JavaScript) with the top-level definitions of ``old`` it lost put back after the one that
+    preceded them, and their names put back into a one-line ``module.exports = { … }`` they were in; the
+    names. What ``note`` names is left out, as asked. Measured (js-rename-function): asked to rename
+    fmtMoney, the 1.5B editor gave back the renamed function alone, sumCents() and its export gone, the
+    same reply every time it was asked again. ``restore_dropped`` is the Python twin."""
+    before, after = outline("m.js", old), outline("m.js", new)
+    if before is None or after is None or after.error is not None:
+        return new, []
+    gone = [d for d in before.definitions if d.name not in after.names
+            and not re.search(rf"(?<![\w$]){re.escape(d.name)}(?![\w$])", note)]
+    if not gone:
+        return new, []
+    old_lines, lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    order = [d.name for d in before.definitions]
+    for d in gone:
+        now = outline("m.js", "".join(lines))
+        ends = {e.name: e.end for e in (now.definitions if now is not None else ())}
+        previous = [n for n in order[: order.index(d.name)] if n in ends]
+        # after the definition that preceded it, else after the last one (a doc comment stays with its function)
+        at = ends[previous[-1]] if previous else max(ends.values(), default=0)
+        lines[at:at] = ["\n", *old_lines[d.line - 1:d.end]]
+    names = [d.name for d in gone]
+    exported = next((_EXPORTS.match(line) for line in old_lines if _EXPORTS.match(line)), None)
+    for i, line in enumerate(lines):
+        if exported and (m := _EXPORTS.match(line)):
+            have = [n.strip() for n in m[2].split(",") if n.strip()]
+            missing = [n for n in names if n in {x.strip() for x in exported[2].split(",")} and n not in have]
+            lines[i] = f"{m[1]} {', '.join([*have, *missing])} {m[3].lstrip()}" if missing else line
+    return "".join(lines), names
+
+
+# -- definitions a rewrite left out, put back ------------------------------------------------------
+def restore_dropped(old: str, new: str, change: str) -> tuple[str, list[str]]:
+    """``new`` with the top-level functions and classes of ``old`` that it lost put back, and their names.
+
+    Measured on a 1.5B model: asked to implement parse_duration(), the rewrite held that function
+    only, and format_duration() below it was gone (the tests could not even import). A definition
+    the change names ("remove format_duration") is left out as asked. Each one goes back after the
+    definition that preceded it in ``old``, or before the first one when it was first. Python only;
+    when either text does not parse, ``new`` is returned as it is."""
+    try:
+        old_defs, new_defs = _top_defs(old), _top_defs(new)
+    except SyntaxError:
+        return new, []
+    missing = [name for name in old_defs if name not in new_defs and not re.search(rf"\b{re.escape(name)}\b", change)]
+    if not missing:
+        return new, []
+    old_lines, lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    order = list(old_defs)
+    for name in missing:
+        start, end = old_defs[name]
+        previous = [n for n in order[: order.index(name)] if n in new_defs]
+        if previous:   # after the definition that preceded it, blank lines first
+            at, block = new_defs[previous[-1]][1], ["\n", "\n", *old_lines[start:end]]
+        else:          # it was first: before the first definition, blank lines after
+            at, block = min((s for s, _ in new_defs.values()), default=len(lines)), [*old_lines[start:end], "\n", "\n"]
+        lines[at:at] = block
+        new_defs = _top_defs("".join(lines))
+    return "".join(lines), missing
+
+
+def _top_defs(source: str) -> dict[str, tuple[int, int]]:
+    """Top-level def/class names → (first line index incl. decorators, end line index), in order."""
+    import ast
+
+    out: dict[str, tuple[int, int]] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            out[node.name] = (first - 1, node.end_lineno or node.lineno)
+    return out
