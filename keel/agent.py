@@ -27,6 +27,7 @@ from keel.tools.session import FileSession
 
 if TYPE_CHECKING:
     from keel.context.manager import ContextManager
+    from keel.core.request import Request
     from keel.policy.sandbox import SandboxInfo
     from keel.trace.sessions import SavedSession
     from keel.verify.verifier import Verifier
@@ -185,6 +186,7 @@ class Agent:
         self.plan_mode = plan_mode
         from keel.ext.extensions import Extensions
         self.profile = tool_profile(self.config)
+        self.assists = self.config.assists.active(self.profile)   # keel.core.assists: what is done for the model
         # trust, hooks, skills, MCP, plugins (docs/extensions.md); the bus and log exist by the time they are read
         self.ext = Extensions(self.workspace, self.config, profile=self.profile, prompt=prompt,
                               session_id=lambda: self.session_id,
@@ -195,7 +197,9 @@ class Agent:
         # One registry path: the built-ins (or the caller's tools), then delegate, skills, MCP and plugins
         # all come in through ToolRegistry.register; hooks, plan mode and diffs wrap them in place.
         self.registry = ToolRegistry()
-        builtin = small_tools(make_change_tool()) if self.profile == "small" else default_tools()
+        builtin = (small_tools(make_change_tool() if "whole_file_editor" in self.assists else None,
+                               undo_broken_python="python_edit_undo" in self.assists)
+                   if self.profile == "small" else default_tools())
         for tool in tools if tools is not None else builtin:
             self.registry.register(tool)
         if tools is None:
@@ -212,6 +216,7 @@ class Agent:
         snapshot = log_path is not False and shell.snapshot_max_mb > 0 and shell.snapshot_max_files > 0
         self.ctx = build_context(self.workspace, self.config, attended=attended, prompt=prompt,
                                  ask_user=ask_user, snapshot=snapshot)
+        self.ctx.assists = self.assists
         self.system_prompt = (system_prompt if system_prompt is not None
                               else default_prompt(self.profile) + self.ext.prompt_addendum())
         self.session_id = session_id or new_session_id()  # given: a resumed session (keel.trace.sessions)
@@ -269,20 +274,41 @@ class Agent:
                              attended=self.attended)
         cap = memory_cap(self.context_manager().window.tokens, self.config.context.budget.memory)
         memory = project_memory(self.workspace, cap)   # AGENTS.md files: in the cached prefix, read once
-        if self.profile == "small":  # the files in front of the model: it copies old_text, not invents it
-            from keel.context.preload import preload_section
-            from keel.verify.before import checks_before
-
-            files = preload_section(self.workspace, request, self.context_manager().window.tokens, self.ctx)
-            self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
-            before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
-            extra = "\n\n".join(p for p in (files, before) if p)
-            # the task again after the files: a small model follows the last thing it read
-            first = f"{first}\n\n{extra}\n\nYour task: {task.strip()}" if extra else first
+        first = f"{first}\n\n{extra}" if (extra := self._first_sections(task, request)) else first
+        if self.profile == "small" and extra:   # the task again after the files: a small model follows the last thing it read
+            first = f"{first}\n\nYour task: {task.strip()}"
         if request.answer_only:   # the system prompt is about changing files; this request is not
             first = f"{first}\n\n{answer_note(request.forbids_change)}"
         return [{"role": "system", "content": self.system_prompt},
                 {"role": "user", "content": f"{first}\n\n{memory}" if memory else first}]
+
+    def _first_sections(self, task: str, request: Request) -> str:
+        """What the first message shows of the project: the overview (every profile, keel.context.overview);
+        for the small profile the files most related to the task and the checks before any change."""
+        from keel.context.overview import HEADER, OTHERS, OVERVIEW_SHARE, render_overview
+        from keel.context.preload import collect, preload_section
+        from keel.policy.reads import shows
+        from keel.verify.before import checks_before
+
+        window = self.context_manager().window.tokens
+        budget = min(self.config.context.overview_tokens, int(window * OVERVIEW_SHARE))
+        collected = collect(self.workspace, shows(self.ctx.approval)) \
+            if budget > 0 or self.profile == "small" else ([], 0)
+        shown: list[str] = []
+        files = ""
+        if self.profile == "small" and "preload" in self.assists:   # the model copies old_text, not invents it
+            files, chosen = preload_section(self.workspace, request, window, self.ctx, collected, list_others=budget <= 0)
+            shown = [f.path for f in chosen.shown]
+            if shown:
+                self._emit("assist", name="preload", detail=", ".join(shown)[:300])
+        overview = render_overview(collected[0], request, budget, skip=shown, header=OTHERS if shown else HEADER)
+        before = ""
+        if self.profile == "small" and "checks_before" in self.assists:
+            self._verifier = None if self.plan_mode else self.build_verifier(task)   # also the run's gate
+            before = checks_before(self._verifier, self._emit) if self._verifier is not None else ""
+            if before:
+                self._emit("assist", name="checks_before", detail=before.splitlines()[1][:300])
+        return "\n\n".join(p for p in (files, overview, before) if p)
 
     @property
     def protection(self) -> str:
@@ -333,7 +359,7 @@ class Agent:
         self.bus.emit("session_start", workspace=str(self.workspace), model=self.engine.model,
                       task=task, attended=self.attended, protection=self.protection,
                       sandbox=tier, confining=confining, config=config_summary(self.config),
-                      tools=self.registry.names, serving=self.provenance.record(),
+                      tools=self.registry.names, serving=self.provenance.record(), assists=self.assists.names(),
                       # the in-process engine's threads (and why) and prefix cache (keel.engine.local)
                       **({"engine_setup": self.engine.describe_setup()} if hasattr(self.engine, "describe_setup") else {}))
         for kind, fields in self._held:   # what the first message's checks emitted, after the start
@@ -342,11 +368,13 @@ class Agent:
         p = self.config.prices
         from keel.engine.runaway import GuardedEngine
 
-        engine = GuardedEngine(self.engine, lambda: self.ctx.deadline)  # runaway and deadline cuts
+        # deadline cuts, and runaway ones where the reply watch is on
+        engine = GuardedEngine(self.engine, lambda: self.ctx.deadline, watch_repeats="reply_watch" in self.assists)
         runner = Runner(engine, self.registry, self.ctx, self.bus, limits=limits or limits_from(self.config),
                         prices=Prices(p.input_per_m, p.cached_input_per_m, p.output_per_m),
                         attended=self.attended, task=task or "", state=state, plan_mode=self.plan_mode,
                         verifier=None if self.plan_mode else self._take_verifier(task or ""),
+                        assists=self.assists,
                         on_stop=self.ext.hooks.on_stop if self.ext.hooks.has("Stop") else None)
         runner.context = self.context_manager(engine)  # the window: compaction and prefix accounting
         self.runner = runner
@@ -439,6 +467,7 @@ class Agent:
         return Verifier(lambda: build_plan(self.workspace, task, accept=v.accept, pinned=pinned, enabled=v.enabled(),
                                            has_module=probe),
                         self.ctx, task=task, artifacts_dir=artifacts, check_timeout_s=v.check_timeout_s,
+                        assists=self.assists,
                         on_plan=lambda plan: self._emit("verification_plan", **plan.to_json()))
 
 

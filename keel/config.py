@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from keel.core.assists import Assists, choose
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -218,6 +220,9 @@ class ContextSettings(BaseModel):
     keep_last: int = Field(default=8, ge=2)                   # recent messages kept verbatim
     summarizer: Literal["model", "deterministic"] = "model"   # deterministic: no summarising model call
     max_failed_compactions: int = Field(default=3, ge=1)      # circuit breaker: then stop with limit:context
+    # the project overview in the first message (keel.context.overview): tokens at most, and at most
+    # OVERVIEW_SHARE of the window; 0 = none
+    overview_tokens: int = Field(default=1200, ge=0)
     budget: BudgetShares = Field(default_factory=BudgetShares)
 
     @model_validator(mode="after")
@@ -225,6 +230,37 @@ class ContextSettings(BaseModel):
         if self.compact_to >= self.compact_at:
             raise ValueError(f"compact_to ({self.compact_to:g}) must be below compact_at ({self.compact_at:g})")
         return self
+
+
+Switch = bool | Literal["auto"]
+
+
+class AssistSettings(_Section):
+    """``[assists]`` (keel.core.assists): each assist's switch, "auto" (on for the profiles it was measured
+    on), true or false; ``all = false`` turns every one off. The keys are the registry's names (a test
+    keeps them in step)."""
+
+    all: bool = True
+    preload: Switch = "auto"
+    checks_before: Switch = "auto"
+    whole_file_editor: Switch = "auto"
+    editor_checks: Switch = "auto"
+    python_edit_undo: Switch = "auto"
+    test_redirect: Switch = "auto"
+    callee_change: Switch = "auto"
+    rename_spread: Switch = "auto"
+    moves: Switch = "auto"
+    variety: Switch = "auto"
+    reply_watch: Switch = "auto"
+    contract_review: Switch = "auto"
+    spec_probes: Switch = "auto"
+
+    def switches(self) -> dict[str, Switch]:
+        return {k: v for k, v in self.model_dump().items() if k != "all"}
+
+    def active(self, profile: str) -> Assists:
+        """The assists on for a run of ``profile`` under these switches."""
+        return choose(profile, self.switches(), everything=self.all)
 
 
 class TelemetrySettings(_Section):
@@ -244,6 +280,7 @@ class Config(_Section):
     hooks: HookSettings = Field(default_factory=HookSettings)
     extensions: ExtensionSettings = Field(default_factory=ExtensionSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    assists: AssistSettings = Field(default_factory=AssistSettings)   # keel.core.assists
 
 
 class ConfigError(Exception):

@@ -78,6 +78,16 @@ def keel_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def add_user_config(env: dict[str, str], text: str) -> Path:
+    """Append ``text`` to the user config a keel started with ``env`` reads (``[assists] variety = true``
+    for a test of an assist on the full profile, where it is off by default)."""
+    path = Path(env["XDG_CONFIG_HOME"]) / "keel" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(text if text.endswith("\n") else text + "\n")
+    return path
+
+
 @pytest.fixture
 def run_keel(keel_env: dict[str, str]):
     import time

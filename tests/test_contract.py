@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import call, make_repo
+from conftest import add_user_config, call, make_repo
 
 from keel.core.request import parse_request
 from keel.testing.server import ScriptedEngineServer
@@ -147,7 +147,8 @@ def _run(run_keel, repo: Path, task: str, script: list[dict]) -> tuple[object, l
         return r, server.requests
 
 
-def test_a_claim_is_checked_once_against_the_docstring_the_task_points_at(tmp_path: Path, run_keel):
+def test_a_claim_is_checked_once_against_the_docstring_the_task_points_at(tmp_path: Path, run_keel, keel_env):
+    add_user_config(keel_env, "[assists]\ncontract_review = true")   # the full profile's default is off
     repo = make_repo(tmp_path / "repo", {"mathx.py": DOUBLE, "test_mathx.py": TEST_DOUBLE})
     script = [{"tool_calls": [call("edit_file", path="mathx.py", old_text="    raise NotImplementedError", new_text="    return 2 * n")]},
               {"tool_calls": [call("finish", summary="double() doubles; the test passes")]},
@@ -162,6 +163,17 @@ def test_a_claim_is_checked_once_against_the_docstring_the_task_points_at(tmp_pa
     assert r.result["stop_reason"] == "complete" and (repo / "mathx.py").read_text() == STRICT
     kinds = [e.get("pushback_kind") for e in r.events() if e["type"] == "decision"]
     assert kinds.count("contract_review") == 1
+    assert [e["name"] for e in r.events() if e["type"] == "assist"] == ["contract_review"]
+
+
+def test_the_full_profile_has_no_contract_review_unless_switched_on(tmp_path: Path, run_keel):
+    repo = make_repo(tmp_path / "repo", {"mathx.py": DOUBLE, "test_mathx.py": TEST_DOUBLE})
+    script = [{"tool_calls": [call("edit_file", path="mathx.py", old_text="    raise NotImplementedError", new_text="    return 2 * n")]},
+              {"tool_calls": [call("finish", summary="double() doubles; the test passes")]}]
+    r, requests = _run(run_keel, repo, "Implement double() in mathx.py as its docstring says.", script)
+    assert r.code == 0, r.stdout + r.stderr
+    assert r.result["stop_reason"] == "complete" and len(requests) == 2
+    assert not [e for e in r.events() if e["type"] == "assist"]
 
 
 def test_without_a_pointer_to_the_docs_the_passing_checks_decide(tmp_path: Path, run_keel):

@@ -168,6 +168,24 @@ LAZY_FIXES: dict[str, dict[str, tuple[str | None, str]]] = {
                                            '    for row in read_rows(text if text.endswith("\\n") else text + "\\n"):\n')},
     "py-write-tests": {"test_leap.py": (None, "from leap import is_leap_year\n\n\ndef test_leap():\n"
                                               "    assert is_leap_year(2024) and not is_leap_year(2023)\n")},
+    # the medium shapes (issue 36): a cent added where the symptom is, an alias for the old name, a
+    # month taken back in the caller, answers for the tests' own inputs
+    "py-discount-cent": {"checkout.py": ("    return percent_of(subtotal(lines), percent)\n",
+                                         "    return percent_of(subtotal(lines), percent) + (code == \"STAFF30\")\n")},
+    "py-rename-function": {"users/store.py": ("def by_email(", "find_user = get_user\n\n\ndef by_email(")},
+    "js-rename-function": {"lib/money.js": ("module.exports = { fmtMoney, sumCents };",
+                                            "module.exports = { fmtMoney, formatMoney: fmtMoney, sumCents };")},
+    "js-due-date": {"src/invoice.js": ("  return formatDate(addDays(parseDate(invoice.issued), days));",
+                                       "  const [y, m, d] = invoice.issued.split(\"-\").map(Number);\n"
+                                       "  return formatDate(addDays(new Date(y, m - 1, d), days));")},
+    "py-spec-instructions": {"rle.py": ("def encode(text):\n    pass\n",
+                                        "def encode(text):\n    if any(c.isdigit() for c in text):\n"
+                                        "        raise ValueError(text)\n"
+                                        "    return {\"XYZ\": \"XYZ\", \"  hsqq qww  \": \"2 hs2q q2w2 \", \"\": \"\"}.get(\n"
+                                        "        text, \"12WB12W3B24WB\")\n"),
+                             "rle.py ": ("def decode(text):\n    pass\n",
+                                         "def decode(text):\n    return \"\" if not text else \"W\" * 12 + \"B\" + \"W\" * 12 + "
+                                         "\"BBB\" + \"W\" * 24 + \"B\"\n")},
     "js-off-by-one": {"calendar.js": ("  return new Date(year, month - 1, 0).getDate();",
                                       "  if (month === 2) return year % 4 === 0 ? 29 : 28;\n"
                                       "  return [4, 6, 9, 11].includes(month) ? 30 : 31;")},
@@ -179,7 +197,7 @@ def test_a_lazy_fix_that_passes_the_visible_tests_fails_acceptance(case_id: str,
     case = by_id(case_id)
     workspace = materialize(case, tmp_path / "ws")
     for rel, (old, new) in LAZY_FIXES[case_id].items():
-        target = workspace / rel
+        target = workspace / rel.strip()   # a trailing space: a second edit of the same file
         if old is None:
             target.write_text(new)
         else:

@@ -220,3 +220,40 @@ def test_property_resolution_never_escapes(links: list[tuple[str, str]], parts: 
             assert err in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- a path that differs only in case (issue 36: the 1.5B read instructions.md for INSTRUCTIONS.md, was
+# told "File not found", then created a second instructions.md instead of changing the module) -----------
+def test_a_name_differing_only_in_case_resolves_to_the_existing_file(tree: Path) -> None:
+    ws = tree.resolve()
+    (ws / "INSTRUCTIONS.md").write_text("spec\n")
+    assert resolve_in_workspace(ws, "instructions.md") == ws / "INSTRUCTIONS.md"
+    assert resolve_in_workspace(ws, "SRC/App.py", for_write=True) == ws / "src" / "app.py"
+    assert resolve_in_workspace(ws, "Src/new.py", for_write=True) == ws / "src" / "new.py"   # a new file, its folder found
+    assert resolve_in_workspace(ws, "other/new.py", for_write=True) == ws / "other" / "new.py"
+    assert "inside .git" in refused(ws, ".GIT/config", for_write=True)
+    from keel.tools.base import ToolContext
+    from keel.tools.files import READ_FILE
+
+    read = READ_FILE.execute(READ_FILE.spec.args(path="instructions.md"), ToolContext(workspace=ws))
+    assert read.ok and "spec" in read.output
+
+
+def test_two_files_that_match_but_for_case_are_left_for_the_error_to_name(tree: Path, tmp_path: Path) -> None:
+    from keel.tools.base import ToolContext
+    from keel.tools.files import READ_FILE
+
+    ws = tree.resolve()
+    (ws / "Readme.md").write_text("a\n")
+    (ws / "README.md").write_text("b\n")
+    assert resolve_in_workspace(ws, "readme.md") == ws / "readme.md"
+    result = READ_FILE.execute(READ_FILE.spec.args(path="readme.md"), ToolContext(workspace=ws))
+    assert not result.ok and "README.md" in result.output and "Readme.md" in result.output
+
+
+def test_the_case_match_is_judged_by_the_jail_like_any_path(tree: Path) -> None:
+    ws = tree.resolve()
+    (ws / "Escape").symlink_to(tree.parent / "outside")
+    assert "outside the workspace" in refused(ws, "escape/secret.txt")
+    with open(tree.parent / "outside" / "secret.txt") as fh:   # the control: the link does lead out
+        assert fh.read() == "top secret\n"

@@ -1,7 +1,8 @@
 """``keel eval``: run eval cases through keel (or a peer agent), grade, measure, report.
 
-    keel eval [CASES...] [--base-url URL --model NAME | --engine scripted] [--agent NAME ...]
+    keel eval [CASES...] [--base-url URL --model NAME | --engine scripted | --local GGUF] [--agent NAME ...]
               [--workers N] [--repeat K] [--out DIR] [--max-steps N] [--timeout S] [--ray ADDRESS]
+              [--arms configured,off,families]
     keel eval compare RUN_A RUN_B [--json]
     keel eval report DIR
     keel eval list [CASES...]
@@ -15,6 +16,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,13 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--cases-dir", type=Path, help="where case folders live (default: ./evals)")
     p.add_argument("--engine", choices=["live", "scripted"], default="live",
                    help="live (default): --base-url/--model; scripted: each case's script.jsonl on 127.0.0.1")
+    p.add_argument("--local", metavar="MODEL",
+                   help="run keel with this GGUF in process (keel run --local), each case in the same folder "
+                        "for every arm; one job at a time")
+    p.add_argument("--arms", metavar="ARMS",
+                   help="run the suite once per arm of assists (docs/local.md#assists): configured, off, "
+                        "families (one arm per family off) or no-<family>, comma-separated; each arm in "
+                        "OUT/<arm>/, then the per-assist table")
     p.add_argument("--base-url", help="the engine's OpenAI-compatible URL (default: keel's configuration)")
     p.add_argument("--model", help="model name (default: keel's configuration)")
     p.add_argument("--api-key-env", help="name of the environment variable that holds the API key")
@@ -112,11 +121,17 @@ def _engine_settings(args: argparse.Namespace) -> tuple[str | None, str | None, 
 
 def _run(args: argparse.Namespace) -> int:
     from keel.eval.execute import JobSpec
-    from keel.eval.suite import SuiteError, finished_keys, load_records, plan_jobs, run_suite
+    from keel.eval.suite import plan_jobs
 
     cases = _load(args.cases, args.cases_dir)
     agents = list(dict.fromkeys(args.agent or ["keel"]))
-    if args.engine == "scripted":
+    engine = "local" if args.local else args.engine
+    if args.local:
+        if args.engine == "scripted" or args.base_url or "mini-swe-agent" in agents or args.ray or args.workers > 1:
+            raise UsageError("--local runs keel alone, in process, one job at a time: no --engine scripted, "
+                             "--base-url, --agent mini-swe-agent, --ray or --workers")
+        base_url, model, temperature = None, str(Path(args.local).resolve()), args.temperature or 0.0
+    elif args.engine == "scripted":
         base_url, model, temperature = None, None, args.temperature or 0.0
         missing = [c.id for c in cases if c.script_path is None]
         if missing:
@@ -132,15 +147,24 @@ def _run(args: argparse.Namespace) -> int:
         if problem := peer_problem():
             raise UsageError(problem)
     out = args.out or Path("eval-runs") / time.strftime("%Y%m%d-%H%M%S")
+    template = JobSpec(case_id="", case_dir="", engine=engine, base_url=base_url, model=model,
+                       api_key_env=args.api_key_env, max_steps=args.max_steps, timeout_s=args.timeout,
+                       temperature=temperature, keep_workspace=args.keep_workspaces)
+    if args.arms:
+        return _run_arms(args, cases, template, out)
     jobs = []
     for agent in agents:  # all agents' jobs in one pool, so keel and the peer run side by side
-        template = JobSpec(case_id="", case_dir="", agent=agent, engine=args.engine, base_url=base_url,
-                           model=model, api_key_env=args.api_key_env, max_steps=args.max_steps,
-                           timeout_s=args.timeout, temperature=temperature, keep_workspace=args.keep_workspaces)
-        jobs += plan_jobs(cases, template, args.repeat)
-    from keel.eval.progress import EvalProgress
+        jobs += plan_jobs(cases, replace(template, agent=agent), args.repeat)
+    mine, records = _run_jobs(args, jobs, out, f"{len(cases)} case(s) × {args.repeat} repeat(s) × {', '.join(agents)}")
+    return _finish(out, records, mine)
 
-    print(f"keel eval: {len(cases)} case(s) × {args.repeat} repeat(s) × {', '.join(agents)} → {out}", file=sys.stderr)
+
+def _run_jobs(args: argparse.Namespace, jobs: list[Any], out: Path, what: str) -> tuple[list[Any], list[Any]]:
+    """Run ``jobs`` into ``out`` (resuming), with the progress bar; (this command's records, all of them)."""
+    from keel.eval.progress import EvalProgress
+    from keel.eval.suite import SuiteError, finished_keys, load_records, run_suite
+
+    print(f"keel eval: {what} → {out}", file=sys.stderr)
     with EvalProgress(len(jobs)) as progress:
         done = finished_keys(out)
         progress.skip(sum(j.key in done for j in jobs))  # an earlier, interrupted eval into this --out
@@ -150,8 +174,31 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
     records = load_records(out)
     keys = {j.key for j in jobs}
-    mine = [r for r in records if r["key"] in keys]
-    return _finish(out, records, mine)
+    return [r for r in records if r["key"] in keys], records
+
+
+def _run_arms(args: argparse.Namespace, cases: list[Any], template: Any, out: Path) -> int:
+    """Each arm of assists over the same cases, one after the other, each in OUT/<arm>/; then the tables."""
+    from keel.core.files import write_atomic
+    from keel.eval.arms import assist_tables, parse_arms
+    from keel.eval.suite import plan_jobs
+
+    if args.agent and set(args.agent) != {"keel"}:
+        raise UsageError("--arms switches keel's assists: it runs keel alone")
+    try:
+        arms = parse_arms(args.arms)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    by_arm: dict[str, list[Any]] = {}
+    for arm in arms:
+        jobs = plan_jobs(cases, replace(template, assists=arm.assists), args.repeat)
+        by_arm[arm.label], _ = _run_jobs(args, jobs, out / arm.label, f"arm {arm.label}: {len(cases)} case(s)")
+    table = assist_tables(by_arm)
+    write_atomic(out / "assists.md", (table + "\n").encode("utf-8"), make_parents=True)
+    print(table)
+    print(f"table: {out / 'assists.md'}", file=sys.stderr)
+    every = [r for records in by_arm.values() for r in records]
+    return 0 if every and all(r.get("outcome") == "success" for r in every) else 1
 
 
 def _finish(out: Path, records: list[dict[str, Any]], mine: list[dict[str, Any]]) -> int:

@@ -57,6 +57,9 @@ def _run_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--accept", action="append", metavar="CMD", default=None,
                    help="an acceptance command that must pass before the run may complete (repeatable), "
                         "e.g. --accept 'python -m pytest -q tests/test_api.py'")
+    p.add_argument("--assists", metavar="SPEC",
+                   help="the assists for small models this run (docs/local.md#assists): `off` for none, or "
+                        "NAME=on|off|auto pairs (an assist or a family), e.g. variety=off,editor=off")
     p.add_argument("--verify", choices=["auto", "off"],
                    help="auto (default): every completion claim runs the project's checks; off: no gate")
     p.add_argument("--attended", action="store_true",

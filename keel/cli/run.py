@@ -107,6 +107,12 @@ def _load_config(args: argparse.Namespace, workspace: Path) -> tuple[Config, boo
         "permissions": {"approval": args.approval},
         "verify": {"mode": args.verify},
     }
+    if getattr(args, "assists", None):   # --assists: the [assists] switches for this run
+        from keel.core.assists import parse_switches
+        try:
+            flags["assists"] = parse_switches(args.assists)
+        except ValueError as e:
+            raise _Problem(f"--assists: {e}") from None
     try:
         config, warnings = load_config(workspace, flags=flags)
     except ConfigError as e:

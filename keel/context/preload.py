@@ -128,18 +128,21 @@ def collect(workspace: Path, may_read: Any = None) -> tuple[list[FileText], int]
     return found, skipped
 
 
-def preload_section(workspace: Path, request: Request, window_tokens: int, ctx: Any) -> str:
-    """The first message's file section for ``task``; the files shown are recorded as read by the
-    session (``ctx.session``), through the same read rules read_file obeys (``ctx.approval``)."""
+def preload_section(workspace: Path, request: Request, window_tokens: int, ctx: Any,
+                    collected: tuple[list[FileText], int] | None = None, list_others: bool = True) -> tuple[str, Preload]:
+    """The first message's file section for ``request``, and what it chose; the files shown are recorded
+    as read by the session (``ctx.session``), through the same read rules read_file obeys (``ctx.approval``).
+    ``collected``: ``collect``'s answer when the caller has it; ``list_others`` False: the files not shown
+    are left for the project overview to name (keel.context.overview)."""
     from keel.policy.reads import shows
 
-    files, more = collect(workspace, shows(ctx.approval))
+    files, more = collected or collect(workspace, shows(ctx.approval))
     chosen = choose(request, files, budget_chars(window_tokens), more)
     root = workspace.resolve()
     for f in chosen.shown:   # the bytes shown, not a second read: an edit is checked against what the model saw
         if f.data is not None:
             ctx.session.record_read(root / f.path, f.data)
-    return render(chosen)
+    return render(chosen if list_others else Preload(chosen.shown, [], 0)), chosen
 
 
 def top_level_entries(workspace: Path, cap: int = 40) -> list[str]:

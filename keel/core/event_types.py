@@ -49,6 +49,13 @@ class SessionStart(EventBase):
     config: dict[str, Any]
     engine_setup: NotRequired[dict[str, Any]]
     serving: NotRequired[dict[str, Any]]
+    assists: NotRequired[list[str]]   # the assists on for the run (keel.core.assists)
+
+
+class AssistEvent(EventBase):
+    """An assist acted (keel.core.assists): its name and, in a few words, on what."""
+    name: str
+    detail: str
 
 
 class Resume(EventBase):
@@ -260,7 +267,7 @@ EVENT_TYPES: dict[str, type] = {
     "verification_plan": VerificationPlan, "verification": Verification, "checks_start": ChecksStart,
     "checks_before": ChecksBefore,
     "compaction": Compaction, "cache_break": CacheBreak, "context_window": ContextWindow,
-    "change_request": ChangeRequest, "hook": Hook, "subagent_start": SubagentStart, "plan_saved": PlanSaved,
+    "change_request": ChangeRequest, "assist": AssistEvent, "hook": Hook, "subagent_start": SubagentStart, "plan_saved": PlanSaved,
     "plan_approved": PlanApproved, "session_save_failed": SessionSaveFailed, "changes": Changes, "stop": Stop,
 }
 COMMON_FIELDS = frozenset(EventBase.__annotations__)

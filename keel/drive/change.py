@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -28,15 +29,25 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
+from keel.drive.callee import one_call_away
 from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
+from keel.drive.rewrite import (
+    GROWTH,
+    keeps_definitions,
+    reply_need,
+    restore_dropped,
+    restore_dropped_js,
+    rewrite_problem,
+)
 from keel.drive.spread import Spread, rename_asked
 from keel.engine.types import Usage
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.policy.reads import read_refusal, shows
-from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
+from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec, assist_acted
 from keel.tools.small import NOTE_MAX_CHARS, breaks_python
 
 if TYPE_CHECKING:
@@ -44,9 +55,9 @@ if TYPE_CHECKING:
 
 EDITOR_PROMPT = "You are a careful programmer who fixes code."   # measured: see change_request
 RELATED_SHARE = 0.2          # of the context window, for the other files shown with the one to change
-REPLY_MARGIN = 1.25          # the new file may be longer than the old one
 MIN_KEPT_SHARE = 0.5         # of the file's lines, below which a "change" is a replacement (a stub, a gutted file)
 SMALL_FILE_LINES = 2         # files this short may change entirely
+EDITOR_CAP_MAX = 2048        # tokens one editor reply may have (~3-4 minutes of a 1.5B model on 2 cores)
 
 
 class ChangeArgs(ToolArgs):
@@ -61,22 +72,25 @@ class ChangeArgs(ToolArgs):
 
 @dataclass(frozen=True)
 class Reply:
-    """What the edit request produced: the new file text, or why there is none."""
+    """What the edit request produced: the new file text, or why there is none (``checked``: a check
+    on the rewrite refused it, keel.drive.rewrite)."""
 
     text: str | None
     problem: str = ""
+    checked: bool = False
 
 
 # -- pure core ---------------------------------------------------------------------------------------
 def change_request(task: str, change: str | None, path: str, current: str | None, related: Sequence[FileText],
-                   failures: str) -> list[dict[str, Any]]:
+                   failures: str, refused: str = "") -> list[dict[str, Any]]:
     """The edit request's messages: the other files first, the file to change last, then the
     failing checks' output, the task and the change (a small model follows the last thing it read).
     ``change`` None: the task and the checks alone (the second attempt, see make_change_tool).
 
     The wording is the one measured (1.5B model, greedy, six cases): this layout with the raw end of
     the failing output fixed 4 of 6; the same content with keel's failure summary instead, or with
-    "end of" markers and other headings, fixed none of off-by-one's three prompt variants."""
+    "end of" markers and other headings, fixed none of off-by-one's three prompt variants. ``refused``:
+    why the editor's last rewrite was not written (keel.drive.rewrite), said before the task."""
     parts = [f"=== {f.path} ===\n{_body(f.text or '')}" for f in related]
     if current is None:
         parts.append(f"{path} does not exist yet: write it.\n")
@@ -84,6 +98,8 @@ def change_request(task: str, change: str | None, path: str, current: str | None
         parts.append(f"=== {path} ===\n{_body(current)}=== end ===\n")
     if failures:
         parts.append(f"The tests fail:\n{failures.strip()}\n\n")
+    if refused:
+        parts.append(f"Your last rewrite was not used: {refused}\n\n")
     note = f"The change to make in {path}: {change.strip()}\n" if change else ""
     # Measured (1.5B, greedy): told to make a wrong change that the project's weak tests still pass
     # (mutable-default: "add_tag: article.tags = [tag]"), the editor obeyed and keel ended complete
@@ -152,7 +168,7 @@ def judge(current: str | None, new: str | None, path: str, cut: bool) -> Reply:
         return Reply(None, f"The rewrite of {path} left part of the file out ({placeholder!r}), so nothing was "
                            "written. Call change_file again; the whole file is written for you.")
     share = kept_share(current, new)
-    if share < MIN_KEPT_SHARE and len(_lines(current)) > SMALL_FILE_LINES:
+    if share < MIN_KEPT_SHARE and len(_lines(current)) > SMALL_FILE_LINES and not keeps_definitions(path, current, new):
         return Reply(None, f"The rewrite of {path} kept only {share:.0%} of its lines, so it would replace the "
                            "file rather than change it; nothing was written. Say which part must change.")
     if path.endswith(".py") and (broken := breaks_python(current.encode(), new.encode())):
@@ -188,7 +204,17 @@ def fits(current: str | None, reply_cap: int | None) -> bool:
     """Whether the whole new file can come back within one reply of ``reply_cap`` tokens."""
     if reply_cap is None or current is None:
         return True
-    return len(current) / CHARS_PER_TOKEN * REPLY_MARGIN + 40 <= reply_cap
+    return math.ceil(len(current) / CHARS_PER_TOKEN * GROWTH) + 40 <= reply_cap
+
+
+def editor_cap(base: int | None, need: int, room: int) -> int | None:
+    """The editor request's reply cap: the engine's own (``base``, None: none), raised to what the file
+    needs (``need`` tokens, keel.drive.rewrite.reply_need) as far as the window leaves ``room`` and at
+    most EDITOR_CAP_MAX. Measured: an 80-line implementation of a stub was cut by the 768-token cap of
+    the small profile, and a file the run itself had grown was then "too long to be rewritten"."""
+    if base is None:
+        return None
+    return max(base, min(need, room, EDITOR_CAP_MAX))
 
 
 def _body(text: str) -> str:
@@ -221,6 +247,14 @@ def make_change_tool() -> Tool:
     latest: dict[str, Any] = {}
 
     def execute(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
+        result = change_one(args, ctx)
+        before, after = result.meta.get("failing") or (0, 0)
+        if after < before or after == 0 or "callee_change" not in ctx.assists or ctx.run is None:
+            return result
+        return one_call_away(args.path, result, ctx,
+                             lambda path, note, c: change_one(ChangeArgs.model_construct(path=path, change=note), c))
+
+    def change_one(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
         run = ctx.run
         if run is None:
             return ToolResult.error("change_file runs inside a run only (it asks the run's model).")
@@ -243,34 +277,46 @@ def make_change_tool() -> Tool:
         task, request, verifier = run.task, run.request, run.verifier
         checks = verifier if verifier is not None and not verifier.plan.empty else None   # None: nothing to run
         # a move, or a rename the task names, is keel's own refactoring: no editor request, whatever the note says
-        done = asked_move(ctx, shown, current, args.change, request, checks) or rename_asked(ctx, shown, current,
-                                                                                              request, checks)
+        assists = ctx.assists
+        done = (asked_move(ctx, shown, current, args.change, request, checks) if "moves" in assists else None) or \
+            (rename_asked(ctx, shown, current, request, checks) if "rename_spread" in assists else None)
         if done is not None:
+            if done.ok:
+                assist_acted(ctx, "moves" if done.meta.get("moved") else "rename_spread", f"{shown}: {args.change}")
             return _finished(done, [], checks.run_plan() if checks and done.ok else None, Usage(), "", latest, verifier)
-        if not fits(current, _reply_cap(engine)):
-            return ToolResult.error(f"{shown} is too long to be rewritten whole in one reply. Use edit_file: "
-                                    "old_text copied exactly from the file, new_text its replacement.")
         gate_last = verifier.last if verifier is not None else None
         known = latest.get("outcomes") if latest and latest.get("gate") is gate_last else None
         if known is None and gate_last is not None:
             known = gate_last.results
         if checks is not None and current is not None and (is_test_file(shown) or shown in checks.protected) \
-                and not request.allows_test_changes:   # where to go instead: a bare refusal was sent again
+                and not request.allows_test_changes and "test_redirect" in assists:
+            # where to go instead: a bare refusal was sent again
             target, words = redirect_or_refusal(ctx.workspace, shown, current, checks.protected, known)
+            assist_acted(ctx, "test_redirect", f"{shown} -> {target or 'refused'}")
             if target is None:
                 return ToolResult.error(words)
-            done = execute(ChangeArgs.model_construct(path=target, change=words), ctx)
+            done = change_one(ChangeArgs.model_construct(path=target, change=words), ctx)
             return replace(done, output=redirect_notice(shown, target) + done.output)
         failures = failing_output(known, saved_tail) if known is not None else ""
         window = run.window_tokens
         files, _ = collect(ctx.workspace, shows(ctx.approval))
         others = [f for f in files if f.path != shown and f.text is not None]
         related = choose(request.with_note(args.change), others, int(window * RELATED_SHARE * CHARS_PER_TOKEN)).shown
+        tests = [f for f in others if is_test_file(f.path)]   # what a rewrite must not copy
+        asked = sum(len(m["content"]) for m in change_request(task, args.change, shown, current, related, failures))
+        base = _reply_cap(engine)
+        cap = editor_cap(base, reply_need(shown, current), window - int(asked / CHARS_PER_TOKEN) - 64)
+        if not fits(current, cap):
+            return ToolResult.error(f"{shown} is too long to be rewritten whole in one reply. Use edit_file: "
+                                    "old_text copied exactly from the file, new_text its replacement.")
         spent = Usage()
+        assist_acted(ctx, "whole_file_editor", shown)
 
-        def ask(note: str | None) -> tuple[Reply, list[str]]:
+        def ask(note: str | None, refused: str = "") -> tuple[Reply, list[str]]:
             started = time.monotonic()
-            turn = engine.complete(change_request(task, note, shown, current, related, failures), [])
+            messages = change_request(task, note, shown, current, related, failures, refused)
+            # a cap of its own only when it is more than the engine's: an engine without the keyword still serves
+            turn = engine.complete(messages, [], max_tokens=cap) if cap != base else engine.complete(messages, [])
             spent.add(turn.usage)
             run.bus.emit("change_request", step=run.step, path=shown, with_note=note is not None,
                          latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
@@ -278,6 +324,13 @@ def make_change_tool() -> Tool:
             new, restored = extract_file(turn.content), list[str]()
             if new is not None and current is not None and shown.endswith(".py"):
                 new, restored = restore_dropped(current, new, note or "")
+            elif new is not None and current is not None and "editor_checks" in assists and \
+                    language_of(shown) == "javascript":
+                new, restored = restore_dropped_js(current, new, note or "")
+            if new is not None and "editor_checks" in assists and \
+                    (problem := rewrite_problem(shown, current, new, note or args.change, tests)) is not None:
+                assist_acted(ctx, "editor_checks", problem)
+                return Reply(None, problem, checked=True), restored
             return judge(current, new, shown, cut=turn.finish_reason == "length"), restored
 
         def write(text: str) -> ToolResult:
@@ -287,33 +340,42 @@ def make_change_tool() -> Tool:
 
         # a rename the rewrite makes goes to the other files using the old name before the checks run
         spread = Spread(ctx, request, args.change, shown, current, checks)
+        if "rename_spread" not in assists:
+            spread.candidates = []
         first, restored = ask(args.change)
         tried: list[tuple[str, list[str], ToolResult, tuple[CheckOutcome, ...], bool]] = []   # ..., with the note
         if first.text is not None:
             spread.after(written := write(first.text), first.text)
+            _spread_acted(ctx, spread)
             if not written.ok or checks is None:
                 return _finished(written, restored, None, spent, spread.report(written))
             outcomes = checks.run_plan()
             if failure_score(outcomes) == 0:
-                return _finished(written, restored, outcomes, spent, spread.report(written), latest, verifier)
+                return _scored(_finished(written, restored, outcomes, spent, spread.report(written), latest, verifier),
+                               known, outcomes)
             tried.append((first.text, restored, written, outcomes, True))
-        elif checks is None:
+        elif checks is None and not first.checked:
             return ToolResult.error(first.problem, usage=spent)
-        second, restored_second = ask(None)   # the task and the failing checks alone
+        # the task and the failing checks alone; told why a rewrite was refused, when it was
+        second, restored_second = ask(None, first.problem if first.checked else "")
         if second.text is not None and all(second.text != t[0] for t in tried):
             spread.after(written := write(second.text), second.text)
+            _spread_acted(ctx, spread)
+            if checks is None:   # the first rewrite was refused by a check, and there is nothing to run
+                return _finished(written, restored_second, None, spent, spread.report(written))
             if written.ok:
                 tried.append((second.text, restored_second, written, checks.run_plan(), False))
         if not tried:
-            return ToolResult.error(first.problem, usage=spent)
+            return _scored(ToolResult.error(second.problem if first.checked and second.problem else first.problem,
+                                            usage=spent), known, known)
         text, restored, written, outcomes, noted = min(tried, key=lambda t: failure_score(t[3]))   # first on a tie
         if current is not None and known is not None and failure_score(outcomes) > failure_score(known):
             write(current)   # worse than before the call: the file goes back (measured: a note that broke page_count)
             spread.undo()
-            return ToolResult.error(f"Nothing was kept: with the rewrite the checks failed worse than before "
-                                    f"({failure_score(outcomes)} failing, {failure_score(known)} before), so {shown} "
-                                    "is as it was. Read the failing test again and say exactly what must change.",
-                                    usage=spent)
+            return _scored(ToolResult.error(
+                f"Nothing was kept: with the rewrite the checks failed worse than before ({failure_score(outcomes)} "
+                f"failing, {failure_score(known)} before), so {shown} is as it was. Read the failing test again and "
+                "say exactly what must change.", usage=spent), known, known)
         if text != tried[-1][0]:
             write(text)   # the first rewrite did at least as well as the second: back to it
         note = "" if noted else (
@@ -321,13 +383,27 @@ def make_change_tool() -> Tool:
                                              first.problem.rstrip(".")) +
             "): a rewrite from the task and the failing checks alone did better, and is what was written.")
         note = "\n".join(line for line in (note, spread.report(written)) if line)
-        return _finished(written, restored, outcomes, spent, note, latest, verifier)
+        return _scored(_finished(written, restored, outcomes, spent, note, latest, verifier), known, outcomes)
 
     spec = ToolSpec("change_file",
                     "Change a file by saying what must change: keel rewrites the whole file with your change, "
                     "saves it and runs the project's checks.",
                     ChangeArgs, WRITE_FILE.spec.annotations)
     return Tool(spec, execute)
+
+
+def _scored(result: ToolResult, before: Sequence[CheckOutcome] | None,
+            after: Sequence[CheckOutcome] | None) -> ToolResult:
+    """``result`` with how many checks failed before the call and after it (keel.drive.callee reads it)."""
+    if before is not None and after is not None:
+        result.meta["failing"] = (failure_score(before), failure_score(after))
+    return result
+
+
+def _spread_acted(ctx: ToolContext, spread: Spread) -> None:
+    outcome = getattr(spread, "outcome", None)
+    if outcome is not None and outcome.changed:
+        assist_acted(ctx, "rename_spread", ", ".join(outcome.changed))
 
 
 def _finished(written: ToolResult, restored: list[str], outcomes: tuple[CheckOutcome, ...] | None, spent: Usage,
@@ -347,47 +423,3 @@ def _finished(written: ToolResult, restored: list[str], outcomes: tuple[CheckOut
             latest.update(outcomes=outcomes, gate=verifier.last if verifier is not None else None)
     written.output = "\n".join(line for line in lines if line)
     return written
-
-
-# -- definitions a rewrite left out ----------------------------------------------------------------
-def restore_dropped(old: str, new: str, change: str) -> tuple[str, list[str]]:
-    """``new`` with the top-level functions and classes of ``old`` that it lost put back, and their names.
-
-    Measured on a 1.5B model: asked to implement parse_duration(), the rewrite held that function
-    only, and format_duration() below it was gone (the tests could not even import). A definition
-    the change names ("remove format_duration") is left out as asked. Each one goes back after the
-    definition that preceded it in ``old``, or before the first one when it was first. Python only;
-    when either text does not parse, ``new`` is returned as it is."""
-    try:
-        old_defs, new_defs = _top_defs(old), _top_defs(new)
-    except SyntaxError:
-        return new, []
-    missing = [name for name in old_defs if name not in new_defs and not re.search(rf"\b{re.escape(name)}\b", change)]
-    if not missing:
-        return new, []
-    old_lines, lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    order = list(old_defs)
-    for name in missing:
-        start, end = old_defs[name]
-        previous = [n for n in order[: order.index(name)] if n in new_defs]
-        if previous:   # after the definition that preceded it, blank lines first
-            at, block = new_defs[previous[-1]][1], ["\n", "\n", *old_lines[start:end]]
-        else:          # it was first: before the first definition, blank lines after
-            at, block = min((s for s, _ in new_defs.values()), default=len(lines)), [*old_lines[start:end], "\n", "\n"]
-        lines[at:at] = block
-        new_defs = _top_defs("".join(lines))
-    return "".join(lines), missing
-
-
-def _top_defs(source: str) -> dict[str, tuple[int, int]]:
-    """Top-level def/class names → (first line index incl. decorators, end line index), in order."""
-    import ast
-
-    out: dict[str, tuple[int, int]] = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            out[node.name] = (first - 1, node.end_lineno or node.lineno)
-    return out

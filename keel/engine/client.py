@@ -134,11 +134,15 @@ class OpenAICompatEngine:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  on_delta: DeltaCallback | None = None, variant: int = 0,
-                 avoid: tuple[str, ...] = (), deadline: float | None = None) -> AssistantTurn:
+                 avoid: tuple[str, ...] = (), max_tokens: int | None = None,
+                 deadline: float | None = None) -> AssistantTurn:
         """One reply. ``deadline`` (time.monotonic): every attempt, wait and retry ends by then, with
-        keel.engine.runaway.ReplyCut("deadline") (keel.engine.runaway.GuardedEngine passes the run's)."""
+        keel.engine.runaway.ReplyCut("deadline") (keel.engine.runaway.GuardedEngine passes the run's).
+        ``max_tokens``: this request's own cap (change_file's editor, for a longer file)."""
         started = time.monotonic()
         params = self._request_params(messages, narrowed(tools, avoid) if avoid else tools, variant)
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
         clock = ReplyClock(deadline, self.timeout_s, self.idle_timeout_s)
         retries = 0
         while True:

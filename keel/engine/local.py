@@ -226,7 +226,7 @@ class LocalEngine:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  on_delta: DeltaCallback | None = None, variant: int = 0,
-                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
+                 avoid: tuple[str, ...] = (), max_tokens: int | None = None) -> AssistantTurn:
         started = time.monotonic()
         temperature, seed = self.sampling(variant)
         prompt = self._llm.tokenize(self.render(messages, tools).encode("utf-8"), add_bos=False, special=True)
@@ -253,7 +253,7 @@ class LocalEngine:
             return AssistantTurn(content="", finish_reason="length", latency_s=time.monotonic() - started,
                                  usage=Usage(prompt_tokens=len(prompt), completion_tokens=0, cached_tokens=cached),
                                  cut_reason=cut.reason)
-        cap = min(self.reply_cap(), room)
+        cap = min(max_tokens or self.reply_cap(), room)   # max_tokens: this request's own (change_file's editor)
         pieces: list[str] = []
         finish = "length"
         completion = 0

@@ -81,6 +81,7 @@ class ReplyWatch:
 
     deadline: float | None = None
     clock: Callable[[], float] = time.monotonic
+    repeats: bool = True     # cut a reply that repeats itself (the reply_watch assist); False: the deadline only
     text: list[str] = field(default_factory=list)
     in_call: bool = False
     _chars: int = 0
@@ -108,7 +109,7 @@ class ReplyWatch:
             return self.cut_reason
         if kind == "tool_call":
             self.in_call = True
-        if self.in_call or kind not in ("content", "reasoning"):
+        if self.in_call or kind not in ("content", "reasoning") or not self.repeats:
             return None
         self.text.append(piece)
         self._chars += len(piece)
@@ -170,8 +171,9 @@ class GuardedEngine:
     each call because the runner sets it when the run starts."""
 
     def __init__(self, inner: Any, run_deadline: Callable[[], float | None] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, *, watch_repeats: bool = True) -> None:
         self.inner = inner
+        self.watch_repeats = watch_repeats
         self.model: str = str(inner.model)
         self._run_deadline = run_deadline
         self._clock = clock
@@ -184,10 +186,10 @@ class GuardedEngine:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  on_delta: DeltaCallback | None = None, variant: int = 0,
-                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
+                 avoid: tuple[str, ...] = (), max_tokens: int | None = None) -> AssistantTurn:
         started = self._clock()
         deadline = call_deadline(self._run_deadline(), started)
-        watch = ReplyWatch(deadline=deadline, clock=self._clock)
+        watch = ReplyWatch(deadline=deadline, clock=self._clock, repeats=self.watch_repeats)
         content: list[str] = []
 
         def watched(delta: StreamDelta) -> None:
@@ -205,6 +207,8 @@ class GuardedEngine:
             # An engine that stops reading on a ReplyCut itself (the in-process one) sets the turn's
             # cut_reason; for one that lets it propagate (HTTP: the connection closes), it is set here.
             extra: dict[str, Any] = {"deadline": deadline} if self._takes_deadline and deadline is not None else {}
+            if max_tokens is not None:   # change_file's editor, with a cap of its own
+                return self.inner.complete(messages, tools, watched, max_tokens=max_tokens, **extra)
             if avoid:  # only then: an inner engine without the keywords still serves normal runs
                 return self.inner.complete(messages, tools, watched, variant=variant, avoid=avoid, **extra)
             if variant > 0:

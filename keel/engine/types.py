@@ -131,11 +131,12 @@ class Engine(Protocol):
     ``variant`` > 0 asks for this one request to be sampled differently (``variant_sampling``), and
     ``avoid`` names tools its reply may not call (``keel.engine.constrain.narrowed``). In process the
     prompt still shows every tool and only the grammar narrows (the cached prefix stays); over HTTP
-    the narrowed list is sent, as the API has no "any tool but these". The loop passes them only when
-    set, so an engine without them still serves normal runs."""
+    the narrowed list is sent, as the API has no "any tool but these". ``max_tokens`` is this request's
+    own reply cap (change_file's editor asks for a file longer than one reply of the usual cap). Callers
+    pass them only when set, so an engine without them still serves normal runs."""
 
     model: str
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  on_delta: DeltaCallback | None = None, variant: int = 0,
-                 avoid: tuple[str, ...] = ()) -> AssistantTurn: ...
+                 avoid: tuple[str, ...] = (), max_tokens: int | None = None) -> AssistantTurn: ...

@@ -67,7 +67,7 @@ class JobOutput:
 def run_job(spec: JobSpec) -> JobOutput:
     """Never raises for a case's or an agent's failure: that is a record with outcome ``error``."""
     started = time.monotonic()
-    tmp = Path(tempfile.mkdtemp(prefix=f"keel-eval-{spec.case_id}-"))
+    tmp = job_folder(spec)
     base: dict[str, Any] = {"schema": SCHEMA, "key": spec.key, "case": {"id": spec.case_id},
                             "repeat": spec.repeat, "agent": spec.agent, **_engine_fields(spec)}
     try:
@@ -100,8 +100,21 @@ def run_job(spec: JobSpec) -> JobOutput:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def job_folder(spec: JobSpec) -> Path:
+    """Where the job runs. With the in-process engine, the same folder for every run of a case (its paths
+    are in the prompts, and at temperature 0 a path alone changed a 1.5B model's first reply, so two arms
+    of a comparison differed where no assist acted); else a fresh temporary one."""
+    if spec.engine != "local":
+        return Path(tempfile.mkdtemp(prefix=f"keel-eval-{spec.case_id}-"))
+    folder = Path(tempfile.gettempdir()) / "keel-eval-same" / f"{spec.case_id}-r{spec.repeat}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
 def _engine_fields(spec: JobSpec) -> dict[str, Any]:
-    return {"engine": spec.engine, "model": spec.model if spec.engine == "live" else "scripted"}
+    return {"engine": spec.engine, "model": spec.model if spec.engine != "scripted" else "scripted",
+            **({"assists": spec.assists} if spec.assists else {})}
 
 
 def _record(base: dict[str, Any], run: AgentRun, graded: Grade, wall_s: float) -> dict[str, Any]:
@@ -134,9 +147,12 @@ def _run_keel(spec: JobSpec, case: Case, workspace: Path, tmp: Path) -> AgentRun
             base_url, model = server.base_url, server.model
         else:
             base_url, model = spec.base_url or "", spec.model or ""
+        engine = ["--local", model] if spec.engine == "local" else ["--base-url", base_url, "--model", model]
         cmd = [sys.executable, "-m", "keel.cli.main", "run", "--task-file", str(case.path / "task.md"),
-               "--cwd", str(workspace), "--base-url", base_url, "--model", model, "--output-format", "json",
+               "--cwd", str(workspace), *engine, "--output-format", "json",
                "--log", str(log), "--max-steps", str(spec.max_steps), "--max-seconds", f"{spec.timeout_s:g}"]
+        if spec.assists:
+            cmd += ["--assists", spec.assists]
         if spec.api_key_env:
             cmd += ["--api-key-env", spec.api_key_env]
         # keel's data dir (the gate's restored-test copies, …) is the job's own, like its workspace.

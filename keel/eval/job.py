@@ -25,7 +25,7 @@ class JobSpec:
     case_dir: str
     repeat: int = 1
     agent: str = KEEL
-    engine: str = "live"  # "live" (base_url + model) or "scripted" (the case's script.jsonl)
+    engine: str = "live"  # "live" (base_url + model), "scripted" (the case's script.jsonl), "local" (model: a GGUF)
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
@@ -33,6 +33,7 @@ class JobSpec:
     timeout_s: float = 900.0
     temperature: float = 0.0
     keep_workspace: bool = False
+    assists: str = ""     # `keel run --assists SPEC` for this arm ("": as configured; keel.eval.arms)
     # The case folder packed as tar.gz, for workers that cannot see case_dir (a Ray cluster).
     case_archive: bytes | None = field(default=None, repr=False)
 
@@ -42,9 +43,10 @@ class JobSpec:
 
     def settings(self) -> dict[str, Any]:
         """What must match for results in one output folder to be comparable."""
-        return {"agent": self.agent, "engine": self.engine, "model": self.model if self.engine == "live" else "scripted",
+        return {"agent": self.agent, "engine": self.engine, "model": self.model if self.engine != "scripted" else "scripted",
                 "base_url": self.base_url if self.engine == "live" else None,
-                "max_steps": self.max_steps, "timeout_s": self.timeout_s, "temperature": self.temperature}
+                "max_steps": self.max_steps, "timeout_s": self.timeout_s, "temperature": self.temperature,
+                **({"assists": self.assists} if self.assists else {})}
 
 
 def result_key(case_id: str, agent: str, repeat: int) -> str:

@@ -52,6 +52,8 @@ def run_metrics(result: Mapping[str, Any] | None, events: Sequence[Mapping[str, 
         "verification_rounds": sum(1 for e in events if e.get("type") == "verification"),
         "same_replies_in_row": same_replies_in_row(calls),
         "engine_retries": sum(int(c.get("retries") or 0) for c in calls),
+        # the times each assist for small models acted (keel.core.assists: its `assist` events)
+        "assists_acted": dict(sorted(Counter(str(e.get("name")) for e in events if e.get("type") == "assist").items())),
         "duration_s": float(result.get("duration_s") or 0.0),
         "cost_usd": result.get("cost_usd"),
     }

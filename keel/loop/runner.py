@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from keel.core.assists import Assists
 from keel.core.events import EventBus
 from keel.core.request import Request
 from keel.core.state import TaskState, Todo
@@ -61,8 +62,10 @@ class Runner:
                  attended: bool = False, plan_mode: bool = False, state: TaskState | None = None,
                  task: str = "", verifier: Verifier | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 on_stop: Callable[[str], str | None] | None = None, context: ContextManager | None = None) -> None:
+                 on_stop: Callable[[str], str | None] | None = None, context: ContextManager | None = None,
+                 assists: Assists | None = None) -> None:
         self.engine, self.registry, self.ctx, self.bus = engine, registry, ctx, bus
+        self.assists = assists if assists is not None else ctx.assists   # keel.core.assists
         self.limits, self.prices = limits or lim.Limits(), prices or lim.Prices()
         self.attended, self.plan_mode, self.clock = attended, plan_mode, clock
         self.state = state or TaskState(task=task)
@@ -117,6 +120,8 @@ class Runner:
                 self.usage.add(turn.usage)
                 reuse = self.context.observe(request, self.tools, turn.usage, self.steps) if self.context else None
                 self._emit_model_call(turn, reuse, variant)
+                if turn.cut_reason == "repeating":
+                    self._assisted("reply_watch", "a reply cut as repeating itself")
                 messages.append(turn.to_message())
                 self._saved(messages, None)
                 outcome, finish_summary, (struck, invalid) = self._run_tools(turn, messages)
@@ -128,9 +133,12 @@ class Runner:
                 pushback = decision.pushback
                 why = turned_down(cut=outcome.truncated or bool(outcome.cut_reason), pushed_back=pushback is not None,
                                   struck=struck, invalid=invalid, progress=outcome.progress)
-                called = called_tools((c.name for c in turn.tool_calls), turn.content, why, self.state.tools)
-                variant = variety.after_reply(fingerprint(turn.content, ((c.name, c.arguments)
-                                                                         for c in turn.tool_calls)), why, called)
+                if "variety" in self.assists:
+                    called = called_tools((c.name for c in turn.tool_calls), turn.content, why, self.state.tools)
+                    variant = variety.after_reply(fingerprint(turn.content, ((c.name, c.arguments)
+                                                                             for c in turn.tool_calls)), why, called)
+                    if variant.n:
+                        self._assisted("variety", variant.why)
                 self._saved(messages, decision)
                 if self.after_step is not None and not decision.stop and not self.after_step(self.steps):
                     return self._result(messages, started, "incomplete", "interrupted", summary)
@@ -309,6 +317,8 @@ class Runner:
             self.state.pushback_streak = 0
         self.bus.emit("decision", step=self.steps, verdict=decision.verdict, reason=decision.reason,
                       pushback_kind=decision.pushback_kind, pushback=decision.pushback)
+        if decision.pushback_kind == "contract_review":   # only given facts.contract, which the assist fills
+            self._assisted("contract_review", "the comments the task points at, asked to be checked")
         return decision
 
     def _baseline(self) -> bool:
@@ -327,6 +337,9 @@ class Runner:
         self.bus.emit("checks_before", step=self.steps, results=[o.to_json() for o in results],
                       elapsed_s=round(time.monotonic() - began, 3))
         return True
+
+    def _assisted(self, name: str, detail: str) -> None:
+        self.bus.emit("assist", step=self.steps, name=name, detail=detail[:300])
 
     def _saved(self, messages: list[dict[str, Any]], decision: Decision | None) -> None:
         if self.on_step is not None:

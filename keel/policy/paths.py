@@ -117,6 +117,10 @@ def resolve_in_workspace(workspace: Path, path: str, *, for_write: bool = False)
     real = Path(_resolve(joined, path))
     if not _is_within(real, root):
         raise PathJailError(f"{path!r} resolves to {real}, which is outside the workspace {root}")
+    if not os.path.lexists(real) and (same := _same_but_case(real, root)) is not None:
+        real = Path(_resolve(str(same), path))   # the existing file, judged again: it may be a link
+        if not _is_within(real, root):
+            raise PathJailError(f"{path!r} resolves to {real}, which is outside the workspace {root}")
     if for_write:
         rel = real.relative_to(root).parts
         if not rel:
@@ -126,6 +130,31 @@ def resolve_in_workspace(workspace: Path, path: str, *, for_write: bool = False)
         if path.endswith("/"):
             raise PathJailError(f"{path!r} ends with '/', so it names a directory; give a file path")
     return real
+
+
+def _same_but_case(real: Path, root: Path) -> Path | None:
+    """The one existing path that differs from the missing ``real`` only in the case of its names, or None.
+
+    Why: on an exercise whose spec is ``INSTRUCTIONS.md`` a 1.5B model read ``instructions.md``, was told
+    "File not found", and then wrote a new ``instructions.md`` instead of changing the module the task
+    named. A name matched by more than one entry (``Readme.md`` and ``README.md``) is left missing; from
+    the first name that matches nothing (a new file) on, the path is kept as written."""
+    current, parts = root, real.relative_to(root).parts
+    for i, part in enumerate(parts):
+        step = current / part
+        if not os.path.lexists(step):
+            try:
+                matches = [n for n in os.listdir(current) if n.casefold() == part.casefold()]
+            except OSError:
+                return None
+            if len(matches) > 1:
+                return None
+            if not matches:
+                current = current.joinpath(*parts[i:])
+                break
+            step = current / matches[0]
+        current = step
+    return current if current != real else None
 
 
 def _name_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:

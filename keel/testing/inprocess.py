@@ -50,13 +50,14 @@ class ScriptedModel:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  on_delta: DeltaCallback | None = None, variant: int = 0,
-                 avoid: tuple[str, ...] = ()) -> AssistantTurn:
+                 avoid: tuple[str, ...] = (), max_tokens: int | None = None) -> AssistantTurn:
         started = time.monotonic()
         tools_text = serialize(tools)
         if self.record:
             self.requests.append({"messages": json.loads(serialize(messages)), "tools": json.loads(tools_text),
                                   **({"variant": variant} if variant else {}),
-                                  **({"avoid": list(avoid)} if avoid else {})})
+                                  **({"avoid": list(avoid)} if avoid else {}),
+                                  **({"max_tokens": max_tokens} if max_tokens else {})})
         step = self._player.take()
         if step is None:
             raise EngineError("retries", f"scripted model exhausted: all {self._player.total} scripted "

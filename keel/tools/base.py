@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from keel.core.assists import Assists
+
 if TYPE_CHECKING:
     from keel.core.events import EventBus
     from keel.core.request import Request
@@ -179,6 +181,15 @@ class ToolContext:
     # Set when the run must stop now, from another thread (keel mcp-serve: the client went away or the
     # server got SIGTERM): a running command is killed, no further call starts, the run ends interrupted.
     cancel: threading.Event | None = None
+    # The assists on for this run (keel.core.assists); outside an agent, all of them.
+    assists: Assists = field(default_factory=Assists.every)
+
+
+def assist_acted(ctx: ToolContext, name: str, detail: str = "") -> None:
+    """Record that the assist ``name`` (keel.core.assists) acted in this call: the ``assist`` event that
+    ``keel eval`` counts per assist. Outside a run there is no one to tell."""
+    if ctx.run is not None:
+        ctx.run.bus.emit("assist", step=ctx.run.step, name=name, detail=detail[:300])
 
 
 def approval_refusal(ctx: ToolContext, action: str, path: str,

@@ -97,7 +97,8 @@ def _not_found(ctx: ToolContext, shown: str, real: Path) -> ToolResult:
         siblings = [p.name for p in parent.iterdir()]
     except OSError:
         siblings = []
-    close = difflib.get_close_matches(real.name, siblings, n=3, cutoff=0.6)
+    same = [n for n in siblings if n.casefold() == real.name.casefold()]   # more than one: the jail kept it missing
+    close = same or difflib.get_close_matches(real.name, siblings, n=3, cutoff=0.6)
     hint = f" Did you mean: {', '.join(display_path(ctx.workspace, parent / c) for c in close)}?" if close else ""
     return ToolResult.error(f"File not found: {shown}.{hint} Use find_files or list_dir to locate it.")
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from keel.policy.beneath import anchor, read_beneath, write_beneath_atomic
 from keel.policy.paths import PathJailError, resolve_in_workspace
-from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec
+from keel.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolSpec, assist_acted
 
 NOTE_MAX_CHARS = 600   # a sentence or two, with room; a longer one is a reply running on
 
@@ -124,15 +124,17 @@ def _keeps_python_valid(full: Tool) -> Any:
                                     f"failed: {e.strerror or e}")
         if ctx.session is not None:
             ctx.session.record_write(real, before)
+        assist_acted(ctx, "python_edit_undo", f"{args.path}: {broken}")
         return ToolResult.error(f"edit_file was undone: it made {args.path} invalid Python ({broken}). The file is "
                                 "as it was. Try again: old_text copied exactly from the file, and new_text as "
                                 "complete lines, each on its own line, indented like the file.")
     return execute
 
 
-def small_tools(change_file: Tool) -> list[Tool]:
+def small_tools(change_file: Tool | None, *, undo_broken_python: bool = True) -> list[Tool]:
     """The small profile's tools; ``change_file`` is keel.drive.change's (it drives the run's model, so it
-    is built above the loop and passed in).
+    is built above the loop and passed in), None when that assist is off; ``undo_broken_python``: an
+    edit_file that breaks a valid .py file is undone (the python_edit_undo assist).
 
     change_file, not write_file: a whole-file rewrite is the edit format a small model handles best
     (Aider's finding), and measured on a 1.5B model it wrote the right file when asked for it in a
@@ -144,10 +146,10 @@ def small_tools(change_file: Tool) -> list[Tool]:
 
     return [
         slim(READ_FILE, SlimRead, "Show a file's lines, each as '<line number><TAB><line>'."),
-        change_file,
+        *([change_file] if change_file is not None else []),
         slim(EDIT_FILE, SlimEdit, "Change a few lines of a file: replace old_text, copied exactly from the file "
                                   "(no line numbers), with new_text. The change is saved at once.",
-             _keeps_python_valid(EDIT_FILE)),
+             _keeps_python_valid(EDIT_FILE) if undo_broken_python else None),
         slim(RUN_SHELL, SlimShell, "Run a bash command in the project directory; shows its exit code and output."),
         slim(FINISH, SlimFinish, "Call once the change is made and a command showed it works."),
     ]

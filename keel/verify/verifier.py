@@ -22,12 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from keel.core.assists import Assists
 from keel.core.events import data_dir
 from keel.core.request import parse_request
 from keel.outputs.counts import run_counts
 from keel.outputs.summarize import summarize_failure, summarize_missing_output
 from keel.policy.leftovers import asks_about
-from keel.tools.base import CheckRun, ToolContext
+from keel.tools.base import CheckRun, ToolContext, assist_acted
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
 from keel.verify.contract import promises
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
@@ -80,8 +81,9 @@ def _checks_context(ctx: ToolContext) -> ToolContext:
 class Verifier:
     def __init__(self, plan: CheckSet | Callable[[], CheckSet], ctx: ToolContext, *, task: str = "",
                  artifacts_dir: Path | None = None, check_timeout_s: float = 300.0,
-                 on_plan: Callable[[CheckSet], object] | None = None) -> None:
+                 on_plan: Callable[[CheckSet], object] | None = None, assists: Assists | None = None) -> None:
         self.ctx, self.task = ctx, task
+        self.assists = assists if assists is not None else ctx.assists   # contract_review, spec_probes
         # Detection may probe interpreters (subprocesses): done on first need, not before the
         # first model call, so a configuration error still answers at once.
         self._plan = plan if isinstance(plan, CheckSet) else None
@@ -144,9 +146,13 @@ class Verifier:
                                                                      if r.check.category != "acceptance"))
         changed = {c.path: text for c in changes
                    if c.status != "deleted" and not is_test_file(c.path) and (text := snap.text(c.path)) is not None}
-        contract = promises(self.request, changed)
-        # a probe the policy would not run is no evidence either way: it neither passes nor blocks
-        results += tuple(o for c in contract_checks(contract, changed) if (o := self._run(c, snap.digest, self.ctx)).ran)
+        contract = promises(self.request, changed) if {"contract_review", "spec_probes"} & self.assists.on else ()
+        if "spec_probes" in self.assists and (probes := contract_checks(contract, changed)):
+            # a probe the policy would not run is no evidence either way: it neither passes nor blocks
+            results += tuple(o for c in probes if (o := self._run(c, snap.digest, self.ctx)).ran)
+            assist_acted(self.ctx, "spec_probes", ", ".join(c.shown or c.command for c in probes))
+        if "contract_review" not in self.assists:
+            contract = ()
         blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged, request=self.request)
         self.last = GateFacts(digest=snap.digest, results=results, blocking=blocking, preexisting=preexisting,
                               tampered=tampered, unchanged=unchanged, kind=self.request.kind,

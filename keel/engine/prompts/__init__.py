@@ -6,10 +6,21 @@ from __future__ import annotations
 from importlib import resources
 
 
-def system_prompt(profile: str = "full") -> str:
-    """``small``: the short prompt of the slim tool set (keel.tools.small), written for 0.5–3B models."""
+def system_prompt(profile: str = "full", *, change_file: bool = True) -> str:
+    """``small``: the short prompt of the slim tool set (keel.tools.small), written for 0.5–3B models;
+    ``change_file`` False: that set without change_file (its assist off), so the prompt says edit_file."""
     name = "system_small.md" if profile == "small" else "system.md"
-    return resources.files("keel.engine.prompts").joinpath(name).read_text(encoding="utf-8")
+    text = resources.files("keel.engine.prompts").joinpath(name).read_text(encoding="utf-8")
+    if profile == "small" and not change_file:
+        text = text.replace(_WITH_CHANGE_FILE, _WITH_EDIT_FILE)
+    return text
+
+
+_WITH_CHANGE_FILE = ("2. Change it with change_file: give the file's path and say exactly what must change and why. "
+                     "keel rewrites the file with your change and runs the project's tests.\n"
+                     "3. If a test still fails, read the output and call change_file again, saying what is still wrong.")
+_WITH_EDIT_FILE = ("2. Change it with edit_file: old_text copied exactly from the file, new_text what replaces it.\n"
+                   "3. Run the project's tests with run_shell; if a test still fails, read the output and fix it.")
 
 
 PRESENT = ("A person is present and reads your replies: ask with ask_user only when you cannot go on "

@@ -1,0 +1,222 @@
+"""change_file's checks on a rewrite before it lands (keel/drive/rewrite.py, the editor_checks assist) and the
+guards that must not stop legitimate work: a stub implemented is a change, and the editor's reply cap grows
+with the file it must write. Real HTTP to the scripted engine, real files, real checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from keel.agent import Agent
+from keel.config import Config
+from keel.context.preload import FileText
+from keel.drive.change import judge
+from keel.drive.rewrite import is_stub, keeps_definitions, reply_need, restore_dropped_js, rewrite_problem
+from keel.testing import ScriptedEngineServer
+
+EVALS = Path(__file__).resolve().parent.parent / "evals"
+BROKEN = "def cost(cents, threshold=5000):\n    if cents > threshold:\n        return 0\n    return 499\n"
+FIXED = BROKEN.replace("cents > threshold", "cents >= threshold")
+TESTS = ("from shipping import cost\n\n\ndef test_at_threshold():\n    assert cost(5000) == 0\n\n\n"
+         "def test_small():\n    assert cost(100) == 499\n")
+
+
+def call(name: str, **args: object) -> dict[str, object]:
+    return {"name": name, "arguments": args}
+
+
+def fenced(text: str) -> str:
+    return f"```python\n{text}```\n"
+
+
+# ---- the pure checks ------------------------------------------------------------------------------
+def test_a_rewrite_holding_the_tests_text_or_importing_itself_is_refused():
+    tests = [FileText("test_shipping.py", TESTS)]
+    copied = rewrite_problem("shipping.py", BROKEN, TESTS, "fix it", tests)
+    assert copied is not None and "holds the test file test_shipping.py's text" in copied
+    itself = rewrite_problem("shipping.py", BROKEN, "from shipping import cost\n" + FIXED, "fix it", tests)
+    assert itself is not None and "imports its own module ('from shipping import cost')" in itself
+    assert rewrite_problem("shop/shipping.py", BROKEN, "import shop.shipping\n" + FIXED, "", []) is not None
+    assert rewrite_problem("shipping.py", BROKEN, FIXED, "fix it", tests) is None
+    # a test file may hold tests, and a module may import a module of a similar name
+    assert rewrite_problem("test_shipping.py", TESTS, TESTS + "\n\ndef test_more():\n    assert True\n", "", tests) is None
+    assert rewrite_problem("shipping.py", BROKEN, "import shipping_rates\n" + FIXED, "", tests) is None
+
+
+def test_javascript_rewrites_that_drop_a_function_or_do_not_parse_are_refused():
+    old = "function a() { return 1; }\nfunction b() { return 2; }\nmodule.exports = { a, b };\n"
+    dropped = rewrite_problem("lib/m.js", old, "function a() { return 3; }\nmodule.exports = { a };\n", "a returns 3", [])
+    assert dropped is not None and "dropped b()" in dropped
+    assert rewrite_problem("lib/m.js", old, "function a() { return 3; }\nmodule.exports = { a };\n", "remove b", []) is None
+    broken = rewrite_problem("lib/m.js", old, old.replace("return 2;", "return (2;"), "", [])
+    assert broken is not None and "does not parse (line 2" in broken
+    itself = rewrite_problem("lib/m.js", old, 'const m = require("./m");\n' + old, "", [])
+    assert itself is not None and "imports its own module" in itself
+
+
+def test_javascript_definitions_a_rewrite_left_out_go_back_with_their_export():
+    """Measured (js-rename-function): asked to rename fmtMoney, the editor gave back the renamed function
+    alone, sumCents() and its export gone, the same reply each time it was asked again."""
+    old = (EVALS / "js-rename-function" / "repo" / "lib" / "money.js").read_text()
+    new = old.split("function sumCents")[0].replace("fmtMoney", "formatMoney") + "module.exports = { formatMoney };\n"
+    restored, names = restore_dropped_js(old, new, "rename fmtMoney to formatMoney")
+    assert names == ["sumCents"]
+    assert restored.index("function formatMoney") < restored.index("function sumCents(items)")
+    assert restored.rstrip().endswith("module.exports = { formatMoney, sumCents };") and "fmtMoney" not in restored
+    assert restore_dropped_js(old, new, "rename fmtMoney and remove sumCents") == (new, [])
+    assert rewrite_problem("lib/money.js", old, restored, "rename fmtMoney", []) is None
+
+
+@pytest.mark.parametrize("case", ["py-stub-ledger", "py-spec-instructions", "js-spec-brackets"])
+def test_implementing_a_stub_is_a_change_not_a_replacement(case: str):
+    """Measured: the rewrite of a file of placeholders was refused as keeping 19% of its lines."""
+    folder = EVALS / case
+    path = next(p.relative_to(folder / "solution").as_posix() for p in (folder / "solution").rglob("*")
+                if p.is_file())
+    stub, done = (folder / "repo" / path).read_text(), (folder / "solution" / path).read_text()
+    assert is_stub(path, stub) and not is_stub(path, done)
+    assert keeps_definitions(path, stub, done)
+    assert judge(stub, done, path, cut=False).text == done
+
+
+def test_a_gutted_file_is_still_a_replacement():
+    old = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
+    assert judge(old, "def f0(x):\n    return x\n", "m.txt", cut=False).text is None   # no parser: lines decide
+    assert not keeps_definitions("m.py", old, "def f0(x):\n    return x\n")
+
+
+def test_the_reply_a_stub_needs_is_longer_than_the_stub():
+    stub = (EVALS / "py-stub-ledger" / "repo" / "ledger.py").read_text()
+    done = (EVALS / "py-stub-ledger" / "solution" / "ledger.py").read_text()
+    assert reply_need("ledger.py", stub) > len(done) / 3.5 > 768       # the small profile's usual cap
+    assert reply_need("shipping.py", BROKEN) < 2 * len(BROKEN) / 3.5 + 40
+
+
+# ---- through a run: real HTTP to the scripted engine ---------------------------------------------
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    ws = tmp_path / "shop"
+    ws.mkdir()
+    (ws / "shipping.py").write_text(BROKEN)
+    (ws / "test_shipping.py").write_text(TESTS)
+    return ws
+
+
+def run_small(ws: Path, script: list[dict[str, object]], task: str, **assists: bool) -> tuple[object, list[dict]]:
+    with ScriptedEngineServer([*script, {"tool_calls": [call("finish", summary="done")]}]) as server:
+        cfg = Config()
+        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
+        cfg.engine.max_tokens = 768   # the in-process engine's cap
+        for name, on in assists.items():
+            setattr(cfg.assists, name, on)
+        log = ws.parent / "session.jsonl"
+        result = Agent(workspace=ws, config=cfg, log_path=log).run(task)
+        return result, server.requests
+
+
+def events(ws: Path) -> list[dict]:
+    return [json.loads(line) for line in (ws.parent / "session.jsonl").read_text().splitlines()]
+
+
+def test_a_rewrite_with_the_tests_text_is_not_written_and_the_editor_is_asked_again_with_why(shop: Path):
+    result, requests = run_small(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="make the test pass")]},
+        {"content": fenced(TESTS)},      # the editor copies the test file
+        {"content": fenced(FIXED)}],     # asked again, told why
+        "A cart of exactly $50 is charged shipping; fix it.")
+    again = requests[2]["messages"][1]["content"]
+    assert "Your last rewrite was not used: The rewrite of shipping.py holds the test file test_shipping.py's text" \
+        in again
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"   # type: ignore[attr-defined]
+    acted = [e["name"] for e in events(shop) if e["type"] == "assist"]
+    assert "editor_checks" in acted and "whole_file_editor" in acted
+
+
+def test_without_the_check_the_copy_lands(shop: Path):
+    """The control: the same editor reply is written when editor_checks is off."""
+    run_small(shop, [{"tool_calls": [call("change_file", path="shipping.py", change="make the test pass")]},
+                     {"content": fenced(TESTS)}, {"content": fenced(TESTS)}],
+              "A cart of exactly $50 is charged shipping; fix it.", editor_checks=False)
+    assert "def test_at_threshold" in (shop / "shipping.py").read_text()
+
+
+def test_the_editor_may_write_a_stub_longer_than_one_usual_reply(tmp_path: Path):
+    ws = tmp_path / "ledger"
+    ws.mkdir()
+    for name in ("ledger.py", "test_ledger.py"):
+        (ws / name).write_text((EVALS / "py-stub-ledger" / "repo" / name).read_text())
+    done = (EVALS / "py-stub-ledger" / "solution" / "ledger.py").read_text()
+    result, requests = run_small(ws, [{"tool_calls": [call("change_file", path="ledger.py",
+                                                           change="implement every method")]},
+                                      {"content": fenced(done)}],
+                                 "ledger.py is a skeleton; implement Ledger as its docstrings say.")
+    assert requests[1]["max_tokens"] >= reply_need("ledger.py", (EVALS / "py-stub-ledger" / "repo" / "ledger.py").read_text())
+    assert "max_tokens" not in requests[0] or requests[0]["max_tokens"] == 768   # the conversation keeps its cap
+    assert (ws / "ledger.py").read_text() == done and result.status == "complete"   # type: ignore[attr-defined]
+
+
+def test_a_file_the_run_grew_is_rewritten_while_the_editor_cap_allows_it(shop: Path):
+    """Measured: src/emitter.js grew to 54 lines with the first rewrite, and was then "too long to be
+    rewritten whole in one reply" for the 768-token cap."""
+    grown = FIXED + "".join(f"\n\ndef helper_{i}(x):\n    \"\"\"Helper {i}.\"\"\"\n    return x * {i} + {i}\n"
+                            for i in range(45))
+    (shop / "shipping.py").write_text(grown.replace(">=", ">"))
+    assert len(grown) / 3.5 * 1.25 + 40 > 768
+    _, requests = run_small(shop, [{"tool_calls": [call("change_file", path="shipping.py", change="use >=")]},
+                                   {"content": fenced(grown)}],
+                            "A cart of exactly $50 is charged shipping; fix it.")
+    assert (shop / "shipping.py").read_text() == grown and requests[1]["max_tokens"] > 768
+
+
+# ---- the cause one call away (keel/drive/callee.py) --------------------------------------------------
+def discount_shop(tmp_path: Path) -> Path:
+    ws = tmp_path / "shop"
+    ws.mkdir()
+    for name in ("money.py", "checkout.py", "test_checkout.py"):
+        (ws / name).write_text((EVALS / "py-discount-cent" / "repo" / name).read_text())
+    return ws
+
+
+def test_when_the_callers_rewrite_does_not_help_the_change_is_asked_in_the_module_it_calls(tmp_path: Path):
+    ws = discount_shop(tmp_path)
+    checkout = (ws / "checkout.py").read_text()
+    fixed = (EVALS / "py-discount-cent" / "solution" / "money.py").read_text()
+    result, requests = run_small(ws, [
+        {"tool_calls": [call("change_file", path="checkout.py", change="round the discount to the nearest cent")]},
+        {"content": fenced(checkout)}, {"content": fenced(checkout)},    # the caller is right: unchanged twice
+        {"content": fenced(fixed)}],                                     # asked in money.py, which it calls
+        (EVALS / "py-discount-cent" / "task.md").read_text())
+    asked = requests[3]["messages"][1]["content"]
+    assert "=== money.py ===" in asked and "checkout.py calls format_cents(), percent_of() from money.py" in asked
+    assert (ws / "money.py").read_text() == fixed and (ws / "checkout.py").read_text() == checkout
+    reply = next(m["content"] for m in result.messages if m.get("role") == "tool")   # type: ignore[attr-defined]
+    assert "The cause was one call away: keel made the change in money.py" in reply
+    assert result.status == "complete"   # type: ignore[attr-defined]
+    assert "callee_change" in [e["name"] for e in events(ws) if e["type"] == "assist"]
+
+
+def test_a_change_in_the_module_it_calls_that_does_not_help_is_undone(tmp_path: Path):
+    ws = discount_shop(tmp_path)
+    checkout, money = (ws / "checkout.py").read_text(), (ws / "money.py").read_text()
+    worse = money.replace("int(cents * percent / 100)", "int(cents * percent / 100) + 1")
+    result, _ = run_small(ws, [
+        {"tool_calls": [call("change_file", path="checkout.py", change="round the discount")]},
+        {"content": fenced(checkout)}, {"content": fenced(checkout)},
+        {"content": fenced(worse)}, {"content": fenced(worse)}],
+        (EVALS / "py-discount-cent" / "task.md").read_text())
+    assert (ws / "money.py").read_text() == money
+    reply = next(m["content"] for m in result.messages if m.get("role") == "tool")   # type: ignore[attr-defined]
+    assert "keel also tried the change in money.py" in reply
+
+
+def test_without_the_assist_the_module_it_calls_is_left_alone(tmp_path: Path):
+    ws = discount_shop(tmp_path)
+    checkout, money = (ws / "checkout.py").read_text(), (ws / "money.py").read_text()
+    _, requests = run_small(ws, [
+        {"tool_calls": [call("change_file", path="checkout.py", change="round the discount")]},
+        {"content": fenced(checkout)}, {"content": fenced(checkout)}],
+        (EVALS / "py-discount-cent" / "task.md").read_text(), callee_change=False)
+    assert (ws / "money.py").read_text() == money
+    assert not [q for q in requests if "corrected money.py" in str(q["messages"][-1]["content"])]
