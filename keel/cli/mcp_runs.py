@@ -140,11 +140,12 @@ def execute(runs: Runs, job: Job, limits: dict[str, Any], accept: list[str]) -> 
 
 
 def _execute(options: ServerOptions, job: Job, limits: dict[str, Any], accept: list[str]) -> dict[str, Any]:
-    from keel.agent import Agent, approval_problem, unconfined_warning
+    from keel.agent import Agent
     from keel.config import ConfigError, load_config
     from keel.engine.types import EngineError
     from keel.loop.result import RunResult
     from keel.policy.rules import RuleError
+    from keel.policy.tier import approval_problem, unconfined_warning
 
     flags = {"engine": {"base_url": options.base_url, "model": options.model, "api_key_env": options.api_key_env,
                         "local_model": options.local_model},

@@ -95,9 +95,9 @@ def _read_inputs(args: argparse.Namespace) -> _Inputs:
 
 def _load_config(args: argparse.Namespace, workspace: Path) -> tuple[Config, bool]:
     """The configuration with the flags on top, and whether prices are known; warnings printed."""
-    from keel.agent import approval_problem, unconfined_warning
     from keel.cli.local_default import choose_default_engine
     from keel.config import ConfigError, load_config
+    from keel.policy.tier import approval_problem, unconfined_warning
 
     flags = {
         "engine": {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,

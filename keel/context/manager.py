@@ -262,8 +262,8 @@ def build_context_manager(config: Any, engine: Any, bus: EventBus, workspace: Pa
     default) and the reply cap, which is ``[engine] max_tokens`` but at most a quarter of the window
     (a 4096-token reply cap would leave an 8k model half its window); a lowered cap is set on the
     engine too, so the server is never asked for more than keel planned room for."""
-    from keel.config import resolve_api_key
     from keel.context.window import resolve_window
+    from keel.engine.keys import resolve_api_key
 
     inner = getattr(engine, "inner", engine)  # a GuardedEngine's wrapped engine holds the settings
     own = getattr(inner, "context_window", None)

@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def start_line(session: ReplSession, workspace: Path) -> str:
     """`keel · MODEL · WORKSPACE · sandbox: TIER · /help …`: the tier named as `keel run` names it."""
-    from keel.agent import sandbox_tier
+    from keel.policy.tier import sandbox_tier
 
     agent = session.agent
     tier, confining = sandbox_tier(agent.config)
@@ -82,7 +82,7 @@ def repl_main(argv: list[str]) -> int:
     except ConfigError as e:
         print(f"keel: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from keel.agent import approval_problem
+    from keel.policy.tier import approval_problem
     if problem := approval_problem(config):
         print(f"keel: {problem}", file=sys.stderr)
         return EXIT_USAGE
