@@ -70,21 +70,39 @@ def test_typed_deletions_and_truncations_of_what_no_snapshot_held_are_undone(per
 
 
 @pytest.mark.parametrize("tier", TIERS)
-def test_what_code_removes_is_undone_or_said_lost_never_nothing_to_undo(person: Person, tier: str) -> None:
+def test_what_inline_code_removes_is_taken_first_and_undone(person: Person, tier: str) -> None:
+    """The paths an inline program names are judged as rm's arguments are: the snapshot takes the
+    git-ignored node_modules before ``shutil.rmtree`` runs (it said "cannot undo" before), so undo
+    brings everything back."""
     files = _workspace(person)
     ran = person.run(_shell("python3 -c \"import shutil; shutil.rmtree('node_modules')\"",
                             "python3 -c \"open('big.bin', 'w').close()\"",          # a truncation by code
                             "python3 -c \"import os; os.remove('data/raw.csv')\""), tier=tier)
     texts = ran.tool_texts()
+    assert all(t.startswith("exit code: 0") for t in texts[:3]), texts
+    assert not (person.work / "node_modules").exists() and (person.work / "big.bin").stat().st_size == 0   # control
+    undone = person.keel("undo", "--cwd", str(person.work), "--json")
+    report = json.loads(undone.stdout)
+    assert undone.returncode == 0 and report["ok"], undone.stdout
+    assert "cannot" not in {f["action"] for f in report["files"]}, report
+    for rel, data in files.items():
+        assert (person.work / rel).read_bytes() == data, rel
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_what_code_removes_out_of_sight_is_said_lost_never_nothing_to_undo(person: Person, tier: str) -> None:
+    """A path built at run time is not seen by the policy: what the program removed that no snapshot
+    held is reported as not undoable."""
+    _workspace(person)
+    ran = person.run(_shell("python3 -c \"import shutil; shutil.rmtree('node' + '_modules')\""), tier=tier)
+    texts = ran.tool_texts()
     assert "node_modules/" in texts[0] and "cannot bring" in texts[0], texts[0]   # the model is told
-    assert not (person.work / "node_modules").exists() and (person.work / "big.bin").stat().st_size == 0
+    assert not (person.work / "node_modules").exists()
     undone = person.keel("undo", "--cwd", str(person.work), "--json")
     report = json.loads(undone.stdout)
     actions = {f["path"]: f["action"] for f in report["files"]}
-    assert actions == {"node_modules/": "cannot", "big.bin": "restore", "data/raw.csv": "restore"}, actions
+    assert actions == {"node_modules/": "cannot"}, actions
     assert undone.returncode == 1 and not report["ok"]
-    assert (person.work / "big.bin").read_bytes() == files["big.bin"]
-    assert (person.work / "data/raw.csv").read_bytes() == files["data/raw.csv"]
     text = person.keel("undo", "--cwd", str(person.work), "--dry-run")
     assert "nothing to undo" not in text.stdout and "cannot undo: node_modules/" in text.stdout, text.stdout
 
@@ -97,9 +115,10 @@ def test_what_no_snapshot_can_take_is_stopped_before_the_command_runs(person: Pe
     person.own(person.work)
     # 8 MB for copies of large files per session (big.bin does not fit) and room for 20 files only
     person.extra_config = "snapshot_max_mb = 8\nsnapshot_max_files = 20\n"   # type: ignore[attr-defined]
-    ran = person.run(_shell("rm -f big.bin", ": > big2.bin", "rm -rf node_modules", "rm -f app.py"), tier=tier)
+    ran = person.run(_shell("rm -f big.bin", ": > big2.bin", "rm -rf node_modules", "rm -f app.py",
+                            "python3 -c \"import shutil; shutil.rmtree('node_modules')\""), tier=tier)
     texts = ran.tool_texts()
-    for text in texts[:3]:
+    for text in [*texts[:3], texts[4]]:   # the last: inline code naming the tree, judged as rm's argument
         assert text.startswith("refused") and ("undo could not bring" in text or "no longer copies" in text), text
     assert texts[3].startswith("exit code: 0")                    # a file the snapshot holds still goes
     for rel in ("big.bin", "big2.bin", "node_modules/lib/index.js", "node_modules/m0.js"):

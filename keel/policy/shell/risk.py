@@ -275,7 +275,8 @@ class Analysis:
             out += judge(inv, self)
         out += self._code_sources(inv, cmd)
         if shell_tools.PYTHON.fullmatch(name) or name in shell_tools.INTERPRETERS or name in ("nodejs",):
-            out += inline_secrets(self.paths, inv, cmd)    # python3 -c "open('.env')" asks as cat .env does
+            # python3 -c "open('.env')" asks as cat .env does; rmtree('node_modules') as rm -rf does
+            out += inline_secrets(self.paths, inv, cmd, self.snapshot)
         return out
 
     def _trusted_program(self, argv0: Word, cwds: Cwds) -> bool:
