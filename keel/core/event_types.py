@@ -153,6 +153,7 @@ class Verification(EventBase):
     unchanged: bool
     digest: str
     elapsed_s: NotRequired[float]   # the gate run's wall time, apart from any tool's
+    request: NotRequired[str]       # the kind of request judged: change, answer or verify (keel.core.request)
 
 
 class ChecksStart(EventBase):

