@@ -20,6 +20,11 @@ F = "forbids"   # an answer request that says in so many words not to change any
 TABLE: list[tuple[str, str, str]] = [
     # -- English: polite questions with a change verb are change requests (issue 32, item 1) -------------
     ("en", "Can you fix add() in calc.py?", C),
+    ("en", "do the task", C),                                   # an order: no "?", no person as subject
+    ("en", "Do you know why it fails?", A),
+    ("en", "Solve the exercise described in INSTRUCTIONS.md. The code goes in rle.py, which has only stubs.", C),
+    ("en", "render.py should then show it after the text.", C),   # what the code must do, not "show me"
+    ("en", "Explain what parse() should return.", A),
     ("en", "Could you add a sub() function?", C),
     ("en", "Would you mind renaming MAX_RETRY to MAX_RETRIES?", C),
     ("en", "Can you please make the failing test pass?", C),

@@ -153,7 +153,7 @@ def _read_sentence(sentence: str, ends: str, lex: Lexicon, ev: _Evidence) -> Non
     found = _Evidence()
     for clause in _ends_kept(list(dict.fromkeys(clauses_of(sentence.lstrip("¿¡")))), MAX_CLAUSES):
         words = words_of(clause)
-        clause_form = _read_clause(words, lex, found, " ".join(words))
+        clause_form = _read_clause(words, lex, found, " ".join(words), asked)
         form = form or clause_form
         forms.add(clause_form)
     # A question needs an opening keel reads ("what", "does", "can you"): a "?" after words it does not
@@ -173,7 +173,7 @@ def _read_sentence(sentence: str, ends: str, lex: Lexicon, ev: _Evidence) -> Non
         getattr(ev, name).extend(getattr(found, name))
 
 
-def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str) -> str | None:
+def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str, asked: bool = False) -> str | None:
     """Gather one clause's evidence; return its form: polite, wh, aux, plain, or None (fillers only)."""
     words = _ends_kept(words, MAX_WORDS)
     joined = " ".join(words) if len(words) >= MAX_WORDS else joined
@@ -186,6 +186,10 @@ def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str) -> 
     if start >= len(words) and not polite:
         return None
     form = "polite" if polite else ("wh" if words[start] in lex.wh else "aux" if words[start] in lex.aux else "plain")
+    if form == "aux" and not asked and words[start] in lex.imperative_aux and \
+            not (start + 1 < len(words) and (words[start + 1] in lex.subjects or words[start + 1] in lex.negators)):
+        ev.positive.append(joined)   # "do the task": an order, not "do you …?"
+        return "plain"
     padded = f" {joined} "
     ev.directive += [p for p in lex.directives if f" {p} " in padded]
     ev.postpone += [p for p in lex.postpone if f" {p} " in padded]

@@ -74,6 +74,10 @@ class Lexicon:
     # "render.py should show it", "parse() must return None": what the code is to do, a requirement (a
     # change), not a request to show or say something
     modals: frozenset[str] = frozenset()
+    # "do the task", "do it": an aux that opens an order when no "?" ends the sentence and no person is
+    # its subject ("do you …" asks); ``subjects`` are those persons
+    imperative_aux: frozenset[str] = frozenset()
+    subjects: frozenset[str] = frozenset()
 
 
 def _w(text: str) -> frozenset[str]:
@@ -149,6 +153,8 @@ ENGLISH = Lexicon(
             "check if", "check whether", "see if the tests pass", "see whether the tests pass"),
     meaning=_w("mean means meaning stand stands"),
     modals=_w("should must shall needs"),
+    imperative_aux=_w("do"),
+    subjects=_w("you i we they u y'all"),
     answer_nouns=_w("summary overview explanation walkthrough opinion thoughts rundown"),
     social=_w("hi hello hey thanks thank you thx ok okay cheers good morning bye never mind nevermind forget it "
               "stop cancel that's all no"),
