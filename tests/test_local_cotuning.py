@@ -17,11 +17,11 @@ from keel.testing.server import ScriptedEngineServer
 NO_GATE = Config.model_validate({"verify": {"mode": "off"}})
 
 
-def run_script(script: list[dict], workspace: Path, limits: Limits | None = None):
+def run_script(script: list[dict], workspace: Path, limits: Limits | None = None, config: Config | None = None):
     events: list[dict] = []
     with ScriptedEngineServer(script) as server:
         engine = OpenAICompatEngine(server.base_url, "scripted", max_attempts=1)
-        agent = Agent(engine, workspace=workspace, config=NO_GATE, sinks=[events.append], log_path=False)
+        agent = Agent(engine, workspace=workspace, config=config or NO_GATE, sinks=[events.append], log_path=False)
         result = agent.run("Fix add in calc.py.", limits=limits or Limits(max_steps=6))
         requests = server.requests
     tool_texts = [m["content"] for m in result.messages if m["role"] == "tool"]
@@ -95,7 +95,9 @@ def test_a_reply_that_keeps_repeating_itself_is_cut_and_asked_again(tmp_path: Pa
     plan = "I will open calc.py, find the add function and change the minus sign to a plus sign. "
     script = [{"content": "Plan:\n" + plan * 60},   # ~5,400 chars of the same plan, as a 1.5B model did
               {"content": "Nothing to change."}]
-    result, events, _, _ = run_script(script, tmp_path)
+    watched = NO_GATE.model_copy(deep=True)
+    watched.assists.reply_watch = True   # an assist of the small profile (keel.core.assists): on by name here
+    result, events, _, _ = run_script(script, tmp_path, config=watched)
     first = next(e for e in events if e["type"] == "model_call")
     assert first["finish_reason"] == "length"  # handled like a reply cut by max_tokens
     assert len(first["content"]) < 1200        # cut within a few copies, not after all 60

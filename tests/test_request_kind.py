@@ -20,7 +20,8 @@ F = "forbids"   # an answer request that says in so many words not to change any
 TABLE: list[tuple[str, str, str]] = [
     # -- English: polite questions with a change verb are change requests (issue 32, item 1) -------------
     ("en", "Can you fix add() in calc.py?", C),
-    ("en", "do the task", C),                                   # an order: no "?", no person as subject
+    ("en", "do the task", C),
+    ("en", "and in test_calc.py?", A),                          # a follow-up question: known words and a "?"                                   # an order: no "?", no person as subject
     ("en", "Do you know why it fails?", A),
     ("en", "Solve the exercise described in INSTRUCTIONS.md. The code goes in rle.py, which has only stubs.", C),
     ("en", "render.py should then show it after the text.", C),   # what the code must do, not "show me"

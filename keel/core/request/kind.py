@@ -159,7 +159,10 @@ def _read_sentence(sentence: str, ends: str, lex: Lexicon, ev: _Evidence) -> Non
     # A question needs an opening keel reads ("what", "does", "can you"): a "?" after words it does not
     # know ("Você pode corrigir …?") is no evidence. Without a "?", only the sentence's opening clause
     # asks: "…in rle.py, which has only stubs" is a relative clause, not a question.
-    question = (asked and bool(forms & {"wh", "aux", "polite"})) or form in ("wh", "aux")
+    # A "?" after words of a language keel reads, with no change asked in them ("and in test_calc.py?",
+    # a follow-up), asks too.
+    question = (asked and (bool(forms & {"wh", "aux", "polite"}) or (not found.positive and _known(sentence, lex)))) \
+        or form in ("wh", "aux")
     joined = " ".join(words_of(sentence))
     if found.defect and not found.answer:
         if not question or form == "polite":
@@ -171,6 +174,13 @@ def _read_sentence(sentence: str, ends: str, lex: Lexicon, ev: _Evidence) -> Non
     for name in ("positive", "directive", "postpone", "keep", "answer", "answer_weak", "verify", "act", "social",
                  "other"):
         getattr(ev, name).extend(getattr(found, name))
+
+
+def _known(sentence: str, lex: Lexicon) -> bool:
+    """Whether at least half the sentence's words (code aside) are words keel knows in ``lex``'s language:
+    "and in test_calc.py?" is English; "Você pode corrigir …?" only shares a word with it."""
+    words = [_base(w) for w in words_of(CODE_MARK.sub(" ", sentence))]
+    return bool(words) and 2 * sum(w in _KNOWN_WORDS[lex.name] for w in words) >= len(words)
 
 
 def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str, asked: bool = False) -> str | None:
