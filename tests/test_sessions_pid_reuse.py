@@ -37,8 +37,9 @@ def test_a_pid_reused_by_a_later_process_does_not_pin_the_session_as_running(cal
         _mark_running(state, other.pid, time.time() - 60)          # saved a minute before `other` started
         with ScriptedEngineServer([{"tool_calls": [call("run_shell", command="python -m pytest -q")]},
                                    {"tool_calls": [call("finish", summary="fixed; pytest passes")]}]) as server:
+            # a carried-on run keeps the stopped run's limits (--max-steps 1 was spent): raised here
             r = run_keel("run", "--continue", "--cwd", str(calc_repo), "--base-url", server.base_url,
-                         "--model", "scripted", "--verify", "off", "--output-format", "json")
+                         "--model", "scripted", "--verify", "off", "--max-steps", "5", "--output-format", "json")
         assert "still running" not in r.stderr and r.result["status"] == "complete", r.stderr
 
         _mark_running(state, other.pid, time.time() + 60)          # `other` could have written it: alive

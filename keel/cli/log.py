@@ -41,11 +41,15 @@ def session_logs() -> list[Path]:
 
 
 def output_console() -> Any:
-    """The console `keel log` and `keel stats` print with: the terminal's width on a terminal; piped,
-    nothing is wrapped (a reader such as grep wants whole lines)."""
+    """The console `keel log` and `keel stats` print with: the terminal's width on a terminal, or the
+    width COLUMNS names; piped without it, nothing is wrapped (a reader such as grep wants whole lines)."""
+    import os
+
     from rich.console import Console
 
-    return Console(soft_wrap=False) if sys.stdout.isatty() else Console(soft_wrap=True, width=100_000)
+    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit():
+        return Console(soft_wrap=False)
+    return Console(soft_wrap=True, width=100_000)
 
 
 def _first_ts(log: Path) -> float:
