@@ -4,6 +4,9 @@ failing, more rewrites sampled differently are tried on a copy and the first tha
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +189,26 @@ def test_with_the_assist_off_change_file_asks_as_before(shop: Path):
     assert not of(events, "candidate") and "sampled differently" not in tool_reply(result)
     assert (shop / "shipping.py").read_text() == PRICE_500
     assert "candidates" not in next(e for e in events if e["type"] == "session_start")["assists"]
+
+
+def test_keel_replay_serves_the_editor_again_and_shows_the_candidates(shop: Path, keel_env: dict[str, str]):
+    start = shop.parent / "start"
+    shutil.copytree(shop, start)
+    _, _, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(FIXED)])
+    assert len(of(events, "candidate")) == 2
+    log = shop.parent / "session.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "keel.cli.main", "replay", str(log), "--cwd", str(start)],
+                          env=keel_env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "step 1: candidates shipping.py #1 lost (1 failing), shipping.py #2 kept" in proc.stdout
+    assert "0 difference(s)" in proc.stdout
+    # a candidate judged otherwise now is a difference: with looser tests the first candidate passes
+    (start / "test_shipping.py").write_text(TEST.replace("cost(5000) == 0", "cost(5000) in (0, 499)"))
+    proc = subprocess.run([sys.executable, "-m", "keel.cli.main", "replay", str(log), "--cwd", str(start), "--json"],
+                          env=keel_env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["candidates"] == {"1": ["shipping.py #1 kept"]}
+    assert {"step": 1, "call": None, "tool": "change_file", "field": "candidates",
+            "recorded": ["shipping.py #1 lost (1 failing)", "shipping.py #2 kept"],
+            "now": ["shipping.py #1 kept"]} in report["differences"]

@@ -324,7 +324,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
             spent.add(turn.usage)
             run.bus.emit("change_request", step=run.step, path=shown, with_note=note is not None,
                          latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
-                         usage=turn.usage.to_json(), reply=turn.content[:4000])
+                         usage=turn.usage.to_json(), reply=turn.content)   # whole: keel replay serves it
             new, restored = extract_file(turn.content), list[str]()
             if new is not None and current is not None and shown.endswith(".py"):
                 new, restored = restore_dropped(current, new, note or "")
