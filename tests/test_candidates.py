@@ -167,7 +167,11 @@ def test_the_search_stops_at_the_limit_of_candidates(shop: Path):
     assert len([r for r in requests if not r.get("tools")]) == 4
 
 
-def test_the_runs_token_budget_stops_the_search_before_a_candidate_it_cannot_pay_for(shop: Path):
+def test_the_runs_token_budget_stops_the_search_before_a_candidate_it_cannot_pay_for(shop: Path,
+                                                                                    keel_env: dict[str, str]):
+    start = shop.parent / "start"
+    shutil.copytree(shop, start)
+
     def budget(cfg: Config) -> None:
         cfg.verify.candidates = 4
         cfg.limits.max_tokens = 4000   # 500 for the model's turn, 2000 for the two rewrites: room for one more
@@ -179,6 +183,17 @@ def test_the_runs_token_budget_stops_the_search_before_a_candidate_it_cannot_pay
     assert "stopped: the run's token budget" in tool_reply(result)
     assert len([r for r in requests if not r.get("tools")]) == 3
     assert (shop / "shipping.py").read_text() == PRICE_500
+    # replayed with the tokens served as recorded, the budget stops the search where it did
+    proc = replay(shop.parent / "session.jsonl", start, keel_env, "--json")
+    report = json.loads(proc.stdout)
+    assert report["candidates"] == {"1": ["shipping.py #1 lost (1 failing)"]}
+    # (the run itself ended on the token limit at the step the replay's step limit ends it)
+    assert [d["field"] for d in report["differences"]] == ["stop"], report["differences"]
+
+
+def replay(log: Path, start: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "keel.cli.main", "replay", str(log), "--cwd", str(start), *flags],
+                          env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
 
 
 def test_with_the_assist_off_change_file_asks_as_before(shop: Path):
@@ -197,15 +212,13 @@ def test_keel_replay_serves_the_editor_again_and_shows_the_candidates(shop: Path
     _, _, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(FIXED)])
     assert len(of(events, "candidate")) == 2
     log = shop.parent / "session.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "keel.cli.main", "replay", str(log), "--cwd", str(start)],
-                          env=keel_env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    proc = replay(log, start, keel_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "step 1: candidates shipping.py #1 lost (1 failing), shipping.py #2 kept" in proc.stdout
     assert "0 difference(s)" in proc.stdout
     # a candidate judged otherwise now is a difference: with looser tests the first candidate passes
     (start / "test_shipping.py").write_text(TEST.replace("cost(5000) == 0", "cost(5000) in (0, 499)"))
-    proc = subprocess.run([sys.executable, "-m", "keel.cli.main", "replay", str(log), "--cwd", str(start), "--json"],
-                          env=keel_env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    proc = replay(log, start, keel_env, "--json")
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     assert report["candidates"] == {"1": ["shipping.py #1 kept"]}

@@ -47,7 +47,7 @@ def recorded_turns(events: Sequence[Mapping[str, Any]]) -> Recorded:
     cut = 0
     for e in events:
         if e.get("type") == "change_request":   # change_file's editor, asked inside a tool call: served in turn
-            steps.append({"content": str(e.get("reply") or ""), "tool_calls": [],
+            steps.append({"content": str(e.get("reply") or ""), "tool_calls": [], **_usage(e),
                           **({"finish_reason": "length"} if e.get("finish_reason") == "length" else {})})
         if e.get("type") != "model_call":
             continue
@@ -61,7 +61,7 @@ def recorded_turns(events: Sequence[Mapping[str, Any]]) -> Recorded:
                       "arguments": c.get("arguments") or "{}"} for i, c in enumerate(logged)]
             cut += sum(1 for c in logged if len(c.get("arguments") or "") >= 4000)
             content = e.get("content") or ""
-        step: dict[str, Any] = {"content": content or None, "tool_calls": calls}
+        step: dict[str, Any] = {"content": content or None, "tool_calls": calls, **_usage(e)}
         fmt = str(e.get("tool_call_format") or "")
         if calls and fmt in TEXT_FORMATS and all(_is_object(c["arguments"]) for c in calls):
             step["text_tool_calls"] = fmt  # served as text again, so recovery is exercised again
@@ -82,16 +82,19 @@ def recorded_turns(events: Sequence[Mapping[str, Any]]) -> Recorded:
 def replay_config(events: Sequence[Mapping[str, Any]]) -> str:
     """The user config (TOML) a replay runs with so that change_file and the assists act as they did:
     the small profile when the recorded run offered change_file, the assists it had on and off, as
-    many candidates; "" for a run of the full profile (the person's own config applies, as before)."""
+    many candidates, the same token budget; "" for a run of the full profile (the person's own config applies, as before)."""
     start = next((e for e in events if e.get("type") == "session_start"), {})
     if "change_file" not in (start.get("tools") or []):
         return ""
     on = set(start.get("assists") or [])
     lines = ["[engine]", 'profile = "small"', "", "[assists]",
              *(f"{name} = {'true' if name in on else 'false'}" for name in NAMES)]
-    candidates = ((start.get("config") or {}).get("verify") or {}).get("candidates")
+    config = start.get("config") or {}
+    candidates, tokens = (config.get("verify") or {}).get("candidates"), (config.get("limits") or {}).get("max_tokens")
     if isinstance(candidates, int):
         lines += ["", "[verify]", f"candidates = {candidates}"]
+    if isinstance(tokens, int):   # with the tokens served as recorded, a budget stops the search where it did
+        lines += ["", "[limits]", f"max_tokens = {tokens}"]
     return "\n".join(lines) + "\n"
 
 
@@ -104,6 +107,15 @@ def candidates_of(events: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
             fate = "kept" if e.get("kept") else f"lost ({e.get('why')})"
             out.setdefault(int(e.get("step") or 0), []).append(f"{e.get('path')} #{e.get('n')} {fate}")
     return out
+
+
+def _usage(e: Mapping[str, Any]) -> dict[str, Any]:
+    """The tokens a turn reported, served again so the run's token budget (and the candidates' search,
+    keel.drive.candidates) spends as it did; nothing when the server reported none (keel estimated)."""
+    usage = e.get("usage")
+    if not isinstance(usage, Mapping) or usage.get("estimated"):
+        return {}
+    return {"usage": {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens", "cached_tokens")}}
 
 
 def _is_object(text: str) -> bool:
