@@ -147,7 +147,7 @@ class Agent:
         # One registry path: the built-ins (or the caller's tools), then delegate, skills, MCP and plugins
         # all come in through ToolRegistry.register; hooks, plan mode and diffs wrap them in place.
         self.registry = ToolRegistry()
-        builtin = (small_tools(make_change_tool() if "whole_file_editor" in self.assists else None,
+        builtin = (small_tools(make_change_tool(self.config.verify.candidates) if "whole_file_editor" in self.assists else None,
                                undo_broken_python="python_edit_undo" in self.assists)
                    if self.profile == "small" else default_tools())
         for tool in tools if tools is not None else builtin:

@@ -136,6 +136,8 @@ class VerifySettings(_Section):
     plan: list[PinnedCheckSettings] | None = None
     check_timeout_s: float = Field(default=300.0, gt=0)
     max_repair_rounds: int = Field(default=2, ge=0)
+    # change_file's candidates assist (keel.drive.candidates): more rewrites asked when its own fail the checks
+    candidates: int = Field(default=2, ge=1, le=8)
 
     def enabled(self) -> dict[str, bool]:
         return {"static": self.static, "types": self.types, "build": self.build, "test": self.test}
@@ -250,6 +252,7 @@ class AssistSettings(_Section):
     callee_change: Switch = "auto"
     rename_spread: Switch = "auto"
     moves: Switch = "auto"
+    candidates: Switch = "auto"
     variety: Switch = "auto"
     reply_watch: Switch = "auto"
     contract_review: Switch = "auto"

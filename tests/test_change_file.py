@@ -148,9 +148,13 @@ PRICE_500 = FIXED.replace("return 499", "return 500")   # the threshold fixed, t
 ALWAYS_FREE = "def cost(cents, threshold=5000):\n    return 0\n\n\n# free\n"
 
 
-def run_changes(shop: Path, script: list[dict[str, object]]) -> tuple[list[str], list[dict[str, object]]]:
+def run_changes(shop: Path, script: list[dict[str, object]], *off: str) -> tuple[list[str], list[dict[str, object]]]:
+    """``off``: assists switched off (more rewrites judged by the gate, ``candidates``: tests/test_candidates.py)."""
     with ScriptedEngineServer([*script, {"tool_calls": [call("finish", summary="fixed")]}]) as server:
-        result = Agent(workspace=shop, config=small_config(server, verify=True), log_path=False).run(
+        cfg = small_config(server, verify=True)
+        for name in off:
+            setattr(cfg.assists, name, False)
+        result = Agent(workspace=shop, config=cfg, log_path=False).run(
             "A cart of exactly $50 is charged shipping; fix it.")
         return [m["content"] for m in result.messages if m.get("role") == "tool"], server.requests
 
@@ -171,7 +175,7 @@ def test_the_first_rewrite_stays_when_the_second_does_no_better(shop: Path):
     replies, _ = run_changes(shop, [
         {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]},
         {"content": fenced(PRICE_500)},     # 1 failing test
-        {"content": fenced(ALWAYS_FREE)}])  # 1 failing test too: a tie keeps the model's own change
+        {"content": fenced(ALWAYS_FREE)}], "candidates")  # 1 failing test too: a tie keeps the model's own change
     assert (shop / "shipping.py").read_text() == PRICE_500
     assert "not followed" not in replies[0] and "test_small" in replies[0]
 
@@ -233,7 +237,7 @@ def test_a_rewrite_that_makes_the_checks_fail_worse_than_before_is_undone(shop: 
     replies, _ = run_changes(shop, [
         {"tool_calls": [call("change_file", path="shipping.py", change="change page_count")]},
         {"content": fenced(worse)},
-        {"content": fenced(BROKEN)}])       # the task alone: unchanged, nothing to try
+        {"content": fenced(BROKEN)}], "candidates")   # the task alone: unchanged, nothing to try
     assert (shop / "shipping.py").read_text() == BROKEN
     assert "Nothing was kept" in replies[0] and "(2 failing, 1 before)" in replies[0]
 

@@ -205,7 +205,7 @@ def test_a_change_in_the_module_it_calls_that_does_not_help_is_undone(tmp_path: 
         {"tool_calls": [call("change_file", path="checkout.py", change="round the discount")]},
         {"content": fenced(checkout)}, {"content": fenced(checkout)},
         {"content": fenced(worse)}, {"content": fenced(worse)}],
-        (EVALS / "py-discount-cent" / "task.md").read_text())
+        (EVALS / "py-discount-cent" / "task.md").read_text(), candidates=False)   # no more rewrites judged
     assert (ws / "money.py").read_text() == money
     reply = next(m["content"] for m in result.messages if m.get("role") == "tool")   # type: ignore[attr-defined]
     assert "keel also tried the change in money.py" in reply

@@ -101,7 +101,7 @@ def _run_replay(args: argparse.Namespace, events: list[dict[str, Any]], recorded
                 cwd: Path | None) -> int:
     from keel.eval.cases import materialize
     from keel.eval.job import keel_pythonpath, last_json_object, run_process
-    from keel.eval.replay import compare_runs, format_differences, stop_of
+    from keel.eval.replay import candidates_of, compare_runs, format_differences, replay_config, stop_of
     from keel.testing.server import ScriptedEngineServer
 
     steps = recorded.steps
@@ -123,22 +123,29 @@ def _run_replay(args: argparse.Namespace, events: list[dict[str, Any]], recorded
         with ScriptedEngineServer(steps, canned_probes=True) as server:
             cmd = [sys.executable, "-m", "keel.cli.main", "run", "--task-file", str(task_file), "--cwd", str(workspace),
                    "--base-url", server.base_url, "--model", server.model, "--output-format", "json",
-                   "--log", str(new_log), "--max-steps", str(len(steps))]
+                   "--log", str(new_log), "--max-steps", str(recorded.turns)]
             env = {**os.environ, "KEEL_HOME": str(tmp / "keel-home"), "PYTHONPATH": keel_pythonpath()}
+            if config := replay_config(events):   # the small profile and its assists, as recorded
+                (tmp / "config" / "keel").mkdir(parents=True)
+                (tmp / "config" / "keel" / "config.toml").write_text(config, encoding="utf-8")
+                env["XDG_CONFIG_HOME"] = str(tmp / "config")
             code, stdout, stderr, _ = run_process(cmd, cwd=workspace, env=env, timeout_s=600)
         if not new_log.exists():
             raise UsageError(f"the replayed run left no log (exit {code}): {stderr.strip()[-1000:]}")
         replayed = [json.loads(line) for line in new_log.read_text(encoding="utf-8").splitlines() if line.strip()]
         diffs = compare_runs(events, replayed, recorded.workspace, str(workspace))
+        candidates = candidates_of(replayed)
         if args.json:
-            print(json.dumps({"turns": len(steps), "origin": origin, "recorded_stop": stop_of(events),
+            print(json.dumps({"turns": recorded.turns, "origin": origin, "recorded_stop": stop_of(events),
                               "replayed_stop": stop_of(replayed), "result": last_json_object(stdout),
-                              "differences": [d.to_json() for d in diffs]}, indent=2))
+                              "candidates": candidates, "differences": [d.to_json() for d in diffs]}, indent=2))
         else:
             old, new = stop_of(events), stop_of(replayed)
-            print(f"keel replay: {len(steps)} recorded turn(s) against {origin}")
+            print(f"keel replay: {recorded.turns} recorded turn(s) against {origin}")
             print(f"recorded: {old['status']} ({old['reason']}) after {old['steps']} step(s) · "
                   f"now: {new['status']} ({new['reason']}) after {new['steps']} step(s)")
+            for step, tried in sorted(candidates.items()):   # change_file's candidates, judged again
+                print(f"step {step}: candidates {', '.join(tried)}")
             print(f"{len(diffs)} difference(s)" + (":" if diffs else ": the harness observes what it did then"))
             if diffs:
                 print(format_differences(diffs))

@@ -50,6 +50,9 @@ ASSISTS: tuple[Assist, ...] = (
            "a rename stopped half-way: the constant was renamed in one file, never in its user"),
     Assist("moves", "refactor", "change_file, when the note asks for a move", SMALL,
            "asked to rename a module, the editor gave the file back unchanged three times"),
+    Assist("candidates", "candidates", "change_file, when its rewrites leave the checks failing", SMALL,
+           "a rewrite left the checks failing where a differently sampled one may pass: the gate tells which "
+           "(not yet measured, issue 37)"),
     Assist("variety", "variety", "the next request after a refused reply came again", SMALL,
            "at temperature 0 the same refused reply came back after every pushback until the run stopped"),
     Assist("reply_watch", "reply_watch", "the engine, as a reply streams", SMALL,

@@ -205,6 +205,21 @@ class ChangeRequest(EventBase):
     reply: str
 
 
+class CandidateEvent(EventBase):
+    """One more rewrite change_file asked for and tried on a copy (keel.drive.candidates)."""
+    path: str
+    n: int                       # 1-based: the variant it was sampled with
+    temperature: float | None    # as sampled (None: the engine does not say)
+    seed: int | None
+    failing_before: int          # the failure score to beat: the best rewrite before the search
+    failing: int | None          # its own on the copy; None: not tried (no rewrite, or a protected test)
+    diff_lines: int | None
+    kept: bool
+    why: str
+    tokens: int
+    seconds: float
+
+
 class Hook(EventBase):
     event: str
     command: str
@@ -268,7 +283,7 @@ EVENT_TYPES: dict[str, type] = {
     "verification_plan": VerificationPlan, "verification": Verification, "checks_start": ChecksStart,
     "checks_before": ChecksBefore,
     "compaction": Compaction, "cache_break": CacheBreak, "context_window": ContextWindow,
-    "change_request": ChangeRequest, "assist": AssistEvent, "hook": Hook, "subagent_start": SubagentStart, "plan_saved": PlanSaved,
+    "change_request": ChangeRequest, "candidate": CandidateEvent, "assist": AssistEvent, "hook": Hook, "subagent_start": SubagentStart, "plan_saved": PlanSaved,
     "plan_approved": PlanApproved, "session_save_failed": SessionSaveFailed, "changes": Changes, "stop": Stop,
 }
 COMMON_FIELDS = frozenset(EventBase.__annotations__)

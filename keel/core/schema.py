@@ -77,5 +77,6 @@ def config_summary(config: Any) -> dict[str, Any]:
         "approval": config.permissions.approval,
         "shell": {"sandbox": config.shell.sandbox, "network": config.shell.network,
                   "timeout_s": config.shell.timeout_s},
-        "verify": {"mode": config.verify.mode, "accept": list(config.verify.accept)},
+        "verify": {"mode": config.verify.mode, "accept": list(config.verify.accept),
+                   "candidates": config.verify.candidates},
     }

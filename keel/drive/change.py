@@ -32,6 +32,7 @@ from pydantic import Field
 from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.callee import one_call_away
+from keel.drive.candidates import Search, search
 from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
 from keel.drive.rewrite import (
@@ -230,14 +231,15 @@ def _reply_cap(engine: Any) -> int | None:
 
 
 # -- the shell ---------------------------------------------------------------------------------------
-def make_change_tool() -> Tool:
+def make_change_tool(candidates: int = 2) -> Tool:
     """change_file: it uses the engine, task, checks and log of the run it is called from (``ctx.run``).
 
     When the project has checks and the rewrite leaves them failing (or none came back), a second
     request asks for the file from the task and the failing checks alone, without the model's note,
     and the rewrite whose checks fail least is kept (the first on a tie). Measured on a 1.5B model:
     its note "remove FREE_SHIPPING_CENTS and add FLAT_RATE_CENTS at the end" for a `>` that should
-    be `>=` was followed faithfully, where the task alone gave the right fix."""
+    be `>=` was followed faithfully, where the task alone gave the right fix. When neither passes, the
+    ``candidates`` assist asks for up to ``candidates`` more, tried on a copy (keel.drive.candidates)."""
     from keel.tools.files import WRITE_FILE, file_session
     from keel.verify.redirect import redirect_notice, redirect_or_refusal
     from keel.verify.selfcheck import is_test_file
@@ -309,18 +311,20 @@ def make_change_tool() -> Tool:
         if not fits(current, cap):
             return ToolResult.error(f"{shown} is too long to be rewritten whole in one reply. Use edit_file: "
                                     "old_text copied exactly from the file, new_text its replacement.")
-        spent = Usage()
+        spent, began = Usage(), time.monotonic()
         assist_acted(ctx, "whole_file_editor", shown)
 
-        def ask(note: str | None, refused: str = "") -> tuple[Reply, list[str]]:
+        def ask(note: str | None, refused: str = "", variant: int = 0) -> tuple[Reply, list[str]]:
             started = time.monotonic()
             messages = change_request(task, note, shown, current, related, failures, refused)
-            # a cap of its own only when it is more than the engine's: an engine without the keyword still serves
-            turn = engine.complete(messages, [], max_tokens=cap) if cap != base else engine.complete(messages, [])
+            # a cap or variant of its own only when set: an engine without the keywords still serves
+            sampled: dict[str, Any] = {"variant": variant} if variant else {}
+            turn = engine.complete(messages, [], max_tokens=cap, **sampled) if cap != base else \
+                engine.complete(messages, [], **sampled)
             spent.add(turn.usage)
             run.bus.emit("change_request", step=run.step, path=shown, with_note=note is not None,
                          latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
-                         usage=turn.usage.to_json(), reply=turn.content[:4000])
+                         usage=turn.usage.to_json(), reply=turn.content)   # whole: keel replay serves it
             new, restored = extract_file(turn.content), list[str]()
             if new is not None and current is not None and shown.endswith(".py"):
                 new, restored = restore_dropped(current, new, note or "")
@@ -357,7 +361,8 @@ def make_change_tool() -> Tool:
         elif checks is None and not first.checked:
             return ToolResult.error(first.problem, usage=spent)
         # the task and the failing checks alone; told why a rewrite was refused, when it was
-        second, restored_second = ask(None, first.problem if first.checked else "")
+        refused = first.problem if first.checked else ""
+        second, restored_second = ask(None, refused)
         if second.text is not None and all(second.text != t[0] for t in tried):
             spread.after(written := write(second.text), second.text)
             _spread_acted(ctx, spread)
@@ -365,9 +370,22 @@ def make_change_tool() -> Tool:
                 return _finished(written, restored_second, None, spent, spread.report(written))
             if written.ok:
                 tried.append((second.text, restored_second, written, checks.run_plan(), False))
+        best = min((failure_score(t[3]) for t in tried), default=0)   # none written: the cause may be elsewhere
+        found = Search()
+        if checks is not None and "candidates" in assists and best:
+            # that request again, sampled differently, each tried on a copy: the first that passes stays
+            found = search(ctx, lambda n: ask(None, refused, n), checks, shown, current, limit=candidates,
+                           protected=(is_test_file(shown) or shown in checks.protected)
+                           and not request.allows_test_changes, before=best, spent=spent,
+                           unit=(spent.total // 2, (time.monotonic() - began) / 2))
+            if (kept := found.kept) is not None and kept.text is not None:
+                spread.after(written := write(kept.text), kept.text)
+                if written.ok:   # its evidence is the real files', run again here
+                    tried.append((kept.text, list(kept.restored), written, checks.run_plan(), False))
+        cost = f"\n{found.report()}" if found.tried else ""
         if not tried:
-            return _scored(ToolResult.error(second.problem if first.checked and second.problem else first.problem,
-                                            usage=spent), known, known)
+            return _scored(ToolResult.error((second.problem if first.checked and second.problem else first.problem)
+                                            + cost, usage=spent), known, known)
         text, restored, written, outcomes, noted = min(tried, key=lambda t: failure_score(t[3]))   # first on a tie
         if current is not None and known is not None and failure_score(outcomes) > failure_score(known):
             write(current)   # worse than before the call: the file goes back (measured: a note that broke page_count)
@@ -375,14 +393,14 @@ def make_change_tool() -> Tool:
             return _scored(ToolResult.error(
                 f"Nothing was kept: with the rewrite the checks failed worse than before ({failure_score(outcomes)} "
                 f"failing, {failure_score(known)} before), so {shown} is as it was. Read the failing test again and "
-                "say exactly what must change.", usage=spent), known, known)
+                "say exactly what must change." + cost, usage=spent), known, known)
         if text != tried[-1][0]:
             write(text)   # the first rewrite did at least as well as the second: back to it
         note = "" if noted else (
             "Your note was not followed (" + ("with it the checks still failed" if tried[0][4] else
                                              first.problem.rstrip(".")) +
             "): a rewrite from the task and the failing checks alone did better, and is what was written.")
-        note = "\n".join(line for line in (note, spread.report(written)) if line)
+        note = "\n".join(line for line in (note, found.report(), spread.report(written)) if line)
         return _scored(_finished(written, restored, outcomes, spent, note, latest, verifier), known, outcomes)
 
     spec = ToolSpec("change_file",

@@ -207,8 +207,9 @@ class GuardedEngine:
             # An engine that stops reading on a ReplyCut itself (the in-process one) sets the turn's
             # cut_reason; for one that lets it propagate (HTTP: the connection closes), it is set here.
             extra: dict[str, Any] = {"deadline": deadline} if self._takes_deadline and deadline is not None else {}
-            if max_tokens is not None:   # change_file's editor, with a cap of its own
-                return self.inner.complete(messages, tools, watched, max_tokens=max_tokens, **extra)
+            if max_tokens is not None:   # change_file's editor, with a cap of its own (a candidate: a variant)
+                sampled = {"variant": variant} if variant > 0 else {}
+                return self.inner.complete(messages, tools, watched, max_tokens=max_tokens, **sampled, **extra)
             if avoid:  # only then: an inner engine without the keywords still serves normal runs
                 return self.inner.complete(messages, tools, watched, variant=variant, avoid=avoid, **extra)
             if variant > 0:

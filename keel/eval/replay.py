@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from keel.core.assists import NAMES
+
 TEXT_FORMATS = ("hermes", "qwen3_coder")
 
 
@@ -30,6 +32,7 @@ class Recorded:
     workspace: str
     steps: list[dict[str, Any]]
     truncated_arguments: int  # calls taken from tool_call events whose arguments may be cut at 4000 chars
+    turns: int = 0            # the model's turns; ``steps`` also holds change_file's editor replies, in order
 
 
 def recorded_turns(events: Sequence[Mapping[str, Any]]) -> Recorded:
@@ -43,6 +46,9 @@ def recorded_turns(events: Sequence[Mapping[str, Any]]) -> Recorded:
     steps: list[dict[str, Any]] = []
     cut = 0
     for e in events:
+        if e.get("type") == "change_request":   # change_file's editor, asked inside a tool call: served in turn
+            steps.append({"content": str(e.get("reply") or ""), "tool_calls": [], **_usage(e),
+                          **({"finish_reason": "length"} if e.get("finish_reason") == "length" else {})})
         if e.get("type") != "model_call":
             continue
         replay = e.get("replay") if isinstance(e.get("replay"), Mapping) else None
@@ -55,7 +61,7 @@ def recorded_turns(events: Sequence[Mapping[str, Any]]) -> Recorded:
                       "arguments": c.get("arguments") or "{}"} for i, c in enumerate(logged)]
             cut += sum(1 for c in logged if len(c.get("arguments") or "") >= 4000)
             content = e.get("content") or ""
-        step: dict[str, Any] = {"content": content or None, "tool_calls": calls}
+        step: dict[str, Any] = {"content": content or None, "tool_calls": calls, **_usage(e)}
         fmt = str(e.get("tool_call_format") or "")
         if calls and fmt in TEXT_FORMATS and all(_is_object(c["arguments"]) for c in calls):
             step["text_tool_calls"] = fmt  # served as text again, so recovery is exercised again
@@ -66,10 +72,50 @@ def recorded_turns(events: Sequence[Mapping[str, Any]]) -> Recorded:
         if e.get("finish_reason") == "length":
             step["finish_reason"] = "length"
         steps.append(step)
-    if not steps:
+    turns = sum(1 for e in events if e.get("type") == "model_call")
+    if not turns:
         raise ReplayError("the log has no model_call events: nothing to replay")
     return Recorded(task=str(start.get("task") or ""), workspace=str(start.get("workspace") or ""),
-                    steps=steps, truncated_arguments=cut)
+                    steps=steps, truncated_arguments=cut, turns=turns)
+
+
+def replay_config(events: Sequence[Mapping[str, Any]]) -> str:
+    """The user config (TOML) a replay runs with so that change_file and the assists act as they did:
+    the small profile when the recorded run offered change_file, the assists it had on and off, as
+    many candidates, the same token budget; "" for a run of the full profile (the person's own config applies, as before)."""
+    start = next((e for e in events if e.get("type") == "session_start"), {})
+    if "change_file" not in (start.get("tools") or []):
+        return ""
+    on = set(start.get("assists") or [])
+    lines = ["[engine]", 'profile = "small"', "", "[assists]",
+             *(f"{name} = {'true' if name in on else 'false'}" for name in NAMES)]
+    config = start.get("config") or {}
+    candidates, tokens = (config.get("verify") or {}).get("candidates"), (config.get("limits") or {}).get("max_tokens")
+    if isinstance(candidates, int):
+        lines += ["", "[verify]", f"candidates = {candidates}"]
+    if isinstance(tokens, int):   # with the tokens served as recorded, a budget stops the search where it did
+        lines += ["", "[limits]", f"max_tokens = {tokens}"]
+    return "\n".join(lines) + "\n"
+
+
+def candidates_of(events: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
+    """Step -> change_file's candidates in it (keel.drive.candidates), each as "PATH #N kept" or
+    "PATH #N lost (why)"."""
+    out: dict[int, list[str]] = {}
+    for e in events:
+        if e.get("type") == "candidate":
+            fate = "kept" if e.get("kept") else f"lost ({e.get('why')})"
+            out.setdefault(int(e.get("step") or 0), []).append(f"{e.get('path')} #{e.get('n')} {fate}")
+    return out
+
+
+def _usage(e: Mapping[str, Any]) -> dict[str, Any]:
+    """The tokens a turn reported, served again so the run's token budget (and the candidates' search,
+    keel.drive.candidates) spends as it did; nothing when the server reported none (keel estimated)."""
+    usage = e.get("usage")
+    if not isinstance(usage, Mapping) or usage.get("estimated"):
+        return {}
+    return {"usage": {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens", "cached_tokens")}}
 
 
 def _is_object(text: str) -> bool:
@@ -164,6 +210,10 @@ def compare_runs(recorded: Sequence[Mapping[str, Any]], replayed: Sequence[Mappi
             diffs.append(Difference(step, index, tool, "output", before, after))
         if sorted(old.get("files_changed") or []) != sorted(new.get("files_changed") or []):
             diffs.append(Difference(step, index, tool, "files_changed", old.get("files_changed"), new.get("files_changed")))
+    old_cand, new_cand = candidates_of(recorded), candidates_of(replayed)
+    for step in sorted(set(old_cand) | set(new_cand)):
+        if old_cand.get(step) != new_cand.get(step):
+            diffs.append(Difference(step, None, "change_file", "candidates", old_cand.get(step), new_cand.get(step)))
     old_push, new_push = _pushbacks(recorded), _pushbacks(replayed)
     for step in sorted(set(old_push) | set(new_push)):
         if old_push.get(step) != new_push.get(step):

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import re
 import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -253,12 +255,7 @@ class Verifier:
     def _run_on_restored_tests(self, snap: Snapshot, tampered: tuple[str, ...]) -> tuple[CheckOutcome, ...]:
         """Run the plan on a copy of the workspace whose edited tests are put back as they were:
         the original tests are the evidence, whatever the agent did to its copies."""
-        base = self.artifacts_dir or data_dir() / "scratch"   # keel's own data dir, never elsewhere
-        base.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix="restored-tests-", dir=base))
-        try:
-            work = scratch / self.ctx.workspace.name
-            copy_workspace(self.ctx.workspace, work)   # secrets empty, dependencies linked (keel.verify.scratch)
+        with self._scratch("restored-tests-") as (work, ctx):
             for path in tampered:
                 original = self.start.text(path)
                 target = work / path
@@ -266,9 +263,38 @@ class Verifier:
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(original, encoding="utf-8")
-            ctx = scratch_context(self.ctx, work)   # the real workspace hidden from these runs
             digest = snap.digest + ":restored"
             return tuple(self._run(c, digest, ctx) for c in self.plan.ordered())
+
+    @contextmanager
+    def trials(self) -> Iterator[Callable[[str, str], tuple[CheckOutcome, ...]]]:
+        """``trial(path, text)``: the plan's checks on a scratch copy of the workspace with ``path``
+        holding ``text`` (change_file's candidates, keel.drive.candidates). The copy is made once for
+        every text tried; the real workspace is neither changed nor visible to the runs."""
+        digest = take_snapshot(self.ctx.workspace).digest
+        with self._scratch("candidates-") as (work, ctx):
+            def trial(path: str, text: str) -> tuple[CheckOutcome, ...]:
+                target = work / path
+                if not target.resolve().is_relative_to(work.resolve()):   # a link the copy kept must not lead out
+                    raise ValueError(f"{path} is not inside the scratch copy")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+                key = f"{digest}:{path}:{hashlib.sha256(text.encode()).hexdigest()}"
+                return tuple(self._run(c, key, ctx) for c in self.plan.ordered())
+
+            yield trial
+
+    @contextmanager
+    def _scratch(self, prefix: str) -> Iterator[tuple[Path, ToolContext]]:
+        """A copy of the workspace in keel's data dir (secrets empty, dependencies linked:
+        keel.verify.scratch) and the context that runs in it, the real workspace hidden; removed after."""
+        base = self.artifacts_dir or data_dir() / "scratch"   # keel's own data dir, never elsewhere
+        base.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        try:
+            work = scratch / self.ctx.workspace.name
+            copy_workspace(self.ctx.workspace, work)
+            yield work, scratch_context(self.ctx, work)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 

@@ -1,0 +1,163 @@
+"""Candidates judged by the gate: when change_file's rewrites leave the project's checks failing, the
+editor is asked for up to N more, each sampled differently, and the first that passes the checks stays.
+
+Why: the gate knows whether a rewrite passes; a small model that writes the right file one time in three
+is right most of the time when three rewrites are checked and the passing one kept (issue 37). Peers
+judge "done" with a second reading of the transcript or retry once with the test output; none searches.
+
+How: a candidate is change_file's second request (the task and the failing checks alone, no note)
+sampled as a variant (``variant`` n: at least VARIANT_TEMPERATURE and a seed of its own,
+keel.engine.types.variant_sampling). Each is tried on a scratch copy of the workspace inside the
+sandbox (``Verifier.trials``): the real workspace never holds a losing candidate, so there is nothing
+to undo. The search stops at the first that passes, at N, or when the run's token or time budget would
+not cover one more; change_file then writes the winner into the workspace and runs the checks there
+again, so the evidence the gate and the model see is the real files'. Tests stay evidence, never clay:
+a candidate that rewrites a protected test the task does not ask to change is never tried.
+
+Pure: ``choose`` (which candidate stays) and ``stop_reason`` (whether to ask for one more), table-tested
+in tests/test_candidates.py; ``search`` is the shell. Every candidate is a ``candidate`` event.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from keel.drive.check_text import failure_score
+from keel.engine.types import Usage, variant_sampling
+from keel.tools.base import BudgetLeft, ToolContext, assist_acted
+
+
+class Rewrite(Protocol):
+    """An editor's reply as change_file judged it (keel.drive.change.Reply)."""
+
+    @property
+    def text(self) -> str | None: ...   # None: no usable rewrite
+    @property
+    def problem(self) -> str: ...       # why there is none
+
+
+Ask = Callable[[int], tuple[Rewrite, list[str]]]   # variant n -> the reply and the definitions put back
+
+
+@dataclass(frozen=True)
+class Candidate:
+    n: int                        # 1-based: the variant it was sampled with
+    text: str | None              # None: no usable rewrite came back (``why``)
+    failing: int | None = None    # the checks' failure score on the scratch copy; None: not tried
+    diff: int = 0                 # lines added or removed against the file before the call
+    protected: bool = False       # it rewrites a protected test the task does not ask to change
+    why: str = ""
+    restored: tuple[str, ...] = ()
+
+
+# -- pure core ---------------------------------------------------------------------------------------
+def choose(candidates: Sequence[Candidate]) -> Candidate | None:
+    """The candidate that stays: of those whose checks all pass and that rewrite no protected test,
+    the smallest diff, the first among equals; None when none passes."""
+    passing = [c for c in candidates if c.text is not None and c.failing == 0 and not c.protected]
+    return min(passing, key=lambda c: c.diff, default=None)   # min keeps the first of equals
+
+
+def stop_reason(tried: Sequence[Candidate], limit: int, left: BudgetLeft, tokens: int, seconds: float) -> str | None:
+    """Why no further candidate is asked for, or None to ask one more: one passed ("passed"); one
+    rewrote a protected test ("protected": every candidate rewrites the same file); ``limit`` were
+    asked ("limit"); what the run has ``left`` (net of this call's spending) is less than one more
+    costs, ``tokens`` and ``seconds`` (the dearest so far): "tokens", "time"."""
+    if choose(tried) is not None:
+        return "passed"
+    if any(c.protected for c in tried):
+        return "protected"
+    if len(tried) >= limit:
+        return "limit"
+    if left.tokens is not None and left.tokens < tokens:
+        return "tokens"
+    if left.seconds is not None and left.seconds < seconds:
+        return "time"
+    return None
+
+
+def diff_size(before: str | None, after: str) -> int:
+    """Lines added or removed from ``before`` (None: a new file, every line added) to ``after``."""
+    old = (before or "").splitlines()
+    return sum(1 for line in difflib.ndiff(old, after.splitlines()) if line[:1] in "+-")
+
+
+# -- the shell ---------------------------------------------------------------------------------------
+@dataclass
+class Search:
+    """What a search asked and what it cost; ``kept``: the candidate that passed, if one did."""
+
+    tried: list[Candidate] = field(default_factory=list)
+    tokens: int = 0
+    seconds: float = 0.0
+    stopped: str = ""
+
+    @property
+    def kept(self) -> Candidate | None:
+        return choose(self.tried)
+
+    def report(self) -> str:
+        """One line for the tool's result: how many, what they cost, which stayed."""
+        if not self.tried:
+            return ""
+        cost = f"{len(self.tried)} more rewrite(s) sampled differently, tried on a copy of the workspace " \
+               f"({self.tokens} tokens, {self.seconds:.0f} s)"
+        if (kept := self.kept) is not None:
+            return f"{cost}: candidate {kept.n} passes the project's checks and is what was written."
+        why = {"protected": "each would rewrite a protected test", "limit": "the limit of candidates",
+               "tokens": "the run's token budget", "time": "the run's time limit"}.get(self.stopped, self.stopped)
+        return f"{cost}: none passed the checks (stopped: {why}); none was kept."
+
+
+def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | None, *, protected: bool,
+           limit: int, before: int, spent: Usage, unit: tuple[int, float]) -> Search:
+    """Ask for candidates one at a time and try each on a scratch copy (``checks.trials()``, the
+    project's checks: keel.verify.verifier.Verifier) until ``stop_reason`` says stop. ``before``: the
+    failure score to beat (the best rewrite so far); ``spent``: this call's usage, which each request
+    adds to; ``unit``: tokens and seconds one request has cost so far, the first estimate of one more."""
+    run = ctx.run
+    assert run is not None
+    engine, found = run.engine, Search()
+    tokens, seconds = unit
+    with checks.trials() as trial:
+        while (stopped := stop_reason(found.tried, limit, _left(run.budget_left(), spent), tokens, seconds)) is None:
+            n, started, used = len(found.tried) + 1, time.monotonic(), spent.total
+            reply, restored = ask(n)
+            text, why = reply.text, reply.problem
+            if protected:   # never tried: a pass would be the test's, not the code's
+                candidate = Candidate(n, text, protected=True, why="rewrites a protected test")
+            elif text is None:
+                candidate = Candidate(n, None, why=why)
+            else:
+                failing = failure_score(trial(path, text))
+                candidate = Candidate(n, text, failing, diff_size(current, text), restored=tuple(restored),
+                                      why="" if failing == 0 else f"{failing} failing")
+            found.tried.append(candidate)
+            took, cost = time.monotonic() - started, spent.total - used
+            found.tokens, found.seconds = found.tokens + cost, found.seconds + took
+            tokens, seconds = max(tokens, cost), max(seconds, took)
+            _emit(run, engine, path, candidate, before, candidate is found.kept, cost, took)
+    found.stopped = stopped
+    if found.tried:
+        assist_acted(ctx, "candidates", f"{path}: {len(found.tried)} tried, stopped: {found.stopped}")
+    return found
+
+
+def _left(left: BudgetLeft, spent: Usage) -> BudgetLeft:
+    """What the run has left once this call's own requests count (the run adds them after the call)."""
+    tokens = left.tokens - spent.total if left.tokens is not None else None
+    return BudgetLeft(tokens=tokens, cost_usd=left.cost_usd, seconds=left.seconds)
+
+
+def _emit(run: Any, engine: Any, path: str, c: Candidate, before: int, kept: bool, tokens: int,
+          seconds: float) -> None:
+    temperature, seed = getattr(engine, "temperature", None), getattr(engine, "seed", None)
+    if isinstance(temperature, (int, float)):
+        temperature, seed = variant_sampling(float(temperature), seed if isinstance(seed, int) else None, c.n)
+    run.bus.emit("candidate", step=run.step, path=path, n=c.n, temperature=temperature, seed=seed,
+                 failing_before=before, failing=c.failing, diff_lines=c.diff if c.failing is not None else None,
+                 kept=kept, why=c.why[:300], tokens=tokens, seconds=round(seconds, 3))

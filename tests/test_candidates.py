@@ -1,0 +1,227 @@
+"""Candidates judged by the gate (keel.drive.candidates): when change_file's rewrites leave the checks
+failing, more rewrites sampled differently are tried on a copy and the first that passes stays."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from keel.agent import Agent
+from keel.config import Config
+from keel.drive.candidates import Candidate, choose, diff_size, stop_reason
+from keel.testing import ScriptedEngineServer
+from keel.tools.base import BudgetLeft
+
+BROKEN = "def cost(cents, threshold=5000):\n    if cents > threshold:\n        return 0\n    return 499\n"
+FIXED = BROKEN.replace("cents > threshold", "cents >= threshold")
+PRICE_500 = FIXED.replace("return 499", "return 500")         # the threshold fixed, the price broken: 1 failing
+ALWAYS_FREE = "def cost(cents, threshold=5000):\n    return 0\n\n\n# free\n"   # 1 failing
+NEAR = BROKEN.replace("return 499", "return 499 if cents < 6000 else 0")   # 1 failing
+TEST = ("from shipping import cost\n\ndef test_at_threshold():\n    assert cost(5000) == 0\n\n"
+        "def test_small():\n    assert cost(100) == 499\n")
+TASK = "A cart of exactly $50 is charged shipping; fix it."
+
+
+# ---- the pure core --------------------------------------------------------------------------------
+
+def c(n: int, failing: int | None, diff: int = 3, protected: bool = False, text: str | None = "x") -> Candidate:
+    return Candidate(n, text, failing, diff, protected)
+
+
+@pytest.mark.parametrize(("candidates", "kept"), [
+    ([], None),
+    ([c(1, 2), c(2, 1)], None),                          # none passes: none stays, however close
+    ([c(1, 1), c(2, 0), c(3, 0)], 2),                    # the first that passes
+    ([c(1, 0, diff=9), c(2, 0, diff=2), c(3, 0, diff=2)], 2),   # the smallest diff; the first among equals
+    ([c(1, 0, diff=1, protected=True), c(2, 0, diff=5)], 2),    # a protected test's rewrite never stays
+    ([c(1, 0, protected=True)], None),
+    ([c(1, None, text=None), c(2, None)], None),         # no rewrite, or not tried
+])
+def test_choose(candidates: list[Candidate], kept: int | None) -> None:
+    chosen = choose(candidates)
+    assert (chosen.n if chosen is not None else None) == kept
+
+
+@pytest.mark.parametrize(("tried", "limit", "left", "reason"), [
+    ([], 2, BudgetLeft(), None),
+    ([c(1, 1)], 2, BudgetLeft(), None),
+    ([c(1, 1), c(2, 3)], 2, BudgetLeft(), "limit"),
+    ([c(1, 0)], 4, BudgetLeft(), "passed"),
+    ([c(1, 0, protected=True)], 4, BudgetLeft(), "protected"),
+    ([], 2, BudgetLeft(tokens=999), "tokens"),            # one more costs 1000
+    ([], 2, BudgetLeft(tokens=1000, seconds=29.0), "time"),   # ... and 30 s
+    ([], 2, BudgetLeft(tokens=1000, seconds=30.0, cost_usd=0.0), None),   # cost is the runner's to stop
+    ([c(1, 0), c(2, 1)], 2, BudgetLeft(tokens=0), "passed"),   # a pass is said before a spent budget
+])
+def test_stop_reason(tried: list[Candidate], limit: int, left: BudgetLeft, reason: str | None) -> None:
+    assert stop_reason(tried, limit, left, 1000, 30.0) == reason
+
+
+def test_diff_size_counts_lines_added_and_removed():
+    assert diff_size(BROKEN, FIXED) == 2 and diff_size(BROKEN, BROKEN) == 0
+    assert diff_size(None, "a\nb\n") == 2 and diff_size(BROKEN, PRICE_500) == 4
+
+
+# ---- in a run, over real HTTP ---------------------------------------------------------------------
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    ws = tmp_path / "shop"
+    ws.mkdir()
+    (ws / "shipping.py").write_text(BROKEN)
+    (ws / "test_shipping.py").write_text(TEST)
+    return ws
+
+
+def call(name: str, **args: object) -> dict[str, object]:
+    return {"name": name, "arguments": args}
+
+
+def editor(text: str, tokens: int | None = None) -> dict[str, Any]:
+    step: dict[str, Any] = {"content": f"Here is the file:\n```python\n{text}```\n"}
+    if tokens is not None:
+        step["usage"] = {"prompt_tokens": tokens - 100, "completion_tokens": 100}
+    return step
+
+
+def run_shop(shop: Path, steps: list[dict[str, Any]], *, change: str = "charge 500", path: str = "shipping.py",
+             tune: Any = None, usage: dict[str, int] | None = None,
+             ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    """One change_file call answered by ``steps`` (the editor's replies), then finish: the result, the
+    requests the engine got and the run's events. ``usage``: the model's own turns' token counts."""
+    log = shop.parent / "session.jsonl"
+    turn = {"usage": usage} if usage is not None else {}
+    script = [{"tool_calls": [call("change_file", path=path, change=change)], **turn}, *steps,
+              {"tool_calls": [call("finish", summary="fixed")], **turn}]
+    with ScriptedEngineServer(script) as server:
+        cfg = Config()
+        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
+        if tune is not None:
+            tune(cfg)
+        result = Agent(workspace=shop, config=cfg, log_path=log).run(TASK)
+        requests = server.requests
+    return result, requests, [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def tool_reply(result: Any) -> str:
+    return next(m["content"] for m in result.messages if m.get("role") == "tool")
+
+
+def of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == kind]
+
+
+def test_when_both_rewrites_fail_a_candidate_that_passes_is_kept_and_the_search_stops_there(shop: Path):
+    def three(cfg: Config) -> None:
+        cfg.verify.candidates = 3
+    marked = "from pathlib import Path\n\nPath(__file__).with_name('candidate-ran').touch()\n\n\n" + NEAR
+    result, requests, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE),   # note, task alone: 1 failing
+                                               editor(marked), editor(FIXED)], tune=three)
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
+    reply = tool_reply(result)
+    assert "2 more rewrite(s) sampled differently, tried on a copy of the workspace (" in reply
+    assert "candidate 2 passes the project's checks and is what was written" in reply
+    assert "pass. If the task is done, call finish." in reply
+    # each candidate is the task-alone request sampled differently: hotter, a seed of its own
+    editors = [r for r in requests if not r.get("tools")]
+    assert len(editors) == 4   # the third candidate was never asked for
+    assert [r.get("temperature") for r in editors] == [0.0, 0.0, 0.5, 0.5]
+    assert [r.get("seed") for r in editors] == [1234, 1234, 1235, 1236]
+    assert editors[2]["messages"] == editors[1]["messages"]
+    found = of(events, "candidate")
+    assert [(e["n"], e["failing_before"], e["failing"], e["kept"]) for e in found] == [(1, 1, 1, False), (2, 1, 0, True)]
+    assert found[0]["why"] == "1 failing" and found[0]["diff_lines"] == 7 and found[1]["diff_lines"] == 2 and found[1]["seed"] == 1236
+    assert all(e["tokens"] > 0 and e["seconds"] > 0 for e in found)
+    assert any(e["name"] == "candidates" for e in of(events, "assist"))
+    # the losing candidate was judged on a copy: its tests ran there, never in the workspace
+    assert not (shop / "candidate-ran").exists()
+
+
+def test_a_candidate_that_rewrites_a_protected_test_is_discarded_untried(shop: Path):
+    def no_redirect(cfg: Config) -> None:   # the change reaches the test file itself
+        cfg.assists.test_redirect = cfg.assists.callee_change = False   # nor on to the code it calls
+        cfg.limits.max_steps = 2
+    passing_test = TEST.replace("== 0", "== 499")
+    still_failing = TEST + "\n\n# the threshold is inclusive\n"   # fails as before: it stays
+    result, requests, events = run_shop(shop, [editor(still_failing), editor(still_failing), editor(passing_test)],
+                                        path="test_shipping.py", change="expect 499 at the threshold", tune=no_redirect)
+    assert (shop / "test_shipping.py").read_text() == still_failing   # the model's own rewrite; never the candidate's
+    found = of(events, "candidate")
+    assert [(e["n"], e["failing"], e["kept"], e["why"]) for e in found] == [(1, None, False, "rewrites a protected test")]
+    assert "none passed the checks (stopped: each would rewrite a protected test)" in tool_reply(result)
+    assert len([r for r in requests if not r.get("tools")]) == 3   # one candidate: every one would rewrite the test
+
+
+def test_the_search_stops_at_the_limit_of_candidates(shop: Path):
+    result, requests, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR),
+                                               editor(ALWAYS_FREE)])   # the default limit, 2
+    assert (shop / "shipping.py").read_text() == PRICE_500   # none passed: the model's own rewrite stays (a tie)
+    assert "none passed the checks (stopped: the limit of candidates); none was kept." in tool_reply(result)
+    assert [e["kept"] for e in of(events, "candidate")] == [False, False]
+    assert len([r for r in requests if not r.get("tools")]) == 4
+
+
+def test_the_runs_token_budget_stops_the_search_before_a_candidate_it_cannot_pay_for(shop: Path,
+                                                                                    keel_env: dict[str, str]):
+    start = shop.parent / "start"
+    shutil.copytree(shop, start)
+
+    def budget(cfg: Config) -> None:
+        cfg.verify.candidates = 4
+        cfg.limits.max_tokens = 4000   # 500 for the model's turn, 2000 for the two rewrites: room for one more
+    result, requests, events = run_shop(shop, [editor(PRICE_500, 1000), editor(ALWAYS_FREE, 1000),
+                                               editor(NEAR, 1000), editor(FIXED, 1000)], tune=budget,
+                                        usage={"prompt_tokens": 400, "completion_tokens": 100})
+    assert [e["tokens"] for e in of(events, "candidate")] == [1000]
+    assert "1 more rewrite(s) sampled differently, tried on a copy of the workspace (1000 tokens" in tool_reply(result)
+    assert "stopped: the run's token budget" in tool_reply(result)
+    assert len([r for r in requests if not r.get("tools")]) == 3
+    assert (shop / "shipping.py").read_text() == PRICE_500
+    # replayed with the tokens served as recorded, the budget stops the search where it did
+    proc = replay(shop.parent / "session.jsonl", start, keel_env, "--json")
+    report = json.loads(proc.stdout)
+    assert report["candidates"] == {"1": ["shipping.py #1 lost (1 failing)"]}
+    # (the run itself ended on the token limit at the step the replay's step limit ends it)
+    assert [d["field"] for d in report["differences"]] == ["stop"], report["differences"]
+
+
+def replay(log: Path, start: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "keel.cli.main", "replay", str(log), "--cwd", str(start), *flags],
+                          env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+
+
+def test_with_the_assist_off_change_file_asks_as_before(shop: Path):
+    def off(cfg: Config) -> None:
+        cfg.assists.candidates = False
+    result, requests, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE)], tune=off)
+    assert len([r for r in requests if not r.get("tools")]) == 2 == len(of(events, "change_request"))
+    assert not of(events, "candidate") and "sampled differently" not in tool_reply(result)
+    assert (shop / "shipping.py").read_text() == PRICE_500
+    assert "candidates" not in next(e for e in events if e["type"] == "session_start")["assists"]
+
+
+def test_keel_replay_serves_the_editor_again_and_shows_the_candidates(shop: Path, keel_env: dict[str, str]):
+    start = shop.parent / "start"
+    shutil.copytree(shop, start)
+    _, _, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(FIXED)])
+    assert len(of(events, "candidate")) == 2
+    log = shop.parent / "session.jsonl"
+    proc = replay(log, start, keel_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "step 1: candidates shipping.py #1 lost (1 failing), shipping.py #2 kept" in proc.stdout
+    assert "0 difference(s)" in proc.stdout
+    # a candidate judged otherwise now is a difference: with looser tests the first candidate passes
+    (start / "test_shipping.py").write_text(TEST.replace("cost(5000) == 0", "cost(5000) in (0, 499)"))
+    proc = replay(log, start, keel_env, "--json")
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["candidates"] == {"1": ["shipping.py #1 kept"]}
+    assert {"step": 1, "call": None, "tool": "change_file", "field": "candidates",
+            "recorded": ["shipping.py #1 lost (1 failing)", "shipping.py #2 kept"],
+            "now": ["shipping.py #1 kept"]} in report["differences"]
