@@ -87,6 +87,18 @@ def test_llama_cpp_python_server_is_named_with_its_version(calc_repo, run_keel, 
     assert result["serving"]["server"] == "llama-cpp-python"
 
 
+@pytest.mark.timeout(600)
+def test_keel_doctor_local_names_what_serves_the_model(run_keel):
+    model = smoke_model()
+    pytest.importorskip("llama_cpp", reason="keel[local] is not installed")
+    import llama_cpp
+
+    r = run_keel("doctor", "--local", str(model), timeout=500)
+    [line] = [ln for ln in r.stdout.splitlines() if "serving" in ln]
+    assert f"llama-cpp-python {llama_cpp.__version__}" in line and "gguf sha256" in line, r.stdout
+    assert f"keel {keel_version()}" in line
+
+
 def _records(serving: dict, outcome: str = "success") -> list[dict]:
     return [{"agent": "keel", "case": {"id": "c1"}, "repeat": 1, "outcome": outcome, "metrics": {},
              "serving": serving}]

@@ -23,7 +23,7 @@ from typing import Any
 
 from keel.engine.constrain import narrowed, offers_finish
 from keel.engine.local_cpu import ThreadFit, model_params, read_cpuinfo, use_extra_buffers
-from keel.engine.local_draft import DraftStats, greedy_tokens
+from keel.engine.local_draft import DraftStats, greedy_tokens, truncate
 from keel.engine.local_prefix import DiskPrefix, static_prefix_len
 from keel.engine.prefix_cache import PrefixCache
 from keel.engine.reasoning import recover_turn
@@ -377,6 +377,8 @@ class LocalEngine:
                     log.debug("prefix cache: not saved: %s", e)
         if (on_delta is not None or whole) and cached < end:
             self._eval(prompt, cached, end, on_delta)
+        elif whole:   # all of it cached (the same prompt again): the last reply's cells go, decoding starts at end
+            truncate(self._llm, end)
         if on_delta is not None:
             on_delta(StreamDelta("prompt", f"{end}/{end}"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from keel.engine.doctor import PROBE_MESSAGES, PROBE_TOOL, DoctorCheck, format_doctor
+from keel.engine.provenance import engine_serving, keel_version, serving_line
 from keel.engine.types import EngineError
 
 PROBE_REPLY_TOKENS = 96
@@ -31,6 +32,8 @@ def run_local_doctor(spec: str) -> list[DoctorCheck]:
                                                "crashes on VMs without it; [engine] local_extra_buffers)")
     checks.append(DoctorCheck("loads", True, f"llama.cpp loaded it in {time.monotonic() - started:.1f} s; "
                                              f"context {engine.context_window} tokens{kernels}"))
+    # what served it, as session_start and the result record it (keel.engine.provenance)
+    checks.append(DoctorCheck("serving", True, serving_line({"keel_version": keel_version(), **engine_serving(engine)})))
     try:
         turn = engine.complete(list(PROBE_MESSAGES), [PROBE_TOOL])
         again = engine.complete(list(PROBE_MESSAGES), [PROBE_TOOL])

@@ -95,14 +95,14 @@ def lookup_tokens(llm: Any, prompt: Sequence[int], sampler: Any, stats: DraftSta
                 kept = n_past + 1 + i
                 agreed = i < len(guesses) and token == guesses[i]
                 if not agreed:
-                    _truncate(llm, kept)
+                    truncate(llm, kept)
                 yield token
                 if not agreed:
                     n_past, pending = kept, token
                     break
                 stats.accepted += 1
     finally:
-        _truncate(llm, min(llm.n_tokens, len(history) - 1))
+        truncate(llm, min(llm.n_tokens, len(history) - 1))
 
 
 def greedy_tokens(llm: Any, prompt: Sequence[int], grammar: Any, stats: DraftStats | None) -> Generator[int, None, None]:
@@ -171,7 +171,8 @@ class GrammarLast:
         self.close()
 
 
-def _truncate(llm: Any, n: int) -> None:
+def truncate(llm: Any, n: int) -> None:
+    """Drop the KV cells from position ``n`` on, so the cache holds exactly ``n`` tokens."""
     if llm.n_tokens > n:
         llm._ctx.kv_cache_seq_rm(-1, n, -1)
         llm.n_tokens = n
