@@ -249,3 +249,44 @@ def test_the_first_message_says_a_question_is_answered_in_words(bug_repo: Path, 
                      "--max-steps", "2", timeout=120)
             first = server.requests[0]["messages"][1]["content"]
         assert ("This request asks for an answer, not a change" in first) is note, first
+
+
+# -- an answer that clears the code is checked against the checks (py-review-pagination on the 1.5B) -------
+REVIEW = "Review calc.py and tell me what is wrong with it. Don't change any files."
+READ = {"tool_calls": [call("read_file", path="calc.py")]}
+ALL_CLEAR = {"tool_calls": [call("finish", summary="calc.py is correct and does not need any changes.")]}
+FOUND = {"tool_calls": [call("finish", summary="add() returns a - b: it subtracts, so add(2, 3) is -1, not 5.")]}
+
+
+def test_an_answer_that_clears_code_whose_checks_fail_is_refused(bug_repo: Path, run_keel):
+    r, left = run(run_keel, bug_repo, REVIEW, [READ, ALL_CLEAR, FOUND])
+    assert pushback_kinds(r) == ["answer_contradicted"] and left == 0, r.stdout
+    assert r.result["status"] == "complete" and "subtracts" in r.result["summary"]
+    assert tracked_unchanged(bug_repo)
+
+
+def test_an_answer_that_clears_code_stays_refused_while_the_checks_fail(bug_repo: Path, run_keel):
+    r, _ = run(run_keel, bug_repo, REVIEW, [READ, ALL_CLEAR, ALL_CLEAR, ALL_CLEAR, ALL_CLEAR])
+    assert r.result["status"] == "incomplete" and r.result["stop_reason"] == "limit:verification", r.stdout
+    assert pushback_kinds(r) == ["answer_contradicted", "answer_contradicted"]
+
+
+def test_control_an_answer_that_clears_code_whose_checks_pass_stands(tmp_path: Path, run_keel):
+    repo = make_repo(tmp_path / "ok", {"calc.py": CALC_BUG.replace("a - b", "a + b"), "test_calc.py": TEST_CALC})
+    r, left = run(run_keel, repo, REVIEW, [READ, ALL_CLEAR])
+    assert r.result["status"] == "complete" and not pushback_kinds(r) and left == 0, r.stdout
+
+
+@pytest.mark.parametrize(("text", "clears"), [
+    ("calc.py is correct and does not need any changes.", True),
+    ("The code looks good to me; no issues found.", True),
+    ("Nothing is wrong with paginate().", True),
+    ("paginate() is correct, but page_count() is off by one.", False),    # a flaw named besides
+    ("add() returns a - b instead of a + b.", False),
+    ("There is a bug: start should be (page - 1) * per_page.", False),
+    ("I found no problems in calc.py. Want me to add more tests?", True),  # the offer is dropped first
+])
+def test_what_clears_the_code(text: str, clears: bool):
+    from keel.verify.answer import clears_the_code
+
+    assert clears_the_code(text) is clears

@@ -79,7 +79,7 @@ def _explore_tools(state: TaskState, joiner: str = ", ") -> str:
 
 
 _GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests", "contract_review",
-                         "changed_answer_only", "no_evidence"})
+                         "changed_answer_only", "no_evidence", "answer_contradicted"})
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -112,6 +112,13 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
             f"The workspace still differs from how it started.{changed} Restore those files to their original "
             "content; the answer goes in your reply, not in a file.",
             f"Finishing is refused while files differ from the start ({said}).{changed} Restore them.",
+        ][level]
+    if kind == "answer_contradicted":   # an answer that clears the code while its checks fail
+        return [
+            "Your answer says nothing is wrong, but the project's checks fail on this code. Read the failing "
+            "output and the code it points to, then answer again with what is wrong (change no file)." + facts,
+            "The checks still fail, so \"nothing is wrong\" is not the answer. Say what the failure shows." + facts,
+            "Finishing with that answer is refused while the checks fail." + facts,
         ][level]
     if kind == "no_evidence":
         return [

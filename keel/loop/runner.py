@@ -298,7 +298,7 @@ class Runner:
             self.bus.emit("checks_start", step=self.steps, phase="verify",
                           commands=[c.command for c in self.verifier.plan.ordered()])
             began = time.monotonic()
-            facts = self.verifier.verify()
+            facts = self.verifier.verify(outcome.summary or outcome.text)
             self.bus.emit("verification", step=self.steps, **facts.to_json(),
                           elapsed_s=round(time.monotonic() - began, 3))
             outcome = dataclasses.replace(outcome, verification=facts)

@@ -60,3 +60,25 @@ def answer_problem(text: str) -> str | None:
     if not words or all(w in _CONTENT_FREE for w in words):
         return "no content"
     return None
+
+
+# "pagination.py is correct and does not need any changes": an answer that clears the code. Measured on the
+# 1.5B (py-review-pagination, "tell me what is wrong with it"): said of a paginate() off by one page, with
+# its test failing; keel took it as the answer (a false done). A clearing answer is checked against the
+# project's checks (keel.verify.verifier): failing checks contradict it.
+_CLEAR = re.compile(
+    r"\b(?:is|are|looks?|seems?|appears?)\s+(?:to be\s+)?(?:correct|fine|good|ok(?:ay)?|right|valid|bug-free)\b"
+    r"|\bno\s+(?:obvious\s+|apparent\s+)?(?:issues?|problems?|bugs?|errors?|mistakes?)\b"
+    r"|\bnothing\s+(?:is\s+)?(?:wrong|broken|to fix)\b|\bworks?\s+(?:as expected|correctly|fine|as intended)\b"
+    r"|\b(?:does not|doesn't|do not|don't)\s+(?:need|require)\s+(?:any\s+)?(?:changes?|fix(?:es)?)\b"
+    r"|\bno\s+changes?\s+(?:are\s+|is\s+)?(?:needed|required|necessary)\b", re.IGNORECASE)
+_FLAW = re.compile(r"\b(?:bug|wrong|incorrect|error|fail|off[ -]by[ -]one|instead|should|issue|problem|crash|miss|"
+                   r"skip|broken|mistake|fix)", re.IGNORECASE)
+
+
+def clears_the_code(text: str) -> bool:
+    """Whether ``text`` says the code has nothing wrong with it, and names no flaw besides."""
+    kept = strip_offer(text.strip())
+    if not _CLEAR.search(kept):
+        return False
+    return _FLAW.search(_CLEAR.sub(" ", kept)) is None

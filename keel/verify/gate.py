@@ -88,6 +88,7 @@ class GateFacts:
     contract: tuple[Promise, ...] = ()  # the comments the task makes part of "done" (keel.verify.contract)
     changed: tuple[str, ...] = ()      # an answer-only request: the files that changed anyway
     forbidden: bool = False            # …and the user said not to change anything
+    contradicted: bool = False         # …and the answer clears the code while its checks fail (``results``)
 
     @property
     def change_requested(self) -> bool:
@@ -109,7 +110,7 @@ class GateFacts:
         if self.tampered:
             return "tampered_tests"
         if self.kind == "answer":
-            return None if self.unchanged else "changed_answer_only"
+            return "changed_answer_only" if not self.unchanged else "answer_contradicted" if self.contradicted else None
         if self.unchanged and self.change_requested:
             return "no_change"
         if self.blocking:

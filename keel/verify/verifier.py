@@ -32,6 +32,7 @@ from keel.outputs.summarize import summarize_failure, summarize_missing_output
 from keel.policy.leftovers import asks_about
 from keel.tools.base import CheckRun, ToolContext, assist_acted
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
+from keel.verify.answer import clears_the_code
 from keel.verify.contract import promises
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckSet, PlannedCheck
@@ -130,11 +131,12 @@ class Verifier:
         """The commands ensure_baseline runs (the acceptance checks wait for a claim)."""
         return [c.command for c in self._inferred()]
 
-    def verify(self) -> GateFacts:
+    def verify(self, claim: str = "") -> GateFacts:
+        """The facts of a completion claim; ``claim``: the answer or summary it came with."""
         snap = take_snapshot(self.ctx.workspace)
         unchanged = snap.digest == self.start.digest
         if self.request.answer_only:
-            return self._answer_facts(snap, unchanged)
+            return self._answer_facts(snap, unchanged, claim)
         tampered = tuple(tampered_tests(self.start, snap, self.protected, self.request))
         changes = diff_snapshots(self.start, snap)
         if tampered:
@@ -162,12 +164,19 @@ class Verifier:
                               contract=contract)
         return self.last
 
-    def _answer_facts(self, snap: Snapshot, unchanged: bool) -> GateFacts:
-        """A request for an answer: no check runs; the workspace must be as it was (caches and ignored
-        files do not count: the snapshot leaves them out)."""
+    def _answer_facts(self, snap: Snapshot, unchanged: bool, claim: str) -> GateFacts:
+        """A request for an answer: the workspace must be as it was (caches and ignored files do not count:
+        the snapshot leaves them out). No check runs, unless the answer clears the code ("it is correct, no
+        changes needed"): then the project's checks run, and a failing one contradicts it."""
         changed = () if unchanged else tuple(c.path for c in diff_snapshots(self.start, snap))
-        self.last = GateFacts(digest=snap.digest, unchanged=unchanged, kind="answer", changed=changed,
-                              forbidden=self.request.forbids_change, feedback=", ".join(changed[:12]))
+        results: tuple[CheckOutcome, ...] = ()
+        if unchanged and claim and not self.plan.empty and clears_the_code(claim):
+            results = tuple(self._run(c, snap.digest, self.ctx) for c in self._inferred())
+        failing = tuple(o for o in results if o.ran and not o.passed)
+        feedback = ", ".join(changed[:12]) if changed else render_feedback(failing, ())
+        self.last = GateFacts(digest=snap.digest, results=results, unchanged=unchanged, kind="answer",
+                              changed=changed, forbidden=self.request.forbids_change, feedback=feedback,
+                              contradicted=bool(failing))
         return self.last
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:
