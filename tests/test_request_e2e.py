@@ -11,6 +11,7 @@ with the scripted engine over real HTTP, real pytest runs and real files.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -121,8 +122,20 @@ def test_a_question_back_or_a_promise_is_no_answer(bug_repo: Path, run_keel, rep
     assert r.result["status"] == "complete" and r.result["summary"] == ANSWER and left == 0
 
 
-def test_a_change_the_user_forbade_is_reported_and_never_complete(bug_repo: Path, run_keel):
-    script = [{"tool_calls": [FIX]}, {"content": ANSWER}, {"content": ANSWER}, {"content": ANSWER}]
+def test_a_file_change_the_user_forbade_is_not_run(bug_repo: Path, run_keel):
+    """On the 1.5B, "just explain, do not change anything" got change_file calls that rewrote two files."""
+    r, left = run(run_keel, bug_repo, "What does calc.py do? Don't change anything.", [{"tool_calls": [FIX]},
+                                                                                        {"content": ANSWER}])
+    assert r.result["status"] == "complete" and left == 0 and tracked_unchanged(bug_repo), r.result
+    assert any("Not run: this request asks for an answer" in json.dumps(e) for e in r.events()
+               if e["type"] == "tool_call")
+
+
+SHELL_FIX = call("run_shell", command="sed -i 's/a - b/a + b/' calc.py")
+
+
+def test_a_shell_change_the_user_forbade_is_reported_and_never_complete(bug_repo: Path, run_keel):
+    script = [{"tool_calls": [SHELL_FIX]}, {"content": ANSWER}, {"content": ANSWER}, {"content": ANSWER}]
     r, _ = run(run_keel, bug_repo, "What does calc.py do? Don't change anything.", script)
     assert r.result["status"] == "incomplete" and r.result["stop_reason"] == "limit:verification", r.result
     verification = r.result["verification"]
@@ -131,10 +144,10 @@ def test_a_change_the_user_forbade_is_reported_and_never_complete(bug_repo: Path
 
 
 def test_a_forbidden_change_put_back_lets_the_answer_stand(bug_repo: Path, run_keel):
-    undo = call("edit_file", path="calc.py", old_text="return a + b", new_text="return a - b")
-    script = [{"tool_calls": [FIX]}, {"content": ANSWER}, {"tool_calls": [undo]}, {"content": ANSWER}]
+    undo = call("run_shell", command="sed -i 's/a + b/a - b/' calc.py")
+    script = [{"tool_calls": [SHELL_FIX]}, {"content": ANSWER}, {"tool_calls": [undo]}, {"content": ANSWER}]
     r, left = run(run_keel, bug_repo, "What does calc.py do? Don't change anything.", script)
-    assert r.result["status"] == "complete" and left == 0 and tracked_unchanged(bug_repo)
+    assert r.result["status"] == "complete" and left == 0 and tracked_unchanged(bug_repo), r.result
 
 
 def test_caches_are_no_change(bug_repo: Path, run_keel):

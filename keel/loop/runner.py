@@ -54,6 +54,11 @@ def cut_short(turn: AssistantTurn) -> str | None:
 # keel's own tools that call ctx.before_change once approved, just before their first change: the
 # gate's baseline waits for the person's answer instead of making them wait for it
 _ASK_FIRST = frozenset({"edit_file", "write_file", "run_shell", "remember", "change_file"})
+# keel's own file writers, not run for a request that asks only for an answer: on the 1.5B, "just explain,
+# do not change anything" (py-question-project) got two change_file calls that rewrote the project's files
+_WRITERS = frozenset({"edit_file", "write_file", "change_file"})
+ANSWER_ONLY = ("Not run: this request asks for an answer in words, not a change (“{why}”). Read what you need "
+               "(read_file, grep, list_dir), then reply with the answer.")
 
 
 class Runner:
@@ -249,6 +254,11 @@ class Runner:
         i = 0
         while i < len(calls):
             call = calls[i]
+            if call.name in _WRITERS and self.state.request.answer_only:
+                text = ANSWER_ONLY.format(why=self.state.request.why)
+                yield call, ToolResult(ok=False, output=text, meta={"not_run": True, "invalid": True}), Skip(text, 0)
+                i += 1
+                continue
             key = canonical_call(call.name, call.arguments)
             skip = self.repeats.before(call.name, call.arguments, first_at.get(key))
             if skip is not None:
