@@ -264,30 +264,39 @@ def test_the_first_message_says_a_question_is_answered_in_words(bug_repo: Path, 
         assert ("This request asks for an answer, not a change" in first) is note, first
 
 
-# -- an answer that clears the code is checked against the checks (py-review-pagination on the 1.5B) -------
+# -- an answer that clears the code (py-review-pagination on the 1.5B: "correct, no changes needed") --------
 REVIEW = "Review calc.py and tell me what is wrong with it. Don't change any files."
+EXPLAIN = "Explain what calc.py does. Don't change any files."
 READ = {"tool_calls": [call("read_file", path="calc.py")]}
 ALL_CLEAR = {"tool_calls": [call("finish", summary="calc.py is correct and does not need any changes.")]}
 FOUND = {"tool_calls": [call("finish", summary="add() returns a - b: it subtracts, so add(2, 3) is -1, not 5.")]}
 
 
-def test_an_answer_that_clears_code_whose_checks_fail_is_refused(bug_repo: Path, run_keel):
+def test_asked_what_is_wrong_an_all_clear_is_looked_at_once_more(bug_repo: Path, run_keel):
     r, left = run(run_keel, bug_repo, REVIEW, [READ, ALL_CLEAR, FOUND])
-    assert pushback_kinds(r) == ["answer_contradicted"] and left == 0, r.stdout
+    assert pushback_kinds(r) == ["recheck_answer"] and left == 0, r.stdout
     assert r.result["status"] == "complete" and "subtracts" in r.result["summary"]
     assert tracked_unchanged(bug_repo)
 
 
-def test_an_answer_that_clears_code_stays_refused_while_the_checks_fail(bug_repo: Path, run_keel):
+def test_an_all_clear_whose_checks_fail_is_refused(bug_repo: Path, run_keel):
+    r, left = run(run_keel, bug_repo, EXPLAIN, [READ, ALL_CLEAR, FOUND])
+    assert pushback_kinds(r) == ["answer_contradicted"] and left == 0, r.stdout
+    assert r.result["status"] == "complete" and "subtracts" in r.result["summary"]
+
+
+def test_an_all_clear_stays_refused_while_the_checks_fail(bug_repo: Path, run_keel):
     r, _ = run(run_keel, bug_repo, REVIEW, [READ, ALL_CLEAR, ALL_CLEAR, ALL_CLEAR, ALL_CLEAR])
     assert r.result["status"] == "incomplete" and r.result["stop_reason"] == "limit:verification", r.stdout
-    assert pushback_kinds(r) == ["answer_contradicted", "answer_contradicted"]
+    assert pushback_kinds(r) == ["recheck_answer", "answer_contradicted", "answer_contradicted"]
 
 
-def test_control_an_answer_that_clears_code_whose_checks_pass_stands(tmp_path: Path, run_keel):
+def test_control_an_all_clear_of_code_whose_checks_pass_stands(tmp_path: Path, run_keel):
     repo = make_repo(tmp_path / "ok", {"calc.py": CALC_BUG.replace("a - b", "a + b"), "test_calc.py": TEST_CALC})
-    r, left = run(run_keel, repo, REVIEW, [READ, ALL_CLEAR])
+    r, left = run(run_keel, repo, EXPLAIN, [READ, ALL_CLEAR])
     assert r.result["status"] == "complete" and not pushback_kinds(r) and left == 0, r.stdout
+    r, left = run(run_keel, repo, REVIEW, [READ, ALL_CLEAR, ALL_CLEAR])   # looked at once more, then it stands
+    assert r.result["status"] == "complete" and pushback_kinds(r) == ["recheck_answer"] and left == 0, r.stdout
 
 
 @pytest.mark.parametrize(("text", "clears"), [

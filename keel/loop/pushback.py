@@ -172,6 +172,11 @@ def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") ->
             "STOP ASKING. There is no user. Your next message must be a tool call (for example read_file, "
             "edit_file or run_shell) that makes progress on the task.",
         ][level]
+    if kind == "recheck_answer":   # asked once (keel.verify.answer.asks_for_flaws)
+        return ("The request asks what is wrong, and your answer says nothing is. Before that stands, read the "
+                "code again against its docstrings and comments, sentence by sentence, and try the edge cases "
+                "in your head (the first and the last item, page or index 1, an empty input). Then answer: name "
+                "what is wrong, or say why each part is right. Change no file.")
     if kind == "no_answer" or (kind == "did_nothing" and detail == "answer"):
         return _answer_text(kind, level, state, detail)
     if kind == "no_change":   # the gate off (--verify off): the same rule as the gate's

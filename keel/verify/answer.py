@@ -82,3 +82,13 @@ def clears_the_code(text: str) -> bool:
     if not _CLEAR.search(kept):
         return False
     return _FLAW.search(_CLEAR.sub(" ", kept)) is None
+
+
+_ASKS_FLAW = re.compile(r"\b(?:what(?:'s| is)? wrong|wrong with|bugs?|buggy|issues?|problems?|flaws?|mistakes?|broken|"
+                        r"what (?:fails|breaks)|review)\b", re.IGNORECASE)
+
+
+def asks_for_flaws(request: str) -> bool:
+    """Whether the request asks what is wrong ("tell me what is wrong with it", "review X", "any bugs?"):
+    an answer that clears the code is then looked at once more before it stands (keel.loop.decider)."""
+    return _ASKS_FLAW.search(request) is not None
