@@ -127,7 +127,7 @@ def test_rejected_edit_leaves_the_file_and_fails_the_call(calc_repo, keel_env):
         async with spawn(client, server, keel_env) as (conn, _proc):
             await conn.initialize(protocol_version=1)
             session = await conn.new_session(cwd=str(calc_repo))
-            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("explain the bug in calc.py")])
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix the bug in calc.py")])
         return client
 
     with ScriptedEngineServer(script) as server:

@@ -11,6 +11,7 @@ from keel.agent import Agent
 from keel.config import Config
 from keel.context.preload import FileText
 from keel.drive.change import change_request, extract_file, fits, judge, kept_share, restore_dropped
+from keel.loop.limits import Limits
 from keel.testing import ScriptedEngineServer
 from keel.verify.gate import CheckOutcome
 
@@ -210,15 +211,17 @@ def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(sh
     (shop / "big.py").write_text("x = 1\n" * 5000)
     script = [{"tool_calls": [call("change_file", path="../outside.py", change="create it")]},
               {"tool_calls": [call("change_file", path="big.py", change="x = 2")]},
-              {"tool_calls": [call("finish", summary="nothing")]}]
+              *[{"tool_calls": [call("finish", summary="nothing")]}] * 3]
     with ScriptedEngineServer(script) as server:
         agent = Agent(workspace=shop, config=small_config(server, verify=False), log_path=False)
-        result = agent.run("Report what change_file does at the edges.")   # an answer: nothing need change
-        asked = len(server.requests)
+        # a change request (change_file is not run for an answer-only one); nothing changes, so finishing
+        # is sent back until the step limit: only the two refusals matter here
+        result = agent.run("Set x to 2 in big.py and create ../outside.py.", limits=Limits(max_steps=4))
+        editor = [r for r in server.requests if not r.get("tools")]
     replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
     assert "Cannot change ../outside.py" in replies[0] and not (shop.parent / "outside.py").exists()
     assert "too long to be rewritten whole" in replies[1] and "edit_file" in replies[1]
-    assert asked == 3   # neither refusal cost an edit request
+    assert not editor   # neither refusal cost an edit request
 
 
 def test_definitions_a_rewrite_left_out_go_back_where_they_were_unless_the_change_names_them():
