@@ -21,6 +21,7 @@ TABLE: list[tuple[str, str, str]] = [
     # -- English: polite questions with a change verb are change requests (issue 32, item 1) -------------
     ("en", "Can you fix add() in calc.py?", C),
     ("en", "do the task", C),
+    ("en", "find out which port the server should use", A),       # a modal in a wh-clause: no requirement
     ("en", "and in test_calc.py?", A),                          # a follow-up question: known words and a "?"                                   # an order: no "?", no person as subject
     ("en", "Do you know why it fails?", A),
     ("en", "Solve the exercise described in INSTRUCTIONS.md. The code goes in rle.py, which has only stubs.", C),

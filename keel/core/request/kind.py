@@ -211,8 +211,13 @@ def _read_clause(words: list[str], lex: Lexicon, ev: _Evidence, joined: str, ask
         ev.answer_weak.append(joined)
     # "render.py should then show it": a statement of what the code is to do, by a subject that is not
     # the one asked ("should I explain" opens with aux; "you should" is a polite opening)
+    # Not when the clause opens with a verb ("find out which port it should use": an order) or the modal
+    # stands in a wh-clause.
     modal = next((k for k in range(start + 1, len(words)) if words[k] in lex.modals), None)
-    if form == "plain" and polite is None and modal is not None and words[start] not in lex.function_words:
+    opener = _base(words[start]) if start < len(words) else ""
+    if form == "plain" and polite is None and modal is not None and words[start] not in lex.function_words \
+            and opener not in lex.answer | lex.answer_weak | lex.change | lex.act \
+            and not any(w in lex.wh for w in words[start:modal]):
         ev.defect.append(joined)
     for i, word in enumerate(map(_base, words)):
         verb = word in lex.change or word in lex.change_anywhere or word in lex.negated_only
