@@ -15,11 +15,11 @@ READ = "<tool_call>\n<function=read_file>\n<parameter=path>\ncalc.py\n</paramete
 TASK = "explain the bug in calc.py"
 
 
-def _run(run_keel, repo, first_reply: str, *, complete: bool = True):
+def _run(run_keel, repo, first_reply: str, *, complete: bool = True, task: str = TASK):
     script = [{"content": first_reply},
               {"tool_calls": [call("finish", summary="add() subtracts: it returns a - b.")]}]
     with ScriptedEngineServer(script) as server:
-        r = run_keel("run", TASK, "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
+        r = run_keel("run", task, "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
                      "--output-format", "json")
     assert (r.code == 0) == complete, r.stdout + r.stderr
     return r, r.events()
@@ -37,8 +37,9 @@ def test_a_call_drafted_inside_think_never_runs_and_the_answer_call_does(calc_re
 
 
 def test_control_the_same_call_text_as_the_answer_runs(calc_repo, run_keel):
-    # (an explanation that changed the workspace is not complete: the write really happened)
-    _r, events = _run(run_keel, calc_repo, DRAFT, complete=False)
+    # a change request (keel's file writers are not run for an answer-only one); the write really happens,
+    # and the bug is still there, so the run is not complete
+    _r, events = _run(run_keel, calc_repo, DRAFT, complete=False, task="Fix the bug in calc.py.")
     assert (calc_repo / "PWNED.txt").read_text() == "x"
     assert [e["name"] for e in events if e["type"] == "tool_call"][0] == "write_file"
 
