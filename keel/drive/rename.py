@@ -16,7 +16,6 @@ keel.drive.refactor.
 from __future__ import annotations
 
 import ast
-import builtins
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 from keel.context.ignore import IgnoreRules
 from keel.core.request import Rename as Rename  # re-exported: the drive's modules import it here
 from keel.core.request import renames_in as renames_in
+from keel.core.request.edits import BUILTIN_NAMES
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, is_secret_name, resolve_in_workspace, workspace_root
 from keel.policy.reads import shows
@@ -32,7 +32,6 @@ from keel.tools.files import WRITE_FILE, file_session
 from keel.tools.search import grep_backend, grep_python, grep_rg
 from keel.tools.textsearch import GrepError, GrepQuery, confirm_hits
 
-_BUILTINS = frozenset(dir(builtins))
 MAX_OTHER_FILES = 20     # other files renamed in one change_file call (by refactoring: no model request)
 MAX_FILES_LISTED = 8     # files still using an old name, in the tool result
 MAX_LINES_LISTED = 3     # of each such file
@@ -95,7 +94,7 @@ def applied(candidates: list[Rename], before: str, after: str, path: str) -> lis
     gone, added = shared - now, now - shared
     if len(gone) == 1 and len(added) == 1:
         rename = Rename(gone.pop(), added.pop())
-        if not uses(rename.old, after) and not uses(rename.new, before) and rename.old not in _BUILTINS:
+        if not uses(rename.old, after) and not uses(rename.new, before) and rename.old not in BUILTIN_NAMES:
             return [rename]
     return []
 

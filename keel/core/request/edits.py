@@ -55,7 +55,7 @@ _MORE = re.compile(rf"\s*(?:,\s*(?:and\s+)?|\s+and\s+){_KIND}{_X}\s+(?:to|into|a
 _STOP = frozenset({"it", "this", "that", "them", "these", "those", "all", "each", "every", "one", "be", "the", "a",
                    "an", "to", "and", "or", "of", "in", "on", "for", "with", "by", "as", "its", "their",
                    "something", "more", "less", "new", "old", "same", "other"})
-_BUILTINS = frozenset(dir(builtins))
+BUILTIN_NAMES = frozenset(dir(builtins))   # never a rename's name: their other uses are not the project's
 
 # "rename <what> to <path>", "move <what> to <path>"; <what> is short: a file's name or a pronoun
 _MOVE = re.compile(r"\b(?:rename|move)\s+(?P<what>(?:[^.\n]|\.(?=\w)){1,60}?)\s+(?:to|as|into)\s+[`'\"]?"
@@ -85,7 +85,7 @@ def renames_in(text: str, said: bool = False) -> list[Rename]:
                 continue
             if x == y or {x.lower(), y.lower()} & _STOP or any(keyword.iskeyword(n) for n in (x, y)):
                 continue
-            if x in _BUILTINS or Rename(x, y) in found:
+            if x in BUILTIN_NAMES or Rename(x, y) in found:
                 continue
             found.append(Rename(x, y))
     return found
