@@ -8,6 +8,7 @@ import fcntl
 import json
 import subprocess
 import sys
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,10 @@ def test_a_client_that_disconnects_mid_run_loses_nothing(calc_repo, keel_env, tm
             note = json.loads(proc.stdout.readline())
             assert note["method"] == "notifications/progress" and "started in" in note["params"]["message"]
             session_id = note["params"]["message"].split()[1]
+            deadline = time.monotonic() + 30   # the first model call is in flight (it takes 3 s)
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.requests, "the run never called the model"
             proc.stdin.close()   # the client is gone, mid model call
             code = proc.wait(timeout=60)
         finally:
