@@ -272,9 +272,9 @@ ALL_CLEAR = {"tool_calls": [call("finish", summary="calc.py is correct and does 
 FOUND = {"tool_calls": [call("finish", summary="add() returns a - b: it subtracts, so add(2, 3) is -1, not 5.")]}
 
 
-def test_asked_what_is_wrong_an_all_clear_is_looked_at_once_more(bug_repo: Path, run_keel):
+def test_asked_what_is_wrong_an_all_clear_whose_checks_fail_is_refused(bug_repo: Path, run_keel):
     r, left = run(run_keel, bug_repo, REVIEW, [READ, ALL_CLEAR, FOUND])
-    assert pushback_kinds(r) == ["recheck_answer"] and left == 0, r.stdout
+    assert pushback_kinds(r) == ["answer_contradicted"] and left == 0, r.stdout
     assert r.result["status"] == "complete" and "subtracts" in r.result["summary"]
     assert tracked_unchanged(bug_repo)
 
@@ -288,15 +288,74 @@ def test_an_all_clear_whose_checks_fail_is_refused(bug_repo: Path, run_keel):
 def test_an_all_clear_stays_refused_while_the_checks_fail(bug_repo: Path, run_keel):
     r, _ = run(run_keel, bug_repo, REVIEW, [READ, ALL_CLEAR, ALL_CLEAR, ALL_CLEAR, ALL_CLEAR])
     assert r.result["status"] == "incomplete" and r.result["stop_reason"] == "limit:verification", r.stdout
-    assert pushback_kinds(r) == ["recheck_answer", "answer_contradicted", "answer_contradicted"]
+    assert pushback_kinds(r) == ["answer_contradicted", "answer_contradicted"]
+
+
+# py-review-pagination on the 1.5B: the flaw is one the tests miss, so no check can contradict "it is correct".
+PAGINATE = ('def paginate(items, page, per_page):\n    """Return the items on page `page`. Page numbers start at '
+            '1."""\n    start = page * per_page\n    return items[start:start + per_page]\n')
+TEST_PAGINATE = "from pagination import paginate\n\n\ndef test_size():\n    assert len(paginate(list(range(50)), 2, 10)) == 10\n"
+REVIEW_PAGES = "Review pagination.py and tell me what is wrong with it. Don't change any files."
+READ_PAGES = {"tool_calls": [call("read_file", path="pagination.py")]}
+PAGES_CLEAR = {"tool_calls": [call("finish", summary="pagination.py is correct and does not need any changes.")]}
+PAGES_FOUND = {"tool_calls": [call("finish", summary="start = page * per_page skips the first page: pages start "
+                                                     "at 1, so it must be (page - 1) * per_page.")]}
+
+
+@pytest.fixture
+def pages_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "pages", {"pagination.py": PAGINATE, "test_pagination.py": TEST_PAGINATE})
+
+
+def test_asked_what_is_wrong_an_all_clear_the_checks_cannot_refute_is_refused(pages_repo: Path, run_keel):
+    """The request says there is a flaw; "correct, no changes needed" has nothing to rest on (the false done
+    of py-review-pagination). Sent back, a flaw named ends complete."""
+    r, left = run(run_keel, pages_repo, REVIEW_PAGES, [READ_PAGES, PAGES_CLEAR, PAGES_FOUND])
+    assert pushback_kinds(r) == ["answer_unfounded"] and left == 0, r.stdout
+    assert r.result["status"] == "complete" and "page - 1" in r.result["summary"]
+    assert tracked_unchanged(pages_repo)
+
+
+def test_an_all_clear_said_again_ends_incomplete_not_complete(pages_repo: Path, run_keel):
+    r, left = run(run_keel, pages_repo, REVIEW_PAGES, [READ_PAGES, PAGES_CLEAR, PAGES_CLEAR, PAGES_CLEAR])
+    assert r.result["status"] == "incomplete" and r.result["stop_reason"] == "limit:verification", r.stdout
+    assert pushback_kinds(r) == ["answer_unfounded", "answer_unfounded"] and left == 0
+
+
+def test_control_an_all_clear_to_an_open_question_stands(pages_repo: Path, run_keel):
+    """Asked whether anything is wrong (not told that something is), an all-clear whose checks pass stands:
+    looked at once more for a review, at once for an explanation."""
+    r, left = run(run_keel, pages_repo, "Review pagination.py: are there any bugs? Don't change any files.",
+                  [READ_PAGES, PAGES_CLEAR, PAGES_CLEAR])
+    assert r.result["status"] == "complete" and pushback_kinds(r) == ["recheck_answer"] and left == 0, r.stdout
+    r, left = run(run_keel, pages_repo, "Explain what pagination.py does. Don't change any files.",
+                  [READ_PAGES, PAGES_CLEAR])
+    assert r.result["status"] == "complete" and not pushback_kinds(r) and left == 0, r.stdout
 
 
 def test_control_an_all_clear_of_code_whose_checks_pass_stands(tmp_path: Path, run_keel):
     repo = make_repo(tmp_path / "ok", {"calc.py": CALC_BUG.replace("a - b", "a + b"), "test_calc.py": TEST_CALC})
     r, left = run(run_keel, repo, EXPLAIN, [READ, ALL_CLEAR])
     assert r.result["status"] == "complete" and not pushback_kinds(r) and left == 0, r.stdout
-    r, left = run(run_keel, repo, REVIEW, [READ, ALL_CLEAR, ALL_CLEAR])   # looked at once more, then it stands
-    assert r.result["status"] == "complete" and pushback_kinds(r) == ["recheck_answer"] and left == 0, r.stdout
+
+
+@pytest.mark.parametrize(("text", "asks", "presumes"), [
+    ("Review pagination.py and tell me what is wrong with it.", True, True),
+    ("What's wrong with parse()?", True, True),
+    ("Find the bug in calc.py, don't fix it.", True, True),
+    ("Why does parse() crash on an empty line?", True, True),
+    ("Was ist an calc.py falsch?", True, True),
+    ("Review calc.py: are there any bugs?", True, False),
+    ("Is anything wrong with calc.py?", True, False),
+    ("Review the pagination module.", True, False),
+    ("Explain what calc.py does.", False, False),
+    ("Why does parse() take a second argument?", False, False),
+])
+def test_what_asks_for_flaws_and_what_presumes_one(text: str, asks: bool, presumes: bool):
+    from keel.core.request import parse_request
+
+    request = parse_request(text)
+    assert (request.asks_flaws, request.presumes_flaw) == (asks, presumes)
 
 
 @pytest.mark.parametrize(("text", "clears"), [

@@ -25,7 +25,7 @@ from typing import Literal
 from keel.core.state import TaskState
 from keel.loop.limits import Consumed, Limits, exceeded_limit
 from keel.loop.pushback import pushback_text
-from keel.verify.answer import answer_problem, asks_for_flaws, clears_the_code
+from keel.verify.answer import answer_problem, clears_the_code
 from keel.verify.contract import review_text
 from keel.verify.gate import GateFacts
 
@@ -153,8 +153,8 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
     if state.answers and (problem := answer_problem(claim)) is not None:
         return _push("no_answer", state, problem)      # a question back or "I will look at…" answers nothing
     if state.answers and not state.pushback_counts["recheck_answer"] and clears_the_code(claim) and \
-            asks_for_flaws(request.text):   # "what is wrong with it?" answered "nothing": looked at once more
-        return _push("recheck_answer", state)
+            request.asks_flaws and not (state.gate_on and request.presumes_flaw):
+        return _push("recheck_answer", state)   # "any bugs?" answered "none": looked at once more, then it stands
     if state.gate_on:
         return _judge_claim(outcome.verification, state, limits)
     return _judge_without_gate(state)

@@ -79,7 +79,7 @@ def _explore_tools(state: TaskState, joiner: str = ", ") -> str:
 
 
 _GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests", "contract_review",
-                         "changed_answer_only", "no_evidence", "answer_contradicted"})
+                         "changed_answer_only", "no_evidence", "answer_contradicted", "answer_unfounded"})
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -119,6 +119,16 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
             "output and the code it points to, then answer again with what is wrong (change no file)." + facts,
             "The checks still fail, so \"nothing is wrong\" is not the answer. Say what the failure shows." + facts,
             "Finishing with that answer is refused while the checks fail." + facts,
+        ][level]
+    if kind == "answer_unfounded":   # asked what is wrong, answered "nothing" (Request.presumes_flaw)
+        return [
+            "The request says something is wrong, and your answer says nothing is. Nothing can show that code "
+            "has no flaw. Read the code again against its docstrings and comments, sentence by sentence, and "
+            "try the edge cases in your head (the first and the last item, page or index 1, an empty input). "
+            "Then name what is wrong, with the line. Change no file.",
+            "Still no flaw named. Compare each line with what its docstring promises for the smallest inputs, "
+            "and say which line breaks that promise and how.",
+            "Finishing with \"nothing is wrong\" is refused: the request says there is a flaw.",
         ][level]
     if kind == "no_evidence":
         return [
@@ -172,7 +182,7 @@ def _pushback_text(kind: str, level: int, state: TaskState, detail: str = "") ->
             "STOP ASKING. There is no user. Your next message must be a tool call (for example read_file, "
             "edit_file or run_shell) that makes progress on the task.",
         ][level]
-    if kind == "recheck_answer":   # asked once (keel.verify.answer.asks_for_flaws)
+    if kind == "recheck_answer":   # asked once (Request.asks_flaws)
         return ("The request asks what is wrong, and your answer says nothing is. Before that stands, read the "
                 "code again against its docstrings and comments, sentence by sentence, and try the edge cases "
                 "in your head (the first and the last item, page or index 1, an empty input). Then answer: name "

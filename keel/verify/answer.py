@@ -65,7 +65,8 @@ def answer_problem(text: str) -> str | None:
 # "pagination.py is correct and does not need any changes": an answer that clears the code. Measured on the
 # 1.5B (py-review-pagination, "tell me what is wrong with it"): said of a paginate() off by one page, with
 # its test failing; keel took it as the answer (a false done). A clearing answer is checked against the
-# project's checks (keel.verify.verifier): failing checks contradict it.
+# project's checks (keel.verify.verifier): failing checks contradict it. Asked what is wrong
+# (Request.presumes_flaw), an all-clear has nothing to rest on: the gate refuses it (``answer_unfounded``).
 _CLEAR = re.compile(
     r"\b(?:is|are|looks?|seems?|appears?)\s+(?:to be\s+)?(?:correct|fine|good|ok(?:ay)?|right|valid|bug-free)\b"
     r"|\bno\s+(?:obvious\s+|apparent\s+)?(?:issues?|problems?|bugs?|errors?|mistakes?)\b"
@@ -83,12 +84,3 @@ def clears_the_code(text: str) -> bool:
         return False
     return _FLAW.search(_CLEAR.sub(" ", kept)) is None
 
-
-_ASKS_FLAW = re.compile(r"\b(?:what(?:'s| is)? wrong|wrong with|bugs?|buggy|issues?|problems?|flaws?|mistakes?|broken|"
-                        r"what (?:fails|breaks)|review)\b", re.IGNORECASE)
-
-
-def asks_for_flaws(request: str) -> bool:
-    """Whether the request asks what is wrong ("tell me what is wrong with it", "review X", "any bugs?"):
-    an answer that clears the code is then looked at once more before it stands (keel.loop.decider)."""
-    return _ASKS_FLAW.search(request) is not None

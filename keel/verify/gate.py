@@ -89,6 +89,7 @@ class GateFacts:
     changed: tuple[str, ...] = ()      # an answer-only request: the files that changed anyway
     forbidden: bool = False            # …and the user said not to change anything
     contradicted: bool = False         # …and the answer clears the code while its checks fail (``results``)
+    unfounded: bool = False            # …or clears it while the request says there is a flaw to name
 
     @property
     def change_requested(self) -> bool:
@@ -110,7 +111,8 @@ class GateFacts:
         if self.tampered:
             return "tampered_tests"
         if self.kind == "answer":
-            return "changed_answer_only" if not self.unchanged else "answer_contradicted" if self.contradicted else None
+            return ("changed_answer_only" if not self.unchanged else "answer_contradicted" if self.contradicted
+                    else "answer_unfounded" if self.unfounded else None)
         if self.unchanged and self.change_requested:
             return "no_change"
         if self.blocking:

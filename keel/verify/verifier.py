@@ -167,16 +167,19 @@ class Verifier:
     def _answer_facts(self, snap: Snapshot, unchanged: bool, claim: str) -> GateFacts:
         """A request for an answer: the workspace must be as it was (caches and ignored files do not count:
         the snapshot leaves them out). No check runs, unless the answer clears the code ("it is correct, no
-        changes needed"): then the project's checks run, and a failing one contradicts it."""
+        changes needed"): then the project's checks run, and a failing one contradicts it. Asked what is wrong
+        ("tell me what is wrong with it"), an all-clear that no check contradicts is still no answer: no run
+        can show that code has no flaw, and the request says it has one (``unfounded``)."""
         changed = () if unchanged else tuple(c.path for c in diff_snapshots(self.start, snap))
         results: tuple[CheckOutcome, ...] = ()
-        if unchanged and claim and not self.plan.empty and clears_the_code(claim):
+        clears = unchanged and bool(claim) and clears_the_code(claim)
+        if clears and not self.plan.empty:
             results = tuple(self._run(c, snap.digest, self.ctx) for c in self._inferred())
         failing = tuple(o for o in results if o.ran and not o.passed)
         feedback = ", ".join(changed[:12]) if changed else render_feedback(failing, ())
         self.last = GateFacts(digest=snap.digest, results=results, unchanged=unchanged, kind="answer",
                               changed=changed, forbidden=self.request.forbids_change, feedback=feedback,
-                              contradicted=bool(failing))
+                              contradicted=bool(failing), unfounded=clears and self.request.presumes_flaw)
         return self.last
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:

@@ -20,6 +20,7 @@ from typing import Any
 from keel.core.request.edits import MovePhrase, Rename, looks_like_code, move_phrases, renames_in
 from keel.core.request.kind import Kind, Reading, detect_language, read_kind
 from keel.core.request.names import (
+    asks_for_flaws,
     asks_for_test_changes,
     check_categories,
     dirs_named,
@@ -28,6 +29,7 @@ from keel.core.request.names import (
     functions_named,
     identifiers_named,
     points_at_docs,
+    presumes_flaw,
     words,
 )
 from keel.core.request.text import PLACEHOLDER, hold_spans, plain_words, restore, sentences_of, sub_fenced
@@ -93,6 +95,16 @@ class Request:
     def points_at_docs(self) -> bool:
         """A comment or docstring is part of what must be done ("as the docstring says")."""
         return points_at_docs(self.text)
+
+    @functools.cached_property
+    def asks_flaws(self) -> bool:
+        """It asks what is wrong: "review X", "any bugs?", "what is wrong with it"."""
+        return asks_for_flaws(self.text)
+
+    @functools.cached_property
+    def presumes_flaw(self) -> bool:
+        """It says there is a flaw to name: "what is wrong with it", "find the bug", "why does it crash?"."""
+        return presumes_flaw(self.text)
 
     @functools.cached_property
     def words(self) -> frozenset[str]:

@@ -146,3 +146,31 @@ _SAYS = re.compile(r"\b(?:says?|describes?|described|promises?|specif(?:y|ies)|d
 def points_at_docs(text: str) -> bool:
     """Whether the text makes a comment or docstring part of what must be done."""
     return bool(_DOCS.search(text)) and bool(_SAYS.search(text))
+
+
+# -- a request about flaws (keel.loop.decider, keel.verify.verifier) ---------------------------------------
+_ASKS_FLAW = re.compile(r"\b(?:what(?:'s| is)? wrong|wrong with|bugs?|buggy|issues?|problems?|flaws?|mistakes?|broken|"
+                        r"what (?:fails|breaks)|review|fehler|falsch|errores?|erreurs?|bogues?)\b|问题|错误|缺陷",
+                        re.IGNORECASE)
+# Said as a fact, not asked: "tell me what is wrong with it", "find the bug", "why does parse() crash?".
+# "Is anything wrong with it?", "any bugs?" and "review it" ask; they do not say there is a flaw.
+_PRESUMES_FLAW = re.compile(
+    r"\bwhat(?:'s| is| are)? (?:wrong|broken|failing)\b|\bwhat (?:fails|breaks|goes wrong)\b"
+    r"|\b(?:find|spot|locate|explain|name|show me) (?:the|this|that|its|their) (?:bugs?|errors?|problems?|mistakes?|flaws?)\b"
+    r"|\b(?:where|what)(?:'s| is| are) the (?:bugs?|errors?|problems?|mistakes?|flaws?)\b"
+    r"|\bwhy (?:does|do|did|is|are)\b[^?!\n]{0,80}\b(?:fail|fails|failing|crash|crashes|break|breaks|wrong|"
+    r"raise|raises|error)\b"
+    r"|\bwas (?:ist|stimmt)\b[^?!\n]{0,40}\b(?:falsch|nicht)\b|\bwo (?:ist|liegt) der fehler\b"
+    r"|\bqu[ée] (?:está|esta) mal\b|\bqu'est-ce qui ne va pas\b|哪里错|什么问题|错在哪",
+    re.IGNORECASE)
+
+
+def asks_for_flaws(text: str) -> bool:
+    """Whether the text asks what is wrong ("review X", "any bugs?", "tell me what is wrong with it")."""
+    return _ASKS_FLAW.search(text) is not None or presumes_flaw(text)
+
+
+def presumes_flaw(text: str) -> bool:
+    """Whether the text says there is a flaw to name ("what is wrong with it", "find the bug", "why does
+    it crash?"): an answer that finds none then has nothing to rest on (docs/verification.md)."""
+    return _PRESUMES_FLAW.search(text) is not None
