@@ -196,3 +196,28 @@ def test_pushback_names_only_the_tools_the_model_is_offered(kind: str, times: in
     in_full = pushback_text(kind, times, TaskState(task="t"), detail)
     assert small in in_small and full in in_full
     assert "write_file" not in in_small and "list_dir" not in in_small
+
+
+# -- an all-clear answer to a request about flaws (keel issue 32, py-review-pagination on the 1.5B) ----------
+ALL_CLEAR = TurnOutcome(tool_calls=1, progress=True, finished=True, summary="pagination.py is correct.")
+ASKS = "Review pagination.py: any bugs? Don't change any files."
+PRESUMES = "Review pagination.py and tell me what is wrong with it. Don't change any files."
+
+
+def _answer_state(task: str, *, gate: bool, rechecked: int = 0) -> TaskState:
+    s = state(task=task, counts={"recheck_answer": rechecked})
+    s.gate_on = gate
+    return s
+
+
+@pytest.mark.parametrize(("task", "gate", "rechecked", "verdict", "reason"), [
+    (ASKS, False, 0, "continue", "recheck_answer"),        # asked whether: looked at once more…
+    (ASKS, False, 1, "stop", "complete"),                  # …then it stands
+    (ASKS, True, 0, "continue", "recheck_answer"),
+    (ASKS, True, 1, "verify", "verify"),                   # the gate's checks may still contradict it
+    (PRESUMES, False, 0, "continue", "recheck_answer"),    # told there is a flaw, the gate off: once more
+    (PRESUMES, True, 0, "verify", "verify"),               # the gate on: the gate refuses it (answer_unfounded)
+])
+def test_an_all_clear_to_a_request_about_flaws(task: str, gate: bool, rechecked: int, verdict: str, reason: str):
+    d = decide(ALL_CLEAR, _answer_state(task, gate=gate, rechecked=rechecked), L, U, attended=False)
+    assert (d.verdict, d.reason) == (verdict, reason)
