@@ -16,7 +16,7 @@ from keel.config import Config
 from keel.outputs.summarize import summarize_failure
 from keel.testing import ScriptedEngineServer
 from keel.verify.failing import failing_assertion
-from keel.verify.redirect import UnderTest, modules_under_test, redirect, redirect_to
+from keel.verify.redirect import UnderTest, missing_module, modules_under_test, redirect, redirect_to
 
 FIXED = CALC.replace("a - b", "a + b")
 
@@ -216,6 +216,46 @@ def test_a_test_of_two_modules_is_refused_with_both_named_and_the_failing_assert
     assert text.rstrip().endswith("Call change_file with path calc.py and say what must change there.")
     assert (repo / "test_calc.py").read_text() == two
     assert (repo / "calc.py").read_text() == FIXED and r.result["status"] == "complete"
+
+
+@pytest.mark.parametrize(("test_path", "text", "files", "expected"), [
+    ("tests/test_validators.py", "from shop.validators import is_valid_email\n",
+     {"shop/__init__.py", "shop/accounts.py"}, "shop/validators.py"),            # the package is there
+    ("tests/test_v.py", "import shop.validators as v\n", {"src/shop/__init__.py"}, "src/shop/validators.py"),
+    ("pkg/tests/test_v.py", "from ..validators import check\n", {"pkg/__init__.py"}, "pkg/validators.py"),
+    ("tests/test_v.py", "from shop.validators import check\n", {"shop/accounts.py"}, None),  # no package
+    ("test_v.py", "from validators import check\n", {"shop/__init__.py"}, None),    # a top-level name: where?
+    ("tests/test_v.py", "from shop.validators import check\n",
+     {"shop/__init__.py", "shop/validators.py"}, None),                            # it exists: not missing
+    ("tests/test_v.py", "from shop import validators\n", {"shop/__init__.py", "shop/validators.py"}, None),
+    ("tests/test_v.py", "from shop.a import x\nfrom shop.b import y\n", {"shop/__init__.py"}, None),  # two
+    ("tests/test_v.py", "from requests.adapters import x\n", {"shop/__init__.py"}, None),   # not ours
+    ("v.test.js", "const { check } = require('./shop/validators');\n", {"shop/index.js"}, None),
+])
+def test_the_module_a_test_imports_that_is_not_written_yet(test_path, text, files, expected):
+    assert missing_module(test_path, text, files) == expected
+
+
+VALIDATOR_TEST = ("from shop.validators import is_valid_email\n\n\ndef test_valid():\n"
+                  "    assert is_valid_email(\"ann@example.com\")\n")
+VALIDATOR = "def is_valid_email(address):\n    return \"@\" in address\n"
+
+
+def test_a_change_aimed_at_a_test_of_a_module_not_written_yet_writes_that_module(
+        tmp_path: Path, run_keel, keel_env: dict[str, str]):
+    """py-extract-validator on the 1.5B: the test imports shop.validators, which the task asks to create;
+    the model sent the same change_file of the test three times and was refused each time."""
+    repo = make_repo(tmp_path / "repo", {"shop/__init__.py": "", "tests/test_validators.py": VALIDATOR_TEST})
+    _small_profile(keel_env)
+    script = [{"tool_calls": [call("change_file", path="tests/test_validators.py", change="use is_valid_email")]},
+              {"content": f"```python\n{VALIDATOR}```\n"},   # the editor request: for shop/validators.py
+              {"tool_calls": [call("finish", summary="shop/validators.py holds is_valid_email")]}]
+    r, requests = _fix_the_failing_test(run_keel, repo, script)
+    editor = requests[1]["messages"][-1]["content"]
+    assert "shop/validators.py does not exist yet" in editor and "fix the failing test" in editor, editor
+    assert "so the change was made in shop/validators.py" in requests[2]["messages"][-1]["content"]
+    assert (repo / "tests/test_validators.py").read_text() == VALIDATOR_TEST
+    assert (repo / "shop/validators.py").read_text() == VALIDATOR and r.result["status"] == "complete"
 
 
 def test_without_a_saved_output_the_summary_and_the_test_file_give_the_assertion(tmp_path: Path):

@@ -10,7 +10,9 @@ Naming the module was not enough either: in the whole-suite batch the 1.5B model
 the test file three times after being told which module to change (py-cli-json-output). So when the
 test file tests exactly one module, change_file makes the change there itself (``redirect_to``), with a
 note built from the task rather than the model's test-oriented one, and says so in its result; with
-several modules, or none in the workspace yet, it refuses as before.
+several modules it refuses as before. When the one module it imports is not written yet but its
+package is there (``from shop.validators import …`` with shop/ a package: py-extract-validator on the
+1.5B sent the same test-file change three times), the change goes to that new module (``missing_module``).
 
 Pure core: ``modules_under_test`` (a test file's text and the workspace's file list in, the modules it
 tests out), ``redirect_to`` (which one a change goes to) and ``failing_assertion`` (a check's output
@@ -196,6 +198,32 @@ def _by_name(test_path: str, files: Collection[str]) -> str | None:
 
 
 
+def missing_module(test_path: str, text: str, files: Collection[str]) -> str | None:
+    """The one Python module ``test_path`` imports that is not in ``files`` while its package is (a folder
+    with an ``__init__.py``, or the workspace root's src/lib layout): where code the test needs is to be
+    written. None for a JavaScript test, for an import of something outside the workspace (no package
+    of it here), or when more than one is missing."""
+    if PurePosixPath(test_path).suffix != ".py":
+        return None
+    missing: list[str] = []
+    here = posixpath.dirname(test_path)
+    for module, level, names, _ in _python_import_statements(text):
+        if not module or "." not in module and not level:
+            continue   # `import os`, `from calc import x`: no package to put it in
+        bases = [posixpath.normpath(posixpath.join(here, *[".."] * (level - 1)))] if level else ["", "src", "lib"]
+        if any(_python_module(bases, ".".join(p for p in (module, n) if p), files) for n in names) or \
+                _python_module(bases, module, files):
+            continue
+        package, _, leaf = module.rpartition(".")
+        for base in bases:
+            folder = _inside(posixpath.join(base, package.replace(".", "/"))) if package else _inside(base or ".")
+            if folder and f"{folder}/__init__.py" in files:
+                path = f"{folder}/{leaf}.py"
+                missing += [path] if path not in missing else []
+                break
+    return missing[0] if len(missing) == 1 else None
+
+
 # -- the redirect ------------------------------------------------------------------------------------
 def redirect_to(tested: Sequence[UnderTest], protected: Collection[str]) -> str | None:
     """The file a change aimed at a test file goes to instead: the one module it tests (None when it
@@ -260,8 +288,11 @@ def redirect_or_refusal(workspace: Path, test_path: str, text: str, protected: C
                         outcomes: Sequence[CheckOutcome] | None) -> tuple[str | None, str]:
     """For a change aimed at the test file ``test_path`` (its text ``text``): the file it goes to and
     the change to ask there (``redirect_to``, ``redirect_note``), or None and the refusal."""
-    tested = modules_under_test(test_path, text, workspace_files(workspace))   # one walk for either answer
+    files = workspace_files(workspace)   # one walk for every answer
+    tested = modules_under_test(test_path, text, files)
     if (target := redirect_to(tested, protected)) is not None:
+        return target, redirect_note(test_path, target)
+    if not tested and (target := missing_module(test_path, text, files)) is not None and target not in protected:
         return target, redirect_note(test_path, target)
     return None, protected_test_refusal(test_path, text, tested, outcomes)
 
