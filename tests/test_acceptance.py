@@ -38,6 +38,10 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
      [("python -c 'import app; print(app.VERSION)'", "1.2.0")]),
     ("After the fix `node main.js` outputs: PASSED", [("node main.js", "PASSED")]),
     ("Make `python cli.py --verbose` pass and print the sum", [("python cli.py --verbose", None)]),
+    # py-write-tests: the command that judges the tests, named without "must pass"
+    ("Write tests in test_leap.py. `python check_tests.py test_leap.py` tells you whether the tests would catch "
+     "real bugs.", [("python check_tests.py test_leap.py", None)]),
+    ("`npm run lint` checks if the style holds.", [("npm run lint", None)]),
     # Negatives: prose without backticks, backticked non-commands, no wording of proof, installs.
     ("run python test_app.py to verify", []),
     ("Fix the KeyError in `settings.json` so it passes", []),

@@ -16,7 +16,10 @@ from keel.core.request.text import PLACEHOLDER
 _PROOF = re.compile(
     r"\b(?:must|should|to|will|and)\s+(?:still\s+)?(?:pass|succeed|work)\w*|\bpass(?:es|ing)?\b|\bgreen\b|"
     r"\bsucceed\w*|\bexits?\s+(?:with\s+)?(?:code\s+|status\s+)?0\b|\bprint\w*|\boutputs?\b|"
-    r"\bverif\w*|\bmake\s+sure\b|\bensure\b|\bso\s+that\b|\buntil\b|\bconfirm\w*|\bcheck\s+that\b",
+    r"\bverif\w*|\bmake\s+sure\b|\bensure\b|\bso\s+that\b|\buntil\b|\bconfirm\w*|\bcheck\s+that\b|"
+    # the command judges the work: "`python check_tests.py test_leap.py` tells you whether the tests would
+    # catch real bugs" (py-write-tests: unread, the 1.5B never wrote the tests and keel took it as done)
+    r"\b(?:tells?|shows?|says|checks?|reports?)\s+(?:you\s+|us\s+|me\s+)?(?:whether|if)\b",
     re.IGNORECASE)
 _EXPECT = re.compile(
     r"\b(?:prints?|printing|outputs?|shows?|displays?|says|echo(?:es)?|emits?|writes?)(?:\s*+:)?\s++"
