@@ -160,3 +160,24 @@ def test_list_and_report_subcommands(scripted_run):
     (out / "report.html").unlink()
     proc = keel(env, "eval", "report", str(out))
     assert proc.returncode == 0 and (out / "report.html").read_text().count('id="success-grid"') == 1
+
+
+def test_an_interrupt_inside_a_worker_crosses_the_process_pool():
+    """Ctrl-C while a pool worker runs its agent ends the job with CommandInterrupted, which the pool pickles
+    back to the eval. It failed to unpickle (its output was not in ``args``), so the pool broke and the eval
+    printed a BrokenProcessPool traceback and exited 1 instead of 130 (seen under load in the full suite)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        future = pool.submit(_interrupted_job, "half the output")
+        with pytest.raises(KeyboardInterrupt) as raised:
+            future.result(timeout=60)
+    assert type(raised.value).__name__ == "CommandInterrupted"
+    assert raised.value.partial_output == "half the output"   # type: ignore[attr-defined]
+
+
+def _interrupted_job(output: str) -> None:
+    from keel.policy.process import CommandInterrupted
+
+    raise CommandInterrupted(output)
