@@ -65,9 +65,7 @@ class CommandInterrupted(KeyboardInterrupt):
     interrupt to everyone above, but it carries the command's output up to that moment."""
 
     def __init__(self, partial_output: str) -> None:
-        # the output in ``args`` too: pickling rebuilds an exception from its args, and a keel eval
-        # worker's interrupt crosses the process pool that way (without it the pool broke on Ctrl-C)
-        super().__init__(partial_output)
+        super().__init__(partial_output)   # in args: unpickled from them (a keel eval worker's Ctrl-C)
         self.partial_output = partial_output
 
     def __str__(self) -> str:
