@@ -68,9 +68,6 @@ class CommandInterrupted(KeyboardInterrupt):
         super().__init__(partial_output)   # in args: unpickled from them (a keel eval worker's Ctrl-C)
         self.partial_output = partial_output
 
-    def __str__(self) -> str:
-        return ""   # an interrupt, not a message: the output is for the event log
-
 
 class CappedOutput:
     """Keeps the first ~40% of ``cap`` bytes and the last ~60%, counting what falls between."""
