@@ -83,4 +83,3 @@ def clears_the_code(text: str) -> bool:
     if not _CLEAR.search(kept):
         return False
     return _FLAW.search(_CLEAR.sub(" ", kept)) is None
-

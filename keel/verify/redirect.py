@@ -87,21 +87,22 @@ def _python_module(base_dirs: Sequence[str], dotted: str, files: Collection[str]
     return _first_file([posixpath.join(d, rel + ext) for d in base_dirs for ext in (".py", "/__init__.py")], files)
 
 
-def _python_imports(test_path: str, text: str, files: Collection[str]) -> list[tuple[str, list[str]]]:
+def _import_bases(test_path: str, level: int) -> list[str]:
+    """Where a module imported by ``test_path`` may be found, nearest first: the package ``level`` dots
+    name, or (``level`` 0) the test's folder, each folder above it, then src/ and lib/."""
     here = posixpath.dirname(test_path)
+    if level:
+        return [posixpath.join(here, *[".."] * (level - 1))]
     ancestors = [here]
     while ancestors[-1]:
         ancestors.append(posixpath.dirname(ancestors[-1]))
-    absolute_bases = [*ancestors, "src", "lib"]       # where `import calc` may be found, nearest first
+    return [*ancestors, "src", "lib"]
+
+
+def _python_imports(test_path: str, text: str, files: Collection[str]) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     for module, level, names, alias in _python_import_statements(text):
-        if level:
-            base = here
-            for _ in range(level - 1):
-                base = posixpath.join(base, "..")
-            bases = [base]
-        else:
-            bases = absolute_bases
+        bases = _import_bases(test_path, level)
         rest = []
         for name in names:   # `from pkg import mod`: mod is a module of its own when its file exists
             sub = ".".join(p for p in (module, name) if p)
@@ -200,28 +201,26 @@ def _by_name(test_path: str, files: Collection[str]) -> str | None:
 
 def missing_module(test_path: str, text: str, files: Collection[str]) -> str | None:
     """The one Python module ``test_path`` imports that is not in ``files`` while its package is (a folder
-    with an ``__init__.py``, or the workspace root's src/lib layout): where code the test needs is to be
-    written. None for a JavaScript test, for an import of something outside the workspace (no package
+    with an ``__init__.py``, looked for where the test's imports are, ``_import_bases``): where code the
+    test needs is to be written. None for a JavaScript test, for an import of something outside the workspace (no package
     of it here), or when more than one is missing."""
     if PurePosixPath(test_path).suffix != ".py":
         return None
-    missing: list[str] = []
-    here = posixpath.dirname(test_path)
+    missing: dict[str, None] = {}   # in import order, once each
     for module, level, names, _ in _python_import_statements(text):
         if not module or "." not in module and not level:
             continue   # `import os`, `from calc import x`: no package to put it in
-        bases = [posixpath.normpath(posixpath.join(here, *[".."] * (level - 1)))] if level else ["", "src", "lib"]
+        bases = _import_bases(test_path, level)
         if any(_python_module(bases, ".".join(p for p in (module, n) if p), files) for n in names) or \
                 _python_module(bases, module, files):
             continue
         package, _, leaf = module.rpartition(".")
         for base in bases:
-            folder = _inside(posixpath.join(base, package.replace(".", "/"))) if package else _inside(base or ".")
+            folder = _inside(posixpath.join(base, package.replace(".", "/")))
             if folder and f"{folder}/__init__.py" in files:
-                path = f"{folder}/{leaf}.py"
-                missing += [path] if path not in missing else []
+                missing[f"{folder}/{leaf}.py"] = None
                 break
-    return missing[0] if len(missing) == 1 else None
+    return next(iter(missing)) if len(missing) == 1 else None
 
 
 # -- the redirect ------------------------------------------------------------------------------------
