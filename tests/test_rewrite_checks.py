@@ -197,6 +197,24 @@ def test_when_the_callers_rewrite_does_not_help_the_change_is_asked_in_the_modul
     assert "callee_change" in [e["name"] for e in events(ws) if e["type"] == "assist"]
 
 
+def test_a_change_aimed_at_the_test_goes_on_from_the_module_it_tests_to_the_one_that_calls(tmp_path: Path):
+    """Measured on the 1.5B (py-discount-cent): the change aimed at test_checkout.py went to checkout.py,
+    whose rewrite did not help; the search one call further started again from the test file, so it
+    asked checkout.py a second time and never reached money.py."""
+    ws = discount_shop(tmp_path)
+    checkout = (ws / "checkout.py").read_text()
+    fixed = (EVALS / "py-discount-cent" / "solution" / "money.py").read_text()
+    result, requests = run_small(ws, [
+        {"tool_calls": [call("change_file", path="test_checkout.py", change="round the discount")]},
+        {"content": fenced(checkout)}, {"content": fenced(checkout)},    # redirected to checkout.py: unchanged
+        {"content": fenced(fixed)}],                                     # then money.py, which checkout.py calls
+        (EVALS / "py-discount-cent" / "task.md").read_text())
+    asked = requests[3]["messages"][1]["content"]
+    assert "checkout.py calls format_cents(), percent_of() from money.py" in asked
+    assert (ws / "money.py").read_text() == fixed and (ws / "checkout.py").read_text() == checkout
+    assert result.status == "complete"   # type: ignore[attr-defined]
+
+
 def test_a_change_in_the_module_it_calls_that_does_not_help_is_undone(tmp_path: Path):
     ws = discount_shop(tmp_path)
     checkout, money = (ws / "checkout.py").read_text(), (ws / "money.py").read_text()

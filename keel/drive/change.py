@@ -253,7 +253,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
         before, after = result.meta.get("failing") or (0, 0)
         if after < before or after == 0 or "callee_change" not in ctx.assists or ctx.run is None:
             return result
-        return one_call_away(args.path, result, ctx,
+        # from the file the rewrite went to: a change aimed at a test went to the module it tests
+        return one_call_away(result.meta.get("rewritten", args.path), result, ctx,
                              lambda path, note, c: change_one(ChangeArgs.model_construct(path=path, change=note), c))
 
     def change_one(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
@@ -298,7 +299,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
             if target is None:
                 return ToolResult.error(words)
             done = change_one(ChangeArgs.model_construct(path=target, change=words), ctx)
-            return replace(done, output=redirect_notice(shown, target) + done.output)
+            return replace(done, output=redirect_notice(shown, target) + done.output,
+                           meta={**done.meta, "rewritten": target})
         failures = failing_output(known, saved_tail) if known is not None else ""
         window = run.window_tokens
         files, _ = collect(ctx.workspace, shows(ctx.approval))
