@@ -253,6 +253,7 @@ class AssistSettings(_Section):
     rename_spread: Switch = "auto"
     moves: Switch = "auto"
     candidates: Switch = "auto"
+    again: Switch = "auto"
     variety: Switch = "auto"
     reply_watch: Switch = "auto"
     contract_review: Switch = "auto"

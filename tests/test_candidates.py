@@ -225,3 +225,39 @@ def test_keel_replay_serves_the_editor_again_and_shows_the_candidates(shop: Path
     assert {"step": 1, "call": None, "tool": "change_file", "field": "candidates",
             "recorded": ["shipping.py #1 lost (1 failing)", "shipping.py #2 kept"],
             "now": ["shipping.py #1 kept"]} in report["differences"]
+
+
+# ---- the same change sent again: one more round (the again assist, keel.drive.candidates.Rounds) ----------
+def test_a_change_sent_again_after_its_checks_failed_is_a_fresh_round_that_can_pass(shop: Path):
+    again = {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]}
+    result, requests, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(ALWAYS_FREE),
+                                               again, editor(FIXED)])
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert "Not run" not in replies[1] and "pass. If the task is done, call finish." in replies[1]
+    editors = [r for r in requests if not r.get("tools")]
+    # round 1 samples with variants round 0 never used (seed 1234 + 4), from the file round 0 left
+    assert [r.get("seed") for r in editors] == [1234, 1234, 1235, 1236, 1238]
+    shown = editors[4]["messages"][1]["content"]
+    assert editors[4]["temperature"] == 0.5 and "cents >= threshold" in shown and "return 500" in shown
+    assert [e["name"] for e in of(events, "assist")].count("whole_file_editor") == 2
+
+
+def test_rounds_are_bounded_and_without_the_assist_a_repeat_is_not_run(shop: Path):
+    again = {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]}
+    round_ = [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR)]   # one candidate: three requests a round
+
+    def one(cfg: Config) -> None:
+        cfg.verify.candidates, cfg.limits.max_steps = 1, 5
+    result, requests, _ = run_shop(shop, [*round_, again, *round_, again, *round_, again], tune=one)
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert [r.startswith("Not run") for r in replies[:4]] == [False, False, False, True]   # 1 + AGAIN rounds
+    assert len([r for r in requests if not r.get("tools")]) == 9
+
+    def off(cfg: Config) -> None:
+        one(cfg)
+        cfg.assists.again = False
+    result, requests, _ = run_shop(shop, [*round_, again], tune=off)
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert replies[1].startswith("Not run: you already called change_file")
+    assert len([r for r in requests if not r.get("tools")]) == 3

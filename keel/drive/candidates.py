@@ -86,6 +86,38 @@ def diff_size(before: str | None, after: str) -> int:
     return sum(1 for line in difflib.ndiff(old, after.splitlines()) if line[:1] in "+-")
 
 
+AGAIN = 2   # fresh rounds one change (path, note) may have when the model sends it again
+
+
+@dataclass
+class Rounds:
+    """The ``again`` assist: how often the model has sent one change (path, note). Sent again after its
+    rewrites left the checks failing, it is another round, sampled with variants no earlier round used,
+    from the file as the last round left it and its failing checks (as Aider's second try shows the
+    test output). Measured on the 1.5B (py-spec-instructions): after a round whose best rewrite passed
+    4 of 6 tests, the model sent the same change twice and was refused as repeating itself."""
+
+    seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    last: tuple[str, str] | None = None   # the change the last round was of (a redirect's, when redirected)
+
+    def start(self, path: str, note: str) -> int:
+        """This call's round (0: the first time this change is asked)."""
+        self.last = (path, note)
+        n = self.seen.get(self.last, 0)
+        self.seen[self.last] = n + 1
+        return n
+
+    def more(self) -> bool:
+        """Whether sending the last change again may start one more round."""
+        return self.last is not None and self.seen.get(self.last, 0) <= AGAIN
+
+    @staticmethod
+    def variant(round_: int, n: int, width: int) -> int:
+        """The variant request ``n`` of a round samples with: round 0 as configured (n as given);
+        a later round's own block of ``width`` variants, none used before."""
+        return n if round_ == 0 else round_ * width + n
+
+
 # -- the shell ---------------------------------------------------------------------------------------
 @dataclass
 class Search:

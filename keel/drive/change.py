@@ -32,7 +32,7 @@ from pydantic import Field
 from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.callee import one_call_away
-from keel.drive.candidates import Search, search
+from keel.drive.candidates import Rounds, Search, search
 from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
 from keel.drive.rewrite import (
@@ -247,13 +247,16 @@ def make_change_tool(candidates: int = 2) -> Tool:
     # The failures of this tool's last check run, and the gate's result it saw then: when the gate has
     # run since (a finish was refused), the gate's result is the newer one.
     latest: dict[str, Any] = {}
+    rounds = Rounds()
 
     def execute(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
+        rounds.last = None
         result = change_one(args, ctx)
         before, after = result.meta.get("failing") or (0, 0)
+        if after and "again" in ctx.assists and rounds.more():
+            result.meta["again"] = True   # the same change sent again is one more round (Rounds)
         if after < before or after == 0 or "callee_change" not in ctx.assists or ctx.run is None:
             return result
-        # from the file the rewrite went to: a change aimed at a test went to the module it tests
         return one_call_away(result.meta.get("rewritten", args.path), result, ctx,
                              lambda path, note, c: change_one(ChangeArgs.model_construct(path=path, change=note), c))
 
@@ -300,7 +303,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
                 return ToolResult.error(words)
             done = change_one(ChangeArgs.model_construct(path=target, change=words), ctx)
             return replace(done, output=redirect_notice(shown, target) + done.output,
-                           meta={**done.meta, "rewritten": target})
+                           meta={**done.meta, "rewritten": target})   # callee_change goes on from there
         failures = failing_output(known, saved_tail) if known is not None else ""
         window = run.window_tokens
         files, _ = collect(ctx.workspace, shows(ctx.approval))
@@ -315,11 +318,13 @@ def make_change_tool(candidates: int = 2) -> Tool:
                                     "old_text copied exactly from the file, new_text its replacement.")
         spent, began = Usage(), time.monotonic()
         assist_acted(ctx, "whole_file_editor", shown)
+        round_ = rounds.start(shown, args.change) if "again" in assists else 0
 
         def ask(note: str | None, refused: str = "", variant: int = 0) -> tuple[Reply, list[str]]:
             started = time.monotonic()
             messages = change_request(task, note, shown, current, related, failures, refused)
             # a cap or variant of its own only when set: an engine without the keywords still serves
+            variant = Rounds.variant(round_, variant, candidates + 2)
             sampled: dict[str, Any] = {"variant": variant} if variant else {}
             turn = engine.complete(messages, [], max_tokens=cap, **sampled) if cap != base else \
                 engine.complete(messages, [], **sampled)

@@ -6,6 +6,8 @@ progress. What the model is told is always what happened:
 - a call whose identical predecessor changed files, with nothing changed since, is **not run**
   (running ``echo x >> notes`` twice would append twice); nor is a call already seen repeating
   with an identical result, with nothing changed since;
+- a call whose tool said calling it again is another try (change_file after its rewrites left the
+  checks failing: a repeat is sampled afresh, keel.drive.candidates.Rounds) runs;
 - a call identical to an earlier call of the same reply is not run: one reply's calls run at most
   once each (a reply cut while repeating itself often holds the same call many times);
 - otherwise the call runs; when its result is identical to the last one, the model is told that it
@@ -46,6 +48,7 @@ class _Seen:
     digest: str               # the result it gave
     change_seq: int           # the guard's change count right after it ran
     changed: tuple[str, ...]  # files it changed
+    again: bool = False       # its tool said a repeat is another try, not the same answer
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class RepetitionGuard:
             text = _duplicate_text(name, earlier_in_reply)
         elif prior is None or prior.change_seq != self.changes:
             return None   # new, or something changed since: running it may give a new answer
+        elif prior.again:
+            return None   # its tool samples afresh: a repeat may give a new answer too
         elif prior.changed or self.strikes.get(key):
             text = _not_rerun_text(name, prior.changed)
         else:
@@ -84,11 +89,12 @@ class RepetitionGuard:
         return Skip(text, self._strike(key) if strike else self.strikes.get(key, 0) + 1)
 
     def observe(self, name: str, arguments: str, result_text: str, changed: list[str] | tuple[str, ...] = (),
-                *, maybe_changed: bool = False) -> int:
+                *, maybe_changed: bool = False, again: bool = False) -> int:
         """Record a call that ran; return how many times this exact (call, result) repeated (0 = new).
 
         ``changed``: the files it is known to have changed; ``maybe_changed``: it may have changed
-        files nobody reported (a tool of unknown effect), so nothing earlier counts as current."""
+        files nobody reported (a tool of unknown effect), so nothing earlier counts as current; ``again``:
+        the tool said calling it again is another try."""
         if changed or maybe_changed:
             self.changes += 1
         if name in UNGUARDED:
@@ -96,7 +102,7 @@ class RepetitionGuard:
         key = canonical_call(name, arguments)
         digest = _digest(result_text)
         prior = self.seen.get(key)
-        self.seen[key] = _Seen(digest, self.changes, tuple(changed))
+        self.seen[key] = _Seen(digest, self.changes, tuple(changed), again)
         if prior is not None and prior.digest == digest and not changed:
             return self._strike(key)
         self.strikes.pop(key, None)

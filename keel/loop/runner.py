@@ -286,7 +286,8 @@ class Runner:
         changed = list(dict.fromkeys([*result.files_changed, *shell]))
         unknown = not self.registry.is_read_only(call) and call.name not in _REPORTS_CHANGES
         return self.repeats.observe(call.name, call.arguments, result.output, changed,
-                                    maybe_changed=unknown and not result.meta.get("invalid"))
+                                    maybe_changed=unknown and not result.meta.get("invalid"),
+                                    again=bool(result.meta.get("again")))
 
     def _absorb(self, result: ToolResult) -> None:
         """Move the facts a tool reported into the task state the decider reads."""
