@@ -93,6 +93,14 @@ def test_judge_keeps_a_real_change_and_says_why_it_refuses_the_rest():
     long = "".join(f"x{i} = {i}\n" for i in range(10))
     stub = judge(long, "x0 = 0\n", "values.py", cut=False)
     assert stub.text is None and "kept only 10% of its lines" in stub.problem
+    # lines the run wrote itself may all go: the share is the user's file's, as the run found it
+    stubs = "def encode(text):\n    pass\n\n\ndef decode(text):\n    pass\n"
+    ours = stubs + "".join(f"\n\ndef _step{i}(text):\n    return text[{i}:]\n" for i in range(9))   # helpers it wrote
+    again = "def encode(text):\n    return text\n\n\ndef decode(text):\n    return text\n"
+    assert judge(ours, again, "rle.py", cut=False).text is None   # against the run's own lines: refused
+    assert judge(ours, again, "rle.py", cut=False, held=stubs).text == again
+    assert judge(ours, "x = 1\n", "rle.py", cut=False, held="").text == "x = 1\n"   # a file the run created
+    assert judge(long, "x0 = 0\n", "values.py", cut=False, held=long).text is None
     assert judge("A shop.\n", "A shop that ships.\n", "README.md", cut=False).text   # a short file may all change
     assert "kept only 0%" in judge(BROKEN, "[output of edit_file]\n", "shipping.py", cut=False).problem
     assert judge("x = (\ny = 2\n", "x = (\ny = 3\n", "m.py", cut=False).text   # broken before: not ours to judge

@@ -238,3 +238,43 @@ def test_without_the_assist_the_module_it_calls_is_left_alone(tmp_path: Path):
         (EVALS / "py-discount-cent" / "task.md").read_text(), callee_change=False)
     assert (ws / "money.py").read_text() == money
     assert not [q for q in requests if "corrected money.py" in str(q["messages"][-1]["content"])]
+
+
+# ---- a change aimed at a path that does not exist, when one file of its name does elsewhere -------------
+@pytest.mark.parametrize(("shown", "files", "twin"), [
+    ("accounts.py", {"shop/accounts.py", "shop/__init__.py", "test_shop.py"}, "shop/accounts.py"),
+    ("accounts.py", {"shop/accounts.py", "legacy/accounts.py"}, None),   # which one is not keel's guess
+    ("tests/__init__.py", {"shop/__init__.py"}, "shop/__init__.py"),
+    ("shop/validators.py", {"shop/accounts.py", "shop/__init__.py"}, None),   # a new module: nothing like it
+])
+def test_the_one_file_of_that_name_elsewhere(shown: str, files: set[str], twin: str | None) -> None:
+    from keel.verify.redirect import same_name_elsewhere
+    assert same_name_elsewhere(shown, files) == twin
+
+
+def test_a_change_to_a_missing_path_names_the_file_of_that_name_and_a_second_call_creates_it(tmp_path: Path):
+    """Measured (py-extract-validator): the 1.5B aimed its change to shop/accounts.py at accounts.py,
+    and change_file wrote a new top-level module the tests never import."""
+    ws = tmp_path / "proj"
+    (ws / "shop").mkdir(parents=True)
+    (ws / "shop" / "__init__.py").write_text("")
+    (ws / "shop" / "shipping.py").write_text(BROKEN)
+    (ws / "test_shipping.py").write_text(TESTS.replace("from shipping", "from shop.shipping"))
+    result, _ = run_small(ws, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="use >=")]},
+        {"tool_calls": [call("change_file", path="shop/shipping.py", change="use >=")]},
+        {"content": fenced(FIXED)}],
+        "A cart of exactly $50 is charged shipping; fix it.")
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]   # type: ignore[attr-defined]
+    assert replies[0].startswith("shipping.py does not exist, and shop/shipping.py does: to change it, call "
+                                 "change_file with path shop/shipping.py.")
+    assert not (ws / "shipping.py").exists() and (ws / "shop" / "shipping.py").read_text() == FIXED
+    assert result.status == "complete"   # type: ignore[attr-defined]
+
+    notes = "TODO\n"
+    result, _ = run_small(ws, [
+        {"tool_calls": [call("change_file", path="notes/shipping.py", change="a placeholder")]},
+        {"tool_calls": [call("change_file", path="notes/shipping.py", change="a placeholder")]},
+        {"content": fenced(notes)}],
+        "Add notes/shipping.py with a TODO line.")
+    assert (ws / "notes" / "shipping.py").read_text() == notes   # sent again: the new file is made

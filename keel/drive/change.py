@@ -151,8 +151,9 @@ def _closing_line(line: str, i: int, closers: dict[str, list[int]]) -> int | Non
     return None
 
 
-def judge(current: str | None, new: str | None, path: str, cut: bool) -> Reply:
-    """Whether ``new`` may replace ``current`` (None: a new file); the problem, in words for the model."""
+def judge(current: str | None, new: str | None, path: str, cut: bool, held: str | None = None) -> Reply:
+    """Whether ``new`` may replace ``current`` (None: a new file); the problem, in words for the model.
+    ``held``: what it must mostly keep, when not ``current``: the file as the run found it (not its own lines)."""
     if new is None:
         why = "was cut off before the file ended" if cut else "held no code block"
         return Reply(None, f"The rewrite of {path} {why}, so nothing was written. Call change_file again "
@@ -168,8 +169,9 @@ def judge(current: str | None, new: str | None, path: str, cut: bool) -> Reply:
     if (placeholder := _placeholder(current, new)) is not None:
         return Reply(None, f"The rewrite of {path} left part of the file out ({placeholder!r}), so nothing was "
                            "written. Call change_file again; the whole file is written for you.")
-    share = kept_share(current, new)
-    if share < MIN_KEPT_SHARE and len(_lines(current)) > SMALL_FILE_LINES and not keeps_definitions(path, current, new):
+    base = current if held is None else held
+    share = kept_share(base, new)
+    if share < MIN_KEPT_SHARE and len(_lines(base)) > SMALL_FILE_LINES and not keeps_definitions(path, base, new):
         return Reply(None, f"The rewrite of {path} kept only {share:.0%} of its lines, so it would replace the "
                            "file rather than change it; nothing was written. Say which part must change.")
     if path.endswith(".py") and (broken := breaks_python(current.encode(), new.encode())):
@@ -241,13 +243,14 @@ def make_change_tool(candidates: int = 2) -> Tool:
     be `>=` was followed faithfully, where the task alone gave the right fix. When neither passes, the
     ``candidates`` assist asks for up to ``candidates`` more, tried on a copy (keel.drive.candidates)."""
     from keel.tools.files import WRITE_FILE, file_session
-    from keel.verify.redirect import redirect_notice, redirect_or_refusal
+    from keel.verify.redirect import elsewhere, redirect_notice, redirect_or_refusal
     from keel.verify.selfcheck import is_test_file
 
     # The failures of this tool's last check run, and the gate's result it saw then: when the gate has
     # run since (a finish was refused), the gate's result is the newer one.
     latest: dict[str, Any] = {}
     rounds = Rounds()
+    warned: set[str] = set()   # missing paths told of a file of the same name elsewhere
 
     def execute(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
         rounds.last = None
@@ -275,6 +278,9 @@ def make_change_tool(candidates: int = 2) -> Tool:
         except UnicodeDecodeError:
             return ToolResult.error(f"{args.path} is not a UTF-8 text file; change_file rewrites text files only.")
         shown = display_path(ctx.workspace, real)
+        if current is None and shown not in warned and (twin := elsewhere(ctx.workspace, shown)) is not None:
+            warned.add(shown)   # a new file of that name is made when the call comes again
+            return ToolResult.error(twin)
         # the file goes to the engine in the editor request (and a move carries it to a name the
         # tools read freely): the one read decision first (keel.policy.reads)
         if data is not None and not shows(ctx.approval)(real) and \
@@ -316,6 +322,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
         if not fits(current, cap):
             return ToolResult.error(f"{shown} is too long to be rewritten whole in one reply. Use edit_file: "
                                     "old_text copied exactly from the file, new_text its replacement.")
+        start = verifier.start if verifier is not None else None   # what the run found: the user's text
+        held = None if start is None or (shown in start.files and start.text(shown) is None) else start.text(shown) or ""
         spent, began = Usage(), time.monotonic()
         assist_acted(ctx, "whole_file_editor", shown)
         round_ = rounds.start(shown, args.change) if "again" in assists else 0
@@ -342,7 +350,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
                     (problem := rewrite_problem(shown, current, new, note or args.change, tests)) is not None:
                 assist_acted(ctx, "editor_checks", problem)
                 return Reply(None, problem, checked=True), restored
-            return judge(current, new, shown, cut=turn.finish_reason == "length"), restored
+            return judge(current, new, shown, turn.finish_reason == "length", held), restored
 
         def write(text: str) -> ToolResult:
             if real.is_file():
@@ -357,7 +365,6 @@ def make_change_tool(candidates: int = 2) -> Tool:
         tried: list[tuple[str, list[str], ToolResult, tuple[CheckOutcome, ...], bool]] = []   # ..., with the note
         if first.text is not None:
             spread.after(written := write(first.text), first.text)
-            _spread_acted(ctx, spread)
             if not written.ok or checks is None:
                 return _finished(written, restored, None, spent, spread.report(written))
             outcomes = checks.run_plan()
@@ -372,7 +379,6 @@ def make_change_tool(candidates: int = 2) -> Tool:
         second, restored_second = ask(None, refused)
         if second.text is not None and all(second.text != t[0] for t in tried):
             spread.after(written := write(second.text), second.text)
-            _spread_acted(ctx, spread)
             if checks is None:   # the first rewrite was refused by a check, and there is nothing to run
                 return _finished(written, restored_second, None, spent, spread.report(written))
             if written.ok:
@@ -423,12 +429,6 @@ def _scored(result: ToolResult, before: Sequence[CheckOutcome] | None,
     if before is not None and after is not None:
         result.meta["failing"] = (failure_score(before), failure_score(after))
     return result
-
-
-def _spread_acted(ctx: ToolContext, spread: Spread) -> None:
-    outcome = getattr(spread, "outcome", None)
-    if outcome is not None and outcome.changed:
-        assist_acted(ctx, "rename_spread", ", ".join(outcome.changed))
 
 
 def _finished(written: ToolResult, restored: list[str], outcomes: tuple[CheckOutcome, ...] | None, spent: Usage,

@@ -41,7 +41,7 @@ from keel.drive.rename import (
 )
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, resolve_in_workspace
-from keel.tools.base import ToolContext, ToolResult
+from keel.tools.base import ToolContext, ToolResult, assist_acted
 from keel.tools.files import WRITE_FILE, file_session
 from keel.verify.selfcheck import is_test_file
 
@@ -136,6 +136,8 @@ class Spread:
         self.outcome = Outcome(renames)
         made = plan(self.ctx, renames, self.path, self.before)
         _write_others(self.ctx, made, self.path, self.protected, self.outcome, self.originals)
+        if self.outcome.changed:
+            assist_acted(self.ctx, "rename_spread", ", ".join(self.outcome.changed))
 
     def undo(self) -> None:
         """Put the other files back as they were (the main file's rewrite was not kept)."""

@@ -320,3 +320,24 @@ def _saved_head(path: str) -> str | None:
             return f.read(SAVED_HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
+
+
+def same_name_elsewhere(shown: str, files: Collection[str]) -> str | None:
+    """For a change aimed at ``shown``, a file that does not exist: the one file of ``files`` (the
+    workspace's, relative posix paths) with its name in another folder, or None (none, or several:
+    ``__init__.py`` is everywhere).
+
+    Why: on py-extract-validator the 1.5B aimed its change to shop/accounts.py at accounts.py, and
+    change_file wrote a new top-level module the tests never import, without a word."""
+    name = PurePosixPath(shown).name
+    same = [f for f in files if PurePosixPath(f).name == name and f != shown]
+    return same[0] if len(same) == 1 else None
+
+
+def elsewhere(workspace: Path, shown: str) -> str | None:
+    """What change_file says when ``shown`` does not exist and one file of its name does elsewhere."""
+    twin = same_name_elsewhere(shown, workspace_files(workspace))
+    if twin is None:
+        return None
+    return (f"{shown} does not exist, and {twin} does: to change it, call change_file with path {twin}. "
+            f"To create a new file {shown} instead, send this same call again.")
