@@ -119,6 +119,7 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "selfcheck.unrelated_changes (task tokenizer)": lambda t: unrelated_changes(_changes(t), parse_request(t)),
     "request.concerns": lambda t: parse_request(t).concerns("test", ("tests/test_a.py::test_b",)),
     "request.allows_test_changes": lambda t: parse_request(t).allows_test_changes,
+    "request.spec_documents": lambda t: parse_request(t + " the exercise in " + t + ".md").spec_documents,
     "request.moves and renames": lambda t: (parse_request(t).moves, parse_request(t).renames),
     "acceptance.acceptance_checks": lambda t: acceptance_checks(parse_request(t)),
     "answer.answer_problem (a model's answer)": answer_problem,

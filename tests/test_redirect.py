@@ -271,3 +271,50 @@ def test_without_a_saved_output_the_summary_and_the_test_file_give_the_assertion
     assert "The code it tests is in calc.py (imported: add) and lib.py." in text, text
     assert "    assert add(2, 3) == 5\n    AssertionError: assert -1 == 5\n" in text
     assert "Call change_file with path calc.py" in text
+
+
+# ---- a change aimed at the task's spec document (INSTRUCTIONS.md) goes to the code it specifies ------------
+@pytest.mark.parametrize(("task", "docs"), [
+    ("Please do the exercise in INSTRUCTIONS.md: brackets.js has the two functions as stubs.", ("INSTRUCTIONS.md",)),
+    ("Solve the exercise described in INSTRUCTIONS.md. The code goes in rle.py.", ("INSTRUCTIONS.md",)),
+    ("Implement the parser as SPEC.md describes.", ("SPEC.md",)),
+    ("Make cli.py behave according to docs/cli.rst.", ("docs/cli.rst",)),
+    ("Update README.md so it describes the --json flag.", ()),          # the document is what changes
+    ("Fix the typo in docs/usage.md and the bug in cli.py.", ()),
+    ("Add a section to CHANGELOG.md for the new flag.", ()),
+])
+def test_the_documents_a_request_makes_its_spec(task: str, docs: tuple[str, ...]) -> None:
+    from keel.core.request import parse_request
+    assert parse_request(task).spec_documents == docs
+
+
+def test_where_a_change_aimed_at_the_spec_goes() -> None:
+    from keel.verify.redirect import spec_redirect
+    files = {"INSTRUCTIONS.md", "rle.py", "rle_test.py", "README.md"}
+    assert spec_redirect("INSTRUCTIONS.md", ("INSTRUCTIONS.md", "rle.py", "rle_test.py"), files, ())[0] == "rle.py"
+    target, words = spec_redirect("INSTRUCTIONS.md", ("INSTRUCTIONS.md",), files, ())   # no code file named
+    assert target is None and "INSTRUCTIONS.md is the task's spec" in words
+    target, words = spec_redirect("SPEC.md", ("SPEC.md", "a.py", "b.py"), files | {"a.py", "b.py"}, ())
+    assert target is None and "The code goes in a.py or b.py" in words
+
+
+def test_a_change_aimed_at_the_exercise_instructions_is_made_in_the_module_the_task_names(tmp_path: Path):
+    """Measured (js-spec-brackets): the 1.5B aimed four change_file calls at INSTRUCTIONS.md and never
+    touched the stub file the task named; the spec was rewritten to 40 lines."""
+    case = Path(__file__).resolve().parent.parent / "evals" / "py-spec-instructions"
+    ws = tmp_path / "rle"
+    shutil.copytree(case / "repo", ws)
+    spec, solved = (ws / "INSTRUCTIONS.md").read_text(), (case / "solution" / "rle.py").read_text()
+    script = [{"tool_calls": [call("change_file", path="INSTRUCTIONS.md", change="implement encode and decode")]},
+              {"content": f"```python\n{solved}```"},
+              {"tool_calls": [call("finish", summary="done")]}]
+    with ScriptedEngineServer(script) as server:
+        cfg = Config()
+        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
+        result = Agent(workspace=ws, config=cfg, log_path=tmp_path / "s.jsonl").run((case / "task.md").read_text())
+        editor = server.requests[1]["messages"][1]["content"]
+    assert (ws / "INSTRUCTIONS.md").read_text() == spec and (ws / "rle.py").read_text() == solved
+    assert "Write the code INSTRUCTIONS.md asks for in rle.py" in editor
+    reply = next(m["content"] for m in result.messages if m.get("role") == "tool")
+    assert reply.startswith("INSTRUCTIONS.md is the task's spec and stays as it is, so the change was made in rle.py")
+    assert result.status == "complete"

@@ -243,7 +243,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
     be `>=` was followed faithfully, where the task alone gave the right fix. When neither passes, the
     ``candidates`` assist asks for up to ``candidates`` more, tried on a copy (keel.drive.candidates)."""
     from keel.tools.files import WRITE_FILE, file_session
-    from keel.verify.redirect import elsewhere, redirect_notice, redirect_or_refusal
+    from keel.verify.redirect import elsewhere, evidence_redirect, redirect_notice
     from keel.verify.selfcheck import is_test_file
 
     # The failures of this tool's last check run, and the gate's result it saw then: when the gate has
@@ -300,10 +300,9 @@ def make_change_tool(candidates: int = 2) -> Tool:
         known = latest.get("outcomes") if latest and latest.get("gate") is gate_last else None
         if known is None and gate_last is not None:
             known = gate_last.results
-        if checks is not None and current is not None and (is_test_file(shown) or shown in checks.protected) \
-                and not request.allows_test_changes and "test_redirect" in assists:
-            # where to go instead: a bare refusal was sent again
-            target, words = redirect_or_refusal(ctx.workspace, shown, current, checks.protected, known)
+        if checks is not None and current is not None and "test_redirect" in assists and \
+                (aim := evidence_redirect(ctx.workspace, shown, current, request, checks.protected, known)):
+            target, words = aim   # where to go instead of a test or the task's spec: a bare refusal was sent again
             assist_acted(ctx, "test_redirect", f"{shown} -> {target or 'refused'}")
             if target is None:
                 return ToolResult.error(words)

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from keel.core.request import Request
+from keel.core.request.names import DOC_SUFFIXES
 from keel.verify.failing import failing_assertion
 from keel.verify.selfcheck import is_test_file
 
@@ -239,6 +241,8 @@ def redirect_note(test_path: str, target: str) -> str:
 
 def redirect_notice(test_path: str, target: str) -> str:
     """The first line of the redirected change's result."""
+    if test_path.endswith(DOC_SUFFIXES) and not is_test_file(test_path):
+        return f"{test_path} is the task's spec and stays as it is, so the change was made in {target}:\n"
     return (f"{test_path} holds the project's tests and the task does not ask to change them, so the change was "
             f"made in {target}, the code they test, from the task and the failing tests:\n")
 
@@ -341,3 +345,32 @@ def elsewhere(workspace: Path, shown: str) -> str | None:
         return None
     return (f"{shown} does not exist, and {twin} does: to change it, call change_file with path {twin}. "
             f"To create a new file {shown} instead, send this same call again.")
+
+
+def spec_redirect(doc: str, named: Sequence[str], files: Collection[str],
+                  protected: Collection[str]) -> tuple[str | None, str]:
+    """For a change aimed at ``doc``, a document the request makes the spec of the work: the one code
+    file the request ``named`` that exists (neither a test nor a document) and the note to ask there;
+    None and the refusal otherwise.
+
+    Why: on js-spec-brackets ("do the exercise in INSTRUCTIONS.md: brackets.js has the two functions as
+    stubs") the 1.5B aimed four change_file calls at INSTRUCTIONS.md and never touched brackets.js."""
+    code = [f for f in named if f in files and not is_test_file(f) and not f.endswith(DOC_SUFFIXES)
+            and f not in protected]
+    if len(code) == 1:
+        return code[0], f"Write the code {doc} asks for in {code[0]}; {doc} is the task's spec and stays as it is."
+    where = " or ".join(code) or "the project's source files"
+    return None, (f"{doc} is the task's spec: it says what to build, and stays as it is. The code goes in {where}: "
+                  "call change_file with that file's path.")
+
+
+def evidence_redirect(workspace: Path, shown: str, text: str, request: Request, protected: Collection[str],
+                      outcomes: Sequence[CheckOutcome] | None) -> tuple[str | None, str] | None:
+    """Where a change aimed at the task's evidence goes instead: a test file (unless the task asks for
+    test changes) or a document the task makes its spec; (None, the refusal) when nowhere; None when
+    ``shown`` is neither."""
+    if (is_test_file(shown) or shown in protected) and not request.allows_test_changes:
+        return redirect_or_refusal(workspace, shown, text, protected, outcomes)
+    if shown in request.spec_documents:
+        return spec_redirect(shown, request.files, workspace_files(workspace), protected)
+    return None

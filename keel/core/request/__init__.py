@@ -30,6 +30,7 @@ from keel.core.request.names import (
     identifiers_named,
     points_at_docs,
     presumes_flaw,
+    spec_documents,
     words,
 )
 from keel.core.request.text import PLACEHOLDER, hold_spans, plain_words, restore, sentences_of, sub_fenced
@@ -95,6 +96,11 @@ class Request:
     def points_at_docs(self) -> bool:
         """A comment or docstring is part of what must be done ("as the docstring says")."""
         return points_at_docs(self.text)
+
+    @functools.cached_property
+    def spec_documents(self) -> tuple[str, ...]:
+        """The documents it makes the spec of the work ("do the exercise in INSTRUCTIONS.md")."""
+        return spec_documents(self.text)
 
     @functools.cached_property
     def asks_flaws(self) -> bool:

@@ -174,3 +174,22 @@ def presumes_flaw(text: str) -> bool:
     """Whether the text says there is a flaw to name ("what is wrong with it", "find the bug", "why does
     it crash?"): an answer that finds none then has nothing to rest on (docs/verification.md)."""
     return _PRESUMES_FLAW.search(text) is not None
+
+
+# -- a document made the spec ("do the exercise in INSTRUCTIONS.md": change_file's redirect) -----------------
+DOC_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
+_DOC = r"`?((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:md|rst|txt|adoc))`?"
+_SPEC_OF = re.compile(
+    r"\b(?:exercise|task|spec(?:ification)?|instructions|problem|assignment)\s+(?:(?:described|given|set out)\s+)?"
+    rf"(?:in|from|of)\s+{_DOC}"
+    rf"|\b(?:described|specified|explained|defined|set out|as stated)\s+in\s+{_DOC}"
+    rf"|\b(?:as|what)\s+{_DOC}\s+(?:says|describes|specifies|asks|requires)"
+    rf"|\b(?:according to|per|following|as in)\s+{_DOC}", re.IGNORECASE)
+
+
+def spec_documents(text: str) -> tuple[str, ...]:
+    """The documents the request makes the spec of the work: "the exercise in INSTRUCTIONS.md", "as
+    SPEC.md describes", "described in docs/api.md". A document the request asks to change ("update
+    README.md") is not one: no such wording names it."""
+    found = (next(g for g in m.groups() if g) for m in _SPEC_OF.finditer(text))
+    return tuple(dict.fromkeys(found))
