@@ -101,6 +101,14 @@ def test_the_watch_cuts_prose_loops_and_the_deadline_but_not_tool_arguments() ->
     bare.feed('```json\n{"name": "change_file", "arguments": {"path": "settings.py", "change": "')
     assert all(bare.feed("MAX_RETRY = MAX_RETRIES; MAX_RETRY_DELAY_S = MAX_RETRY_DELAY_S; ") is None for _ in range(40))
 
+    # change_file's editor writing a ledger (measured: cut at its fifth `if name not in self.accounts:`)
+    code = ReplyWatch()
+    code.feed("Here is the file:\n```python\nclass Ledger:\n")
+    method = ("    def m{}(self, name):\n        if name not in self.accounts:\n"
+              "            raise LedgerError(\"Unknown account\")\n        return self.accounts[name]\n\n")
+    assert all(code.feed(method.format(i)) is None for i in range(12))
+    assert next((r for _ in range(60) if (r := code.feed("x = 1  # the same line\n"))), None) == "repeating"
+
     now = [100.0]
     timed = ReplyWatch(deadline=105.0, clock=lambda: now[0])
     assert timed.feed("a") is None

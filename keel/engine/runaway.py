@@ -77,13 +77,17 @@ class ReplyWatch:
 
     Repetition is judged on prose only: once a tool call starts (a structured call, or the text
     form ``<tool_call>`` or ``{"name": …``) its arguments may legitimately repeat (a file of similar
-    lines), and the per-reply token cap bounds them. The deadline applies to everything."""
+    lines), and the per-reply token cap bounds them. Inside a fenced code block only a block repeated
+    back to back counts, not a line said five times: code repeats its lines (measured: change_file's
+    rewrites of a ledger were cut at its fifth ``if name not in self.accounts:``). The deadline
+    applies to everything."""
 
     deadline: float | None = None
     clock: Callable[[], float] = time.monotonic
     repeats: bool = True     # cut a reply that repeats itself (the reply_watch assist); False: the deadline only
     text: list[str] = field(default_factory=list)
     in_call: bool = False
+    in_code: bool = False    # a fenced code block has opened
     _chars: int = 0
     _checked_at: int = 0
     cut_reason: str | None = None
@@ -98,7 +102,7 @@ class ReplyWatch:
 
     def reset(self) -> None:
         self.text.clear()
-        self.in_call, self._chars, self._checked_at = False, 0, 0
+        self.in_call, self.in_code, self._chars, self._checked_at = False, False, 0, 0
         self._tail, self._unsplit, self._repeated = "", 0, None
         self._open.clear()
         self._said.clear()
@@ -119,9 +123,11 @@ class ReplyWatch:
         if "<tool_call>" in recent or _BARE_CALL.search(recent):
             self.in_call = True
             return None
+        self.in_code = self.in_code or "```" in recent
         if self._chars - self._checked_at >= CHECK_EVERY_CHARS:
             self._checked_at = self._chars
-            self._count_sentences()
+            if not self.in_code:
+                self._count_sentences()
             if repeating_tail(self._tail) or self._repeated:
                 self.cut_reason = "repeating"
         return self.cut_reason
