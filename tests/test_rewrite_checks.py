@@ -278,3 +278,28 @@ def test_a_change_to_a_missing_path_names_the_file_of_that_name_and_a_second_cal
         {"content": fenced(notes)}],
         "Add notes/shipping.py with a TODO line.")
     assert (ws / "notes" / "shipping.py").read_text() == notes   # sent again: the new file is made
+
+
+def test_while_the_checks_still_fail_the_result_names_the_files_the_task_names_that_no_change_touched(tmp_path: Path):
+    """Measured (py-todo-due): asked to read a due date in parse.py and show it in render.py, the 1.5B
+    changed parse.py four times and never render.py."""
+    case = EVALS / "py-todo-due"
+    ws = tmp_path / "todo"
+    ws.mkdir()
+    for name in ("parse.py", "render.py", "test_todo.py"):
+        (ws / name).write_text((case / "repo" / name).read_text())
+    parse = (case / "solution" / "parse.py").read_text()
+    result, _ = run_small(ws, [{"tool_calls": [call("change_file", path="parse.py", change="read due:")]},
+                               {"content": fenced(parse)}],
+                          (case / "task.md").read_text(), candidates=False)
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]   # type: ignore[attr-defined]
+    assert (ws / "parse.py").read_text() == parse
+    assert "The task also names render.py, unchanged so far" in replies[0]
+    assert "parse.py, unchanged" not in replies[0] and "test_todo.py" not in replies[0].split("also names")[1]
+
+    (ws / "parse.py").write_text((case / "repo" / "parse.py").read_text())
+    result, _ = run_small(ws, [{"tool_calls": [call("change_file", path="parse.py", change="read due:")]},
+                               {"content": fenced(parse)}],
+                          (case / "task.md").read_text(), candidates=False, callee_change=False)
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]   # type: ignore[attr-defined]
+    assert "also names" not in replies[0]   # the assist off: the plain result

@@ -44,7 +44,7 @@ ASSISTS: tuple[Assist, ...] = (
            "new_text glued the old body onto the new signature; six turns went to an unimportable file"),
     Assist("test_redirect", "redirect", "change_file on a test file or the task's spec document", SMALL,
            "refused a change to a test, the 1.5B sent it again four times; it follows a concrete next step"),
-    Assist("callee_change", "cause", "change_file, when a rewrite left the checks failing no less", SMALL,
+    Assist("callee_change", "cause", "change_file, when a rewrite left the checks failing", SMALL,
            "the bug was in the helper a module calls; the 1.5B changed the caller's constants four times"),
     Assist("rename_spread", "refactor", "change_file, after a rewrite that renames", SMALL,
            "a rename stopped half-way: the constant was renamed in one file, never in its user"),

@@ -9,14 +9,19 @@ the caller, could not fix the helper, and the hedge "fix the cause of the bug, w
 move it to another file. A small model does not go looking one call further; keel can, as it carries
 a change aimed at a test to the code the test tests (keel.verify.redirect).
 
-``callee`` is pure (a file's text and the workspace's files in, the module it calls and the names it
-takes out); ``one_call_away`` is the shell change_file calls, with its own one-file change passed in.
+The same holds for work the task spreads over files: asked to read a due date in parse.py and show
+it in render.py, the 1.5B changed parse.py four times and never render.py. When the checks still fail
+after a change, its result names the code files the task names that no change has touched yet.
+
+``callee`` and ``untouched`` are pure; ``where_else`` is the shell change_file calls, with its own
+one-file change passed in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
+from keel.core.request.names import DOC_SUFFIXES
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import ToolContext, ToolResult, assist_acted
@@ -77,3 +82,37 @@ def one_call_away(path: str, first: ToolResult, ctx: ToolContext,
     first.output += (f"\n\nkeel also tried the change in {found.path}, which {shown} calls; the checks did not "
                      "fail less, so it is as it was.")
     return first
+
+
+def untouched(path: str, named: Sequence[str], unchanged: Callable[[str], bool]) -> list[str]:
+    """The code files of ``named`` (the request's) other than ``path``, neither tests nor documents, that
+    ``unchanged`` says exist as the run found them."""
+    return [f for f in dict.fromkeys(named) if f != path and not is_test_file(f) and not f.endswith(DOC_SUFFIXES)
+            and unchanged(f)]
+
+
+def where_else(path: str, result: ToolResult, ctx: ToolContext,
+               change: Callable[[str, str, ToolContext], ToolResult]) -> ToolResult:
+    """After change_file's ``result`` for ``path`` left the checks failing: when it did not help, the
+    change asked in the module ``path`` calls (``one_call_away``); while they still fail, the code files
+    the task names that no change has touched, named at the end of the result."""
+    before, after = result.meta.get("failing") or (0, 0)
+    if after >= before:
+        result = one_call_away(path, result, ctx, change)
+        before, after = result.meta.get("failing") or (before, after)
+    run = ctx.run
+    start = run.verifier.start if run is not None and run.verifier is not None else None
+    if not after or run is None or start is None:
+        return result
+
+    def unchanged(name: str) -> bool:
+        try:
+            real = resolve_in_workspace(ctx.workspace, name)
+            return real.is_file() and start.text(name) == read_beneath(*anchor(real)).decode("utf-8")
+        except (PathJailError, OSError, UnicodeDecodeError):
+            return False
+    if rest := untouched(path, run.request.files, unchanged):
+        assist_acted(ctx, "callee_change", f"{path}: named {', '.join(rest)}")
+        result.output += (f"\n\nThe task also names {', '.join(rest)}, unchanged so far: the checks that still fail "
+                          f"may need {'it' if len(rest) == 1 else 'them'} changed too (change_file with that path).")
+    return result

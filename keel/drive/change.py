@@ -31,7 +31,7 @@ from pydantic import Field
 
 from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
-from keel.drive.callee import one_call_away
+from keel.drive.callee import where_else
 from keel.drive.candidates import Rounds, Search, search
 from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
 from keel.drive.move import asked_move
@@ -258,10 +258,10 @@ def make_change_tool(candidates: int = 2) -> Tool:
         before, after = result.meta.get("failing") or (0, 0)
         if after and "again" in ctx.assists and rounds.more():
             result.meta["again"] = True   # the same change sent again is one more round (Rounds)
-        if after < before or after == 0 or "callee_change" not in ctx.assists or ctx.run is None:
-            return result
-        return one_call_away(result.meta.get("rewritten", args.path), result, ctx,
-                             lambda path, note, c: change_one(ChangeArgs.model_construct(path=path, change=note), c))
+        if after and "callee_change" in ctx.assists and ctx.run is not None:   # the rest may be in another file
+            result = where_else(result.meta.get("rewritten", args.path), result, ctx,
+                                lambda path, note, c: change_one(ChangeArgs.model_construct(path=path, change=note), c))
+        return result
 
     def change_one(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
         run = ctx.run
