@@ -21,6 +21,7 @@ from keel.drive.change import extract_file
 from keel.drive.move import move_asked, retarget
 from keel.drive.refactor import RefactorError, anchor, follow_names, js_rename, js_specifiers
 from keel.drive.rename import renames_in
+from keel.drive.rewrite import asked_gone
 from keel.engine.runaway import ReplyWatch, repeated_lines, repeating_tail
 from keel.ext.plan import plan_todos
 from keel.loop.decider import is_question
@@ -119,6 +120,7 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "selfcheck.unrelated_changes (task tokenizer)": lambda t: unrelated_changes(_changes(t), parse_request(t)),
     "request.concerns": lambda t: parse_request(t).concerns("test", ("tests/test_a.py::test_b",)),
     "request.allows_test_changes": lambda t: parse_request(t).allows_test_changes,
+    "rewrite.asked_gone (a change note)": lambda t: asked_gone("a", t) or asked_gone("remove", "remove " + t),
     "request.spec_documents": lambda t: parse_request(t + " the exercise in " + t + ".md").spec_documents,
     "request.moves and renames": lambda t: (parse_request(t).moves, parse_request(t).renames),
     "acceptance.acceptance_checks": lambda t: acceptance_checks(parse_request(t)),

@@ -241,6 +241,25 @@ def test_definitions_a_rewrite_left_out_go_back_where_they_were_unless_the_chang
     assert restore_dropped(old, "import re\n\n\ndef a():\n    return 1\n", "remove b() and the class C") == \
         ("import re\n\n\ndef a():\n    return 1\n", [])
     assert restore_dropped(old, "def (:\n", "x") == ("def (:\n", [])   # unparsable: left to judge()
+    # named, not asked to go: measured, "Add the encode and decode functions" and a rewrite of decode() alone
+    new, names = restore_dropped(old, "import re\n\n\ndef a():\n    return 3\n", "fix a() and b(), keep C")
+    assert names == ["b", "C"] and "return 2" in new
+    assert restore_dropped(old, old.replace("def b", "def b2"), "rename b to b2")[1] == []
+
+
+@pytest.mark.parametrize(("name", "note", "gone"), [
+    ("encode", "Add the encode and decode functions to the rle.py file.", False),
+    ("parse", "implement parse() as the docstring says", False),
+    ("format_duration", "remove format_duration", True),
+    ("fmtMoney", "Rename fmtMoney to formatMoney", True),
+    ("helper", "helper is unused, so it goes", True),
+    ("old_api", "Replace old_api() with new_api() everywhere", True),
+    ("b", "a returns 3 and b must be removed", True),
+    ("a", "a returns 3; remove b", False),   # the verb is b's, in another clause
+])
+def test_which_definitions_a_note_asks_to_go(name: str, note: str, gone: bool) -> None:
+    from keel.drive.rewrite import asked_gone
+    assert asked_gone(name, note) is gone
 
 
 def test_a_rewrite_that_makes_the_checks_fail_worse_than_before_is_undone(shop: Path):

@@ -145,13 +145,26 @@ def imports_itself(path: str, new: str) -> str | None:
                                                                                and pattern.search(line))), None)
 
 
+_GONE = r"\b(?:remove|removes|removing|delete|deleting|drop|dropping|get rid of|rename|renaming|move|moving|" \
+        r"inline|inlining|merge|merging|replace|replacing|split|splitting|extract|extracting)\b"
+
+
+def asked_gone(name: str, note: str) -> bool:
+    """Whether ``note`` asks for the definition ``name`` to go (removed, renamed, moved, merged …): then a
+    rewrite without it is what was asked. Named only ("add the encode and decode functions"), it stays:
+    measured, a rewrite that held decode() alone would have deleted the encode() the note named."""
+    return re.search(rf"{_GONE}[^.;\n]*(?<![\w$]){re.escape(name)}(?![\w$])"
+                     rf"|(?<![\w$]){re.escape(name)}(?![\w$])[^.;\n]*\b(?:go|goes|removed|deleted|renamed|moved|"
+                     rf"merged|inlined|replaced|obsolete|unused)\b", note, re.IGNORECASE) is not None
+
+
 def dropped_definitions(path: str, current: str, new: str, note: str) -> list[str]:
     """Top-level definitions ``current`` has and ``new`` lost, that ``note`` does not name."""
     old, now = outline(path, current), outline(path, new)
     if old is None or now is None or now.error is not None:
         return []
     return [d.name + ("()" if d.kind == "function" else "") for d in old.definitions
-            if d.name not in now.names and not re.search(rf"(?<![\w$]){re.escape(d.name)}(?![\w$])", note)]
+            if d.name not in now.names and not asked_gone(d.name, note)]
 
 
 _EXPORTS = re.compile(r"^(\s*module\.exports\s*=\s*\{)([^{}]*)(\}\s*;?\s*)$")
@@ -167,7 +180,7 @@ def restore_dropped_js(old: str, new: str, note: str) -> tuple[str, list[str]]:
     if before is None or after is None or after.error is not None:
         return new, []
     gone = [d for d in before.definitions if d.name not in after.names
-            and not re.search(rf"(?<![\w$]){re.escape(d.name)}(?![\w$])", note)]
+            and not asked_gone(d.name, note)]
     if not gone:
         return new, []
     old_lines, lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
@@ -204,7 +217,7 @@ def restore_dropped(old: str, new: str, change: str) -> tuple[str, list[str]]:
         old_defs, new_defs = _top_defs(old), _top_defs(new)
     except SyntaxError:
         return new, []
-    missing = [name for name in old_defs if name not in new_defs and not re.search(rf"\b{re.escape(name)}\b", change)]
+    missing = [name for name in old_defs if name not in new_defs and not asked_gone(name, change)]
     if not missing:
         return new, []
     old_lines, lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
