@@ -243,6 +243,14 @@ def test_a_change_sent_again_after_its_checks_failed_is_a_fresh_round_that_can_p
     assert [e["name"] for e in of(events, "assist")].count("whole_file_editor") == 2
 
 
+def test_a_later_round_whose_two_rewrites_came_back_unchanged_still_searches(shop: Path):
+    again = {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]}
+    result, _, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(ALWAYS_FREE),
+                                        again, editor(PRICE_500), editor(PRICE_500), editor(FIXED)])
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
+    assert [(e["n"], e["kept"]) for e in of(events, "candidate")][-1] == (1, True)
+
+
 def test_rounds_are_bounded_and_without_the_assist_a_repeat_is_not_run(shop: Path):
     again = {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]}
     round_ = [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR)]   # one candidate: three requests a round

@@ -382,7 +382,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
                 return _finished(written, restored_second, None, spent, spread.report(written))
             if written.ok:
                 tried.append((second.text, restored_second, written, checks.run_plan(), False))
-        best = min((failure_score(t[3]) for t in tried), default=0)   # none written: the cause may be elsewhere
+        # none written: the cause may be elsewhere; unless this change was asked before (a later round)
+        best = min((failure_score(t[3]) for t in tried), default=failure_score(known) if round_ and known else 0)
         found = Search()
         if checks is not None and "candidates" in assists and best:
             # that request again, sampled differently, each tried on a copy: the first that passes stays
