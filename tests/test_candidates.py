@@ -243,6 +243,15 @@ def test_a_change_sent_again_after_its_checks_failed_is_a_fresh_round_that_can_p
     assert [e["name"] for e in of(events, "assist")].count("whole_file_editor") == 2
 
 
+def test_when_none_passes_the_candidate_that_fails_least_is_written_if_it_beats_the_rewrites(shop: Path):
+    both = "def cost(cents, threshold=5000):\n    return 1\n"   # both tests fail
+    result, _, events = run_shop(shop, [editor(both), editor(both + "\n"), editor(both + "# x\n"), editor(PRICE_500)])
+    assert (shop / "shipping.py").read_text() == PRICE_500   # 1 failing, as before the call: not worse, kept
+    assert "none passed the checks; candidate 2 fails less (1 failing, 2 before) and is what was written" \
+        in tool_reply(result)
+    assert [e["failing"] for e in of(events, "candidate")] == [2, 1]
+
+
 def test_a_later_round_whose_two_rewrites_came_back_unchanged_still_searches(shop: Path):
     again = {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]}
     result, _, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(ALWAYS_FREE),

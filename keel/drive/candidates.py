@@ -127,10 +127,19 @@ class Search:
     tokens: int = 0
     seconds: float = 0.0
     stopped: str = ""
+    before: int = 0   # the failure score the search had to beat
 
     @property
     def kept(self) -> Candidate | None:
         return choose(self.tried)
+
+    @property
+    def better(self) -> Candidate | None:
+        """When none passes: the one that fails least, if it fails less than ``before`` (the smallest diff
+        among equals), so a later round starts from it, as change_file keeps its rewrite that fails least."""
+        fewer = [c for c in self.tried if c.text is not None and c.failing is not None and c.failing < self.before
+                 and not c.protected]
+        return min(fewer, key=lambda c: (c.failing, c.diff), default=None)
 
     def report(self) -> str:
         """One line for the tool's result: how many, what they cost, which stayed."""
@@ -140,6 +149,9 @@ class Search:
                f"({self.tokens} tokens, {self.seconds:.0f} s)"
         if (kept := self.kept) is not None:
             return f"{cost}: candidate {kept.n} passes the project's checks and is what was written."
+        if (better := self.better) is not None:
+            return (f"{cost}: none passed the checks; candidate {better.n} fails less ({better.failing} failing, "
+                    f"{self.before} before) and is what was written.")
         why = {"protected": "each would rewrite a protected test", "limit": "the limit of candidates",
                "tokens": "the run's token budget", "time": "the run's time limit"}.get(self.stopped, self.stopped)
         return f"{cost}: none passed the checks (stopped: {why}); none was kept."
@@ -153,7 +165,7 @@ def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | No
     adds to; ``unit``: tokens and seconds one request has cost so far, the first estimate of one more."""
     run = ctx.run
     assert run is not None
-    engine, found = run.engine, Search()
+    engine, found = run.engine, Search(before=before)
     tokens, seconds = unit
     with checks.trials() as trial:
         while (stopped := stop_reason(found.tried, limit, _left(run.budget_left(), spent), tokens, seconds)) is None:

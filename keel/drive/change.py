@@ -391,7 +391,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
                            protected=(is_test_file(shown) or shown in checks.protected)
                            and not request.allows_test_changes, before=best, spent=spent,
                            unit=(spent.total // 2, (time.monotonic() - began) / 2))
-            if (kept := found.kept) is not None and kept.text is not None:
+            if (kept := found.kept or found.better) is not None and kept.text is not None:
                 spread.after(written := write(kept.text), kept.text)
                 if written.ok:   # its evidence is the real files', run again here
                     tried.append((kept.text, list(kept.restored), written, checks.run_plan(), False))
