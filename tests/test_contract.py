@@ -14,6 +14,7 @@ from conftest import add_user_config, call, make_repo
 from keel.core.request import parse_request
 from keel.testing.server import ScriptedEngineServer
 from keel.verify.contract import (
+    HALF_UP_SAID,
     MAX_DOC_CHARS,
     Promise,
     doc_comments,
@@ -88,7 +89,8 @@ def test_the_review_lists_the_named_functions_comments_in_the_changed_files():
     task = "collections.js has two stubs, chunk() and groupBy(). Implement them as their comments describe."
     text = review_text(promises(parse_request(task), {"collections.js": COLLECTIONS}), change_tool=False)
     assert text == ("- chunk in collections.js: Split `items` into arrays of `size` elements. `size` must be a "
-                    "positive integer (RangeError otherwise).")   # groupBy has no comment here; unique is not named
+                    "positive integer (RangeError otherwise).\n  Spelled out: `size` must be a positive integer "
+                    "(RangeError otherwise). Each of 0, -1 and 1.5 gives RangeError.")   # groupBy: no comment; unique: not named
     assert review_text(promises(parse_request("Implement chunk() so the tests pass."),
                                 {"collections.js": COLLECTIONS}),
                        change_tool=False) == ""
@@ -108,6 +110,10 @@ def test_the_review_lists_the_named_functions_comments_in_the_changed_files():
     ("The list must be non-empty (ValueError otherwise).",
      "The list must be non-empty (ValueError otherwise). An empty one gives ValueError."),
     ("The input array is not modified.", "The input array is not modified."),
+    ("``percent`` % of ``cents``, rounded to the nearest cent (half a cent rounds up).",
+     "``percent`` % of ``cents``, rounded to the nearest cent (half a cent rounds up). " + HALF_UP_SAID),
+    ("Rounds half up to a whole number", "Rounds half up to a whole number. " + HALF_UP_SAID),
+    ("Rounds down to the cent.", "Rounds down to the cent."),
 ])
 def test_a_rule_with_an_edge_is_spelled_out_as_the_values_it_refuses(rule: str, expected: str) -> None:
     assert spelled_out(rule) == expected
@@ -183,3 +189,36 @@ def test_without_a_pointer_to_the_docs_the_passing_checks_decide(tmp_path: Path,
     r, requests = _run(run_keel, repo, "Implement double() in mathx.py so test_mathx.py passes.", script)
     assert r.code == 0, r.stdout + r.stderr
     assert r.result["stop_reason"] == "complete" and len(requests) == 2
+
+
+# ---- a comment that says what the task says is part of "done" too (py-discount-cent) --------------------
+MONEY = ('def percent_of(cents, percent):\n    """``percent`` % of ``cents``, rounded to the nearest cent (half a cent '
+         'rounds up)."""\n    return int(cents * percent / 100)\n\n\ndef cents_of(text):\n    """Parse "12.34"."""\n'
+         '    return int(text.replace(".", ""))\n')
+TEST_MONEY = "from money import percent_of\n\n\ndef test_staff():\n    assert percent_of(3349, 30) == 1005\n"
+TASK_MONEY = "The staff discount is a cent short. Discounts are supposed to be rounded to the nearest cent. Fix it."
+
+
+def test_a_comment_that_says_what_the_task_says_is_a_promise():
+    found = promises(parse_request(TASK_MONEY), {"money.py": MONEY})
+    assert [p.name for p in found] == ["percent_of"]   # cents_of's docstring says nothing the task says
+    assert found[0].rules[0].endswith(HALF_UP_SAID)
+    assert promises(parse_request("The staff discount is a cent short; fix it."), {"money.py": MONEY}) == ()
+
+
+def test_an_echoed_rule_is_reviewed_once_before_the_claim_stands(tmp_path: Path, run_keel, keel_env):
+    add_user_config(keel_env, "[assists]\ncontract_review = true")   # the full profile's default is off
+    repo = make_repo(tmp_path / "repo", {"money.py": MONEY, "test_money.py": TEST_MONEY})
+    banker = "    return round(cents * percent / 100)\n"
+    half_up = "    return (cents * percent + 50) // 100\n"
+    script = [{"tool_calls": [call("edit_file", path="money.py", old_text="    return int(cents * percent / 100)\n",
+                                   new_text=banker)]},
+              {"tool_calls": [call("finish", summary="percent_of rounds to the nearest cent")]},
+              {"tool_calls": [call("edit_file", path="money.py", old_text=banker, new_text=half_up)]},
+              {"tool_calls": [call("finish", summary="half a cent now rounds up")]}]
+    r, requests = _run(run_keel, repo, TASK_MONEY, script)
+    assert r.code == 0, r.stdout + r.stderr
+    review = requests[2]["messages"][-1]["content"]
+    assert "- percent_of in money.py:" in review and f"(half a cent rounds up). {HALF_UP_SAID}" in review
+    assert r.result["stop_reason"] == "complete" and half_up in (repo / "money.py").read_text()
+    assert [e.get("pushback_kind") for e in r.events() if e["type"] == "decision"].count("contract_review") == 1

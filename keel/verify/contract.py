@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from keel.core.request import Request
+from keel.core.request.names import word_runs
 
 MAX_DOC_CHARS = 500        # of one function's comment, shown
 MAX_FUNCTIONS = 4          # shown in one review
@@ -37,7 +38,7 @@ _JS_DECL = re.compile(r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:functio
                       r"|(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=|(?:static\s+)?([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*\{)")
 JS_EXTS = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".mts", ".cts")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
-_RULE = re.compile(r"\b(?:must|shall|should|otherwise|raises?|throws?|error|errors|only|never|not|no|"
+_RULE = re.compile(r"\b(?:must|shall|should|otherwise|raises?|throws?|error|errors|only|never|not|no|rounds?|rounded|"
                    r"positive|negative|integer|at least|at most|unchanged|modified|empty|order)\b", re.IGNORECASE)
 
 
@@ -160,10 +161,20 @@ def edge_values(rule: str) -> tuple[str, ...]:
     return tuple(v for v in refused(rule)[0] if re.fullmatch(r"-?[\d.]+", v))
 
 
+# "half rounds up", which a small model wrote as Python's round() (half to even): the edge spelled out.
+_HALF_UP = re.compile(r"\bhalf\b[^.;]{0,40}?\bround(?:s|ed)?\s+up\b|\bround(?:s|ed|ing)?\s+half\s+up\b", re.IGNORECASE)
+HALF_UP_SAID = ("Half rounds up: 0.5 becomes 1 and 2.5 becomes 3, not the even neighbour (Python's round() "
+                "gives 0 and 2).")
+
+
 def spelled_out(rule: str) -> str:
     """``rule``, then the values it refuses when it uses a word of ``_MEANS``: "`size` must be a positive
-    integer (RangeError otherwise)." gets "Each of 0, -1 and 1.5 gives RangeError." """
+    integer (RangeError otherwise)." gets "Each of 0, -1 and 1.5 gives RangeError."; a rule that half
+    rounds up gets its edge (HALF_UP_SAID)."""
     values = refused(rule)[0]
+    if _HALF_UP.search(rule):
+        end = "" if rule.rstrip().endswith((".", "!", ";", ")")) else "."
+        return f"{rule.rstrip()}{end} {HALF_UP_SAID}"
     if not values:
         return rule
     error = ERROR_NAME.search(rule)
@@ -174,16 +185,18 @@ def spelled_out(rule: str) -> str:
 
 
 def promises(request: Request, files: Mapping[str, str]) -> tuple[Promise, ...]:
-    """For each function the request names whose comment is in ``files`` (the source files the run
-    changed: path -> text), its promise; none when the request does not point at docs
-    (``Request.points_at_docs``, ``Request.functions``: keel.core.request)."""
-    if not request.points_at_docs:
-        return ()
-    wanted = request.functions
+    """For each function whose comment is in ``files`` (the source files the run changed: path -> text)
+    and that the request makes part of "done", its promise: a function the request names when it points
+    at docs (``Request.points_at_docs``, ``Request.functions``: keel.core.request), or one whose comment
+    says what the request says, ECHO_WORDS words in a row ("rounded to the nearest cent"). Measured
+    (py-discount-cent): the 1.5B fixed percent_of() with round(), which rounds half to even, where its
+    docstring and the task said "rounded to the nearest cent (half a cent rounds up)"; the tests passed."""
+    wanted = request.functions if request.points_at_docs else ()
     found: list[Promise] = []
     for path in sorted(files):
         docs = doc_comments(path, files[path])
-        for name in wanted:
+        echoed = [n for n, doc in docs.items() if n not in wanted and word_runs(doc) & request.phrases]
+        for name in (*wanted, *echoed):
             if name in docs and len(found) < MAX_FUNCTIONS:
                 doc = docs[name] if len(docs[name]) <= MAX_DOC_CHARS else docs[name][: MAX_DOC_CHARS - 1] + "…"
                 found.append(Promise(name, path, doc, rules(doc)))
@@ -193,7 +206,8 @@ def promises(request: Request, files: Mapping[str, str]) -> tuple[Promise, ...]:
 def review_text(found: Sequence[Promise], change_tool: bool) -> str:
     """The review's body: each function's comment, then (``change_tool``: change_file is offered) one
     change_file call whose note is the first function's rules."""
-    lines = [f"- {p.name} in {p.path}: {p.doc}" for p in found]
+    lines = [f"- {p.name} in {p.path}: {p.doc}" + "".join(f"\n  Spelled out: {r}" for r in p.rules if r not in p.doc)
+             for p in found]
     first = next((p for p in found if p.rules), None)
     if change_tool and first is not None:
         note = f"{first.name}: " + " ".join(first.rules)

@@ -31,6 +31,7 @@ from keel.core.request.names import (
     points_at_docs,
     presumes_flaw,
     spec_documents,
+    word_runs,
     words,
 )
 from keel.core.request.text import PLACEHOLDER, hold_spans, plain_words, restore, sentences_of, sub_fenced
@@ -116,6 +117,12 @@ class Request:
     def words(self) -> frozenset[str]:
         """Preloading's words: lower-case words and identifier parts of three letters or more."""
         return frozenset(words(self.text))
+
+    @functools.cached_property
+    def phrases(self) -> frozenset[tuple[str, ...]]:
+        """Every ECHO_WORDS words in a row, lower-case: what a comment that says the same thing shares
+        with it ("rounded to the nearest cent")."""
+        return word_runs(self.text)
 
     @functools.cached_property
     def plain_words(self) -> frozenset[str]:

@@ -193,3 +193,14 @@ def spec_documents(text: str) -> tuple[str, ...]:
     README.md") is not one: no such wording names it."""
     found = (next(g for g in m.groups() if g) for m in _SPEC_OF.finditer(text))
     return tuple(dict.fromkeys(found))
+
+
+# -- runs of words, for a comment that says what the request says (keel.verify.contract) ---------------------
+ECHO_WORDS = 4
+_LOWER_WORD = re.compile(r"[a-z0-9]+")
+
+
+def word_runs(text: str, n: int = ECHO_WORDS) -> frozenset[tuple[str, ...]]:
+    """Every ``n`` words in a row of ``text``, lower-cased (punctuation and markup between them ignored)."""
+    said = _LOWER_WORD.findall(text.lower())
+    return frozenset(tuple(said[i:i + n]) for i in range(len(said) - n + 1))
