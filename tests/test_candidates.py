@@ -260,6 +260,16 @@ def test_a_later_round_whose_two_rewrites_came_back_unchanged_still_searches(sho
     assert [(e["n"], e["kept"]) for e in of(events, "candidate")][-1] == (1, True)
 
 
+def test_a_file_the_run_wrote_is_searched_even_when_a_new_changes_rewrites_came_back_unchanged(shop: Path):
+    """Measured (js-spec-brackets): the run's own brackets.js failed 2 tests; a new note's two rewrites came
+    back unchanged, and no candidate was asked, three times."""
+    other = {"tool_calls": [call("change_file", path="shipping.py", change="fix the price")]}
+    result, _, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(ALWAYS_FREE),
+                                        other, editor(PRICE_500), editor(PRICE_500), editor(FIXED)])
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
+    assert [(e["n"], e["kept"]) for e in of(events, "candidate")][-1] == (1, True)
+
+
 def test_rounds_are_bounded_and_without_the_assist_a_repeat_is_not_run(shop: Path):
     again = {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]}
     round_ = [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR)]   # one candidate: three requests a round

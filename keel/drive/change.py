@@ -249,8 +249,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
     # The failures of this tool's last check run, and the gate's result it saw then: when the gate has
     # run since (a finish was refused), the gate's result is the newer one.
     latest: dict[str, Any] = {}
-    rounds = Rounds()
-    warned: set[str] = set()   # missing paths told of a file of the same name elsewhere
+    rounds, warned = Rounds(), set[str]()   # the again assist's; missing paths told of their name elsewhere
 
     def execute(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
         rounds.last = None
@@ -382,8 +381,9 @@ def make_change_tool(candidates: int = 2) -> Tool:
                 return _finished(written, restored_second, None, spent, spread.report(written))
             if written.ok:
                 tried.append((second.text, restored_second, written, checks.run_plan(), False))
-        # none written: the cause may be elsewhere; unless this change was asked before (a later round)
-        best = min((failure_score(t[3]) for t in tried), default=failure_score(known) if round_ and known else 0)
+        # none written: the cause may be elsewhere, unless the change was asked before or the run wrote this file
+        ours = known is not None and (round_ > 0 or (held is not None and current != held))
+        best = min((failure_score(t[3]) for t in tried), default=failure_score(known) if known and ours else 0)
         found = Search()
         if checks is not None and "candidates" in assists and best:
             # that request again, sampled differently, each tried on a copy: the first that passes stays
