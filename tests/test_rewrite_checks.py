@@ -186,7 +186,8 @@ def test_when_the_callers_rewrite_does_not_help_the_change_is_asked_in_the_modul
     result, requests = run_small(ws, [
         {"tool_calls": [call("change_file", path="checkout.py", change="round the discount to the nearest cent")]},
         {"content": fenced(checkout)}, {"content": fenced(checkout)},    # the caller is right: unchanged twice
-        {"content": fenced(fixed)}],                                     # asked in money.py, which it calls
+        {"content": fenced(fixed)},                                      # asked in money.py, which it calls
+        {"tool_calls": [call("finish", summary="fixed")]}],              # then the docstring's review
         (EVALS / "py-discount-cent" / "task.md").read_text())
     asked = requests[3]["messages"][1]["content"]
     assert "=== money.py ===" in asked and "checkout.py calls format_cents(), percent_of() from money.py" in asked
@@ -207,7 +208,8 @@ def test_a_change_aimed_at_the_test_goes_on_from_the_module_it_tests_to_the_one_
     result, requests = run_small(ws, [
         {"tool_calls": [call("change_file", path="test_checkout.py", change="round the discount")]},
         {"content": fenced(checkout)}, {"content": fenced(checkout)},    # redirected to checkout.py: unchanged
-        {"content": fenced(fixed)}],                                     # then money.py, which checkout.py calls
+        {"content": fenced(fixed)},                                      # then money.py, which checkout.py calls
+        {"tool_calls": [call("finish", summary="fixed")]}],              # then the docstring's review
         (EVALS / "py-discount-cent" / "task.md").read_text())
     asked = requests[3]["messages"][1]["content"]
     assert "checkout.py calls format_cents(), percent_of() from money.py" in asked
