@@ -206,7 +206,7 @@ def test_a_comment_that_says_what_the_task_says_is_a_promise():
     assert promises(parse_request("The staff discount is a cent short; fix it."), {"money.py": MONEY}) == ()
 
 
-def test_an_echoed_rule_is_reviewed_once_before_the_claim_stands(tmp_path: Path, run_keel, keel_env):
+def test_an_echoed_half_up_rule_refuses_round_and_is_reviewed_once(tmp_path: Path, run_keel, keel_env):
     add_user_config(keel_env, "[assists]\ncontract_review = true")   # the full profile's default is off
     repo = make_repo(tmp_path / "repo", {"money.py": MONEY, "test_money.py": TEST_MONEY})
     banker = "    return round(cents * percent / 100)\n"
@@ -215,10 +215,26 @@ def test_an_echoed_rule_is_reviewed_once_before_the_claim_stands(tmp_path: Path,
                                    new_text=banker)]},
               {"tool_calls": [call("finish", summary="percent_of rounds to the nearest cent")]},
               {"tool_calls": [call("edit_file", path="money.py", old_text=banker, new_text=half_up)]},
-              {"tool_calls": [call("finish", summary="half a cent now rounds up")]}]
+              {"tool_calls": [call("finish", summary="half a cent now rounds up")]},
+              {"tool_calls": [call("finish", summary="it does what the docstring says")]}]
     r, requests = _run(run_keel, repo, TASK_MONEY, script)
     assert r.code == 0, r.stdout + r.stderr
-    review = requests[2]["messages"][-1]["content"]
+    refused = requests[2]["messages"][-1]["content"]   # the tests pass; the comment's rule, probed, does not
+    assert "FAILED: percent_of calls round(), which rounds half to even" in refused
+    review = requests[4]["messages"][-1]["content"]
     assert "- percent_of in money.py:" in review and f"(half a cent rounds up). {HALF_UP_SAID}" in review
     assert r.result["stop_reason"] == "complete" and half_up in (repo / "money.py").read_text()
-    assert [e.get("pushback_kind") for e in r.events() if e["type"] == "decision"].count("contract_review") == 1
+    kinds = [e.get("pushback_kind") for e in r.events() if e["type"] == "decision"]
+    assert kinds.count("contract_review") == 1 and kinds.count("verification_failed") == 1
+
+
+def test_without_the_probes_an_echoed_rule_is_only_reviewed(tmp_path: Path, run_keel, keel_env):
+    add_user_config(keel_env, "[assists]\ncontract_review = true\nspec_probes = false")
+    repo = make_repo(tmp_path / "repo", {"money.py": MONEY, "test_money.py": TEST_MONEY})
+    script = [{"tool_calls": [call("edit_file", path="money.py", old_text="    return int(cents * percent / 100)\n",
+                                   new_text="    return round(cents * percent / 100)\n")]},
+              {"tool_calls": [call("finish", summary="percent_of rounds to the nearest cent")]},
+              {"tool_calls": [call("finish", summary="it does")]}]
+    r, _ = _run(run_keel, repo, TASK_MONEY, script)
+    kinds = [e.get("pushback_kind") for e in r.events() if e["type"] == "decision"]
+    assert r.result["stop_reason"] == "complete" and kinds.count("contract_review") == 1   # the control

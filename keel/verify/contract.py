@@ -162,7 +162,7 @@ def edge_values(rule: str) -> tuple[str, ...]:
 
 
 # "half rounds up", which a small model wrote as Python's round() (half to even): the edge spelled out.
-_HALF_UP = re.compile(r"\bhalf\b[^.;]{0,40}?\bround(?:s|ed)?\s+up\b|\bround(?:s|ed|ing)?\s+half\s+up\b", re.IGNORECASE)
+HALF_UP = re.compile(r"\bhalf\b[^.;]{0,40}?\bround(?:s|ed)?\s+up\b|\bround(?:s|ed|ing)?\s+half\s+up\b", re.IGNORECASE)
 HALF_UP_SAID = ("Half rounds up: 0.5 becomes 1 and 2.5 becomes 3, not the even neighbour (Python's round() "
                 "gives 0 and 2).")
 
@@ -172,7 +172,7 @@ def spelled_out(rule: str) -> str:
     integer (RangeError otherwise)." gets "Each of 0, -1 and 1.5 gives RangeError."; a rule that half
     rounds up gets its edge (HALF_UP_SAID)."""
     values = refused(rule)[0]
-    if _HALF_UP.search(rule):
+    if HALF_UP.search(rule):
         end = "" if rule.rstrip().endswith((".", "!", ";", ")")) else "."
         return f"{rule.rstrip()}{end} {HALF_UP_SAID}"
     if not values:

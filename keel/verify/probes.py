@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from keel.verify.contract import ERROR_NAME, JS_EXTS, Promise, edge_values, refused
+from keel.verify.contract import ERROR_NAME, HALF_UP, JS_EXTS, Promise, edge_values, refused
 from keel.verify.plan import PlannedCheck
 
 MAX_PROBES = 12   # per file: a comment with more examples is shown, not all run
@@ -248,7 +248,31 @@ def contract_checks(contract: Sequence[Promise], files: dict[str, str]) -> list[
             checks.append(PlannedCheck("acceptance", command, f"the examples and rules in the comments of {names} "
                                        "that the task points at", source="task", timeout_s=30,
                                        shown=f"the comments' examples and rules for {names} in {path}"))
+        half_up = sorted(p.name for p in contract if p.path == path and any(HALF_UP.search(r) for r in p.rules))
+        if half_up and path.endswith(".py"):
+            checks.append(PlannedCheck("acceptance", half_up_command(path, half_up), "a comment says half rounds up",
+                                       source="task", timeout_s=30,
+                                       shown=f"the comments' rounding rule for {', '.join(half_up)} in {path}"))
     return checks
+
+
+def half_up_command(path: str, names: Sequence[str]) -> str:
+    """A probe of the source, not of a call: each function of ``names`` in ``path`` whose comment says half
+    rounds up must not call Python's round(), which rounds half to even (round(0.5) is 0, round(2.5)
+    is 2). Measured (py-discount-cent): the 1.5B wrote percent_of() with round(); the tests passed, the
+    contract review's spelled-out rule did not move it, and the run ended complete on a false claim."""
+    lines = ["import ast, sys", f"tree = ast.parse(open({path!r}, encoding='utf-8').read())", "failed = 0",
+             "for f in ast.walk(tree):",
+             f"    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in {sorted(names)!r}:",
+             "        if any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == 'round'"
+             " for c in ast.walk(f)):",
+             "            failed += 1",
+             "            print('FAILED: ' + f.name + ' calls round(), which rounds half to even (round(0.5) is 0, '"
+             "'round(2.5) is 2); its comment says half rounds up')",
+             "        else:",
+             "            print('ok: ' + f.name + ' rounds without round()')",
+             "sys.exit(1 if failed else 0)"]
+    return "python3 -c " + shlex.quote("\n".join(lines))
 
 
 def signature(path: str, text: str, name: str) -> tuple[list[str], int] | None:
