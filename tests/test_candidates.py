@@ -254,10 +254,14 @@ def test_when_none_passes_the_candidate_that_fails_least_is_written_if_it_beats_
 
 def test_a_later_round_whose_two_rewrites_came_back_unchanged_still_searches(shop: Path):
     again = {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]}
-    result, _, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(ALWAYS_FREE),
-                                        again, editor(PRICE_500), editor(PRICE_500), editor(FIXED)])
+    result, requests, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR),
+                                               editor(ALWAYS_FREE), again, editor(PRICE_500), editor(PRICE_500),
+                                               editor(FIXED)])
     assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
     assert [(e["n"], e["kept"]) for e in of(events, "candidate")][-1] == (1, True)
+    # the candidate is sampled from the file as the run found it, not the run's own rewrite it gave back
+    editors = [r["messages"][1]["content"] for r in requests if not r.get("tools")]
+    assert "return 500" in editors[-2] and "return 500" not in editors[-1] and BROKEN in editors[-1]
 
 
 def test_a_file_the_run_wrote_is_searched_even_when_a_new_changes_rewrites_came_back_unchanged(shop: Path):

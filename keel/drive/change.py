@@ -326,9 +326,9 @@ def make_change_tool(candidates: int = 2) -> Tool:
         assist_acted(ctx, "whole_file_editor", shown)
         round_ = rounds.start(shown, args.change) if "again" in assists else 0
 
-        def ask(note: str | None, refused: str = "", variant: int = 0) -> tuple[Reply, list[str]]:
+        def ask(note: str | None, refused: str = "", variant: int = 0, base: str | None = None) -> tuple[Reply, list[str]]:
             started = time.monotonic()
-            messages = change_request(task, note, shown, current, related, failures, refused)
+            messages = change_request(task, note, shown, base or current, related, failures, refused)
             # a cap or variant of its own only when set: an engine without the keywords still serves
             variant = Rounds.variant(round_, variant, candidates + 2)
             sampled: dict[str, Any] = {"variant": variant} if variant else {}
@@ -386,8 +386,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
         best = min((failure_score(t[3]) for t in tried), default=failure_score(known) if known and ours else 0)
         found = Search()
         if checks is not None and "candidates" in assists and best:
-            # that request again, sampled differently, each tried on a copy: the first that passes stays
-            found = search(ctx, lambda n: ask(None, refused, n), checks, shown, current, limit=candidates,
+            # that request, sampled differently, from the file as the run found it, each tried on a copy (Search)
+            found = search(ctx, lambda n: ask(None, refused, n, held), checks, shown, current, limit=candidates,
                            protected=(is_test_file(shown) or shown in checks.protected)
                            and not request.allows_test_changes, before=best, spent=spent,
                            unit=(spent.total // 2, (time.monotonic() - began) / 2))
