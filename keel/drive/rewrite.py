@@ -153,12 +153,14 @@ _GONE_AFTER = re.compile(r"\b(?:go|goes|removed|deleted|renamed|moved|merged|inl
 _CLAUSE = re.compile(r"[.;\n]")
 
 
-def asked_gone(name: str, note: str) -> bool:
+def asked_gone(name: str, note: str, added: Sequence[str] = ()) -> bool:
     """Whether ``note`` asks for the definition ``name`` to go (removed, renamed, moved, merged …): then a
     rewrite without it is what was asked. Named only ("add the encode and decode functions"), it stays:
     measured, a rewrite that held decode() alone would have deleted the encode() the note named. One
     clause at a time, each searched once: linear in the note."""
     word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+    if added and word.search(note) and any(re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", note) for n in added):
+        return True   # ``added``: definitions the rewrite has that the file had not; both named: a rename
     for clause in _CLAUSE.split(note):
         if (named := word.search(clause)) is None:
             continue
@@ -228,7 +230,8 @@ def restore_dropped(old: str, new: str, change: str) -> tuple[str, list[str]]:
         old_defs, new_defs = _top_defs(old), _top_defs(new)
     except SyntaxError:
         return new, []
-    missing = [name for name in old_defs if name not in new_defs and not asked_gone(name, change)]
+    added = [n for n in new_defs if n not in old_defs]
+    missing = [name for name in old_defs if name not in new_defs and not asked_gone(name, change, added)]
     if not missing:
         return new, []
     old_lines, lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
