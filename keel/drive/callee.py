@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
-from keel.core.request.names import DOC_SUFFIXES
 from keel.policy.beneath import anchor, read_beneath
 from keel.policy.paths import PathJailError, display_path, resolve_in_workspace
 from keel.tools.base import ToolContext, ToolResult, assist_acted
 from keel.verify.redirect import UnderTest, modules_under_test, workspace_files
-from keel.verify.selfcheck import is_test_file
+from keel.verify.selfcheck import is_code_file, is_test_file
 
 MAX_NAMES = 4   # named in the note
 
@@ -87,8 +86,7 @@ def one_call_away(path: str, first: ToolResult, ctx: ToolContext,
 def untouched(path: str, named: Sequence[str], unchanged: Callable[[str], bool]) -> list[str]:
     """The code files of ``named`` (the request's) other than ``path``, neither tests nor documents, that
     ``unchanged`` says exist as the run found them."""
-    return [f for f in dict.fromkeys(named) if f != path and not is_test_file(f) and not f.endswith(DOC_SUFFIXES)
-            and unchanged(f)]
+    return [f for f in dict.fromkeys(named) if f != path and is_code_file(f) and unchanged(f)]
 
 
 def where_else(path: str, result: ToolResult, ctx: ToolContext,

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from keel.core.request import Request
 from keel.core.request.names import DOC_SUFFIXES
 from keel.verify.failing import failing_assertion
-from keel.verify.selfcheck import is_test_file
+from keel.verify.selfcheck import is_code_file, is_test_file
 
 if TYPE_CHECKING:
     from keel.verify.gate import CheckOutcome
@@ -355,8 +355,7 @@ def spec_redirect(doc: str, named: Sequence[str], files: Collection[str],
 
     Why: on js-spec-brackets ("do the exercise in INSTRUCTIONS.md: brackets.js has the two functions as
     stubs") the 1.5B aimed four change_file calls at INSTRUCTIONS.md and never touched brackets.js."""
-    code = [f for f in named if f in files and not is_test_file(f) and not f.endswith(DOC_SUFFIXES)
-            and f not in protected]
+    code = [f for f in named if f in files and is_code_file(f) and f not in protected]
     if len(code) == 1:
         return code[0], f"Write the code {doc} asks for in {code[0]}; {doc} is the task's spec and stays as it is."
     where = " or ".join(code) or "the project's source files"

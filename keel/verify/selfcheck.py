@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from keel.core.request import Request
+from keel.core.request.names import DOC_SUFFIXES
 from keel.verify.snapshot import FileChange, Snapshot
 
 # -- which files are tests, scripts, or tooling ----------------------------------------------------
@@ -29,6 +30,11 @@ _SCRIPT_NAMES = ("__main__.py", "setup.py", "manage.py", "cli.py", "main.py", "n
 def is_test_file(path: str) -> bool:
     p = PurePosixPath(path)
     return any(fnmatch.fnmatch(p.name, pat) for pat in _TEST_NAMES) or any(d in _TEST_DIRS for d in p.parts[:-1])
+
+
+def is_code_file(path: str) -> bool:
+    """Neither a test nor a document (keel.core.request.names.DOC_SUFFIXES): where a task's code goes."""
+    return not is_test_file(path) and not path.endswith(DOC_SUFFIXES)
 
 
 def _is_script_or_test(path: str) -> bool:
