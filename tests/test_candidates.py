@@ -292,3 +292,36 @@ def test_rounds_are_bounded_and_without_the_assist_a_repeat_is_not_run(shop: Pat
     replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
     assert replies[1].startswith("Not run: you already called change_file")
     assert len([r for r in requests if not r.get("tools")]) == 3
+
+
+# ---- the gate's probes judge a rewrite as they judge a claim (py-discount-cent) --------------------------
+MONEY = ('def percent_of(cents, percent):\n    """``percent`` % of ``cents``, rounded to the nearest cent (half a cent '
+         'rounds up)."""\n    return int(cents * percent / 100)\n')
+BANKER = MONEY.replace("int(cents * percent / 100)", "round(cents * percent / 100)")
+HALF_UP = MONEY.replace("int(cents * percent / 100)", "(cents * percent + 50) // 100")
+TEST_MONEY = "from money import percent_of\n\n\ndef test_staff():\n    assert percent_of(3349, 30) == 1005\n"
+TASK_MONEY = "The staff discount is a cent short. Discounts are supposed to be rounded to the nearest cent. Fix it."
+
+
+def test_a_rewrite_the_half_up_probe_refuses_is_not_kept_when_a_candidate_passes_it(tmp_path: Path):
+    """Measured on the 1.5B: round() passed the tests and change_file wrote it; the gate's probe refused the
+    claim, and the same change sent again was refused as a repeat. Judged by the probe too, the call's own
+    search finds the half-up rewrite."""
+    ws = tmp_path / "shop"
+    ws.mkdir()
+    (ws / "money.py").write_text(MONEY)
+    (ws / "test_money.py").write_text(TEST_MONEY)
+    script = [{"tool_calls": [call("change_file", path="money.py", change="use round()")]},
+              editor(BANKER), editor(BANKER), editor(HALF_UP),
+              {"tool_calls": [call("finish", summary="percent_of rounds half a cent up")]},
+              {"tool_calls": [call("finish", summary="percent_of rounds half a cent up, as its comment says")]}]
+    log = tmp_path / "session.jsonl"
+    with ScriptedEngineServer(script) as server:
+        cfg = Config()
+        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
+        result = Agent(workspace=ws, config=cfg, log_path=log).run(TASK_MONEY)
+    assert (ws / "money.py").read_text() == HALF_UP and result.status == "complete"
+    reply = tool_reply(result)
+    assert "candidate 1 passes the project's checks and is what was written" in reply
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(e["n"], e["kept"]) for e in of(events, "candidate")] == [(1, True)]

@@ -148,8 +148,7 @@ class Verifier:
             # Nothing changed yet: this run is the baseline, no need to run the checks twice.
             self.baseline = Baseline.from_results(snap.digest, tuple(r for r in results
                                                                      if r.check.category != "acceptance"))
-        changed = {c.path: text for c in changes
-                   if c.status != "deleted" and not is_test_file(c.path) and (text := snap.text(c.path)) is not None}
+        changed = self._changed(snap)
         contract = promises(self.request, changed) if {"contract_review", "spec_probes"} & self.assists.on else ()
         if "spec_probes" in self.assists and (probes := contract_checks(contract, changed)):
             # a probe the policy would not run is no evidence either way: it neither passes nor blocks
@@ -184,9 +183,9 @@ class Verifier:
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:
         """Every planned check once on the current files, in gate order (`keel checks --run`)."""
-        digest = take_snapshot(self.ctx.workspace).digest
-        outcomes = []
-        for check in self.plan.ordered():
+        snap = take_snapshot(self.ctx.workspace)
+        digest, outcomes = snap.digest, []
+        for check in (*self.plan.ordered(), *self._probes(self._changed(snap))):
             outcomes.append(self._run(check, digest, self.ctx))
             if on_result is not None:
                 on_result(outcomes[-1])
@@ -283,7 +282,8 @@ class Verifier:
         """``trial(path, text)``: the plan's checks on a scratch copy of the workspace with ``path``
         holding ``text`` (change_file's candidates, keel.drive.candidates). The copy is made once for
         every text tried; the real workspace is neither changed nor visible to the runs."""
-        digest = take_snapshot(self.ctx.workspace).digest
+        snap = take_snapshot(self.ctx.workspace)
+        digest, changed = snap.digest, self._changed(snap)
         with self._scratch("candidates-") as (work, ctx):
             def trial(path: str, text: str) -> tuple[CheckOutcome, ...]:
                 target = work / path
@@ -292,9 +292,24 @@ class Verifier:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
                 key = f"{digest}:{path}:{hashlib.sha256(text.encode()).hexdigest()}"
-                return tuple(self._run(c, key, ctx) for c in self.plan.ordered())
+                probes = self._probes({**changed, path: text} if not is_test_file(path) else changed)
+                return tuple(self._run(c, key, ctx) for c in (*self.plan.ordered(), *probes))
 
             yield trial
+
+    def _changed(self, snap: Snapshot) -> dict[str, str]:
+        """The source files the run changed (path -> text now): what the contract is read from."""
+        return {c.path: text for c in diff_snapshots(self.start, snap)
+                if c.status != "deleted" and not is_test_file(c.path) and (text := snap.text(c.path)) is not None}
+
+    def _probes(self, changed: dict[str, str]) -> list[PlannedCheck]:
+        """The gate's probes of ``changed`` (spec_probes), for change_file's judge as for a claim: a rewrite
+        the gate would refuse is no better than one the checks fail. Measured (py-discount-cent): the 1.5B's
+        round() passed change_file's checks and was written, the gate refused it, and the same change sent
+        again was refused as a repeat, since nothing had failed the call itself."""
+        if "spec_probes" not in self.assists or not changed:
+            return []
+        return contract_checks(promises(self.request, changed), changed)
 
     @contextmanager
     def _scratch(self, prefix: str) -> Iterator[tuple[Path, ToolContext]]:
