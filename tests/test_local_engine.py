@@ -76,6 +76,20 @@ def test_slot_choice(current: list[int], saved: list[int], prompt: list[int], ch
     assert slot_choice(current, saved, prompt) == choice
 
 
+OTHER_FILE = [1000, 1001, *range(7000, 7300)]   # the editor's request for another file (or from the start text)
+
+
+@pytest.mark.parametrize(("current", "saved", "prompt", "holds", "choice"), [
+    (EDIT_REQUEST, CONVERSATION, OTHER_FILE, True, "keep"),     # the conversation stays saved; this state goes
+    (EDIT_REQUEST, CONVERSATION, OTHER_FILE, False, "save"),    # a side request's state saved over another's
+    (EDIT_REQUEST, CONVERSATION, CONVERSATION + [7], True, "swap"),   # back to the conversation
+    (CONVERSATION, EDIT_REQUEST, OTHER_FILE, False, "save"),    # the conversation is saved before it goes
+])
+def test_a_side_request_never_saves_its_state_over_the_conversations(
+        current: list[int], saved: list[int], prompt: list[int], holds: bool, choice: str) -> None:
+    assert slot_choice(current, saved, prompt, holds_conversation=holds) == choice
+
+
 def test_a_plan_restated_in_a_loop_is_seen_but_varied_prose_is_not() -> None:
     plan = "I will open calc.py and change the minus to a plus. "
     assert repeating_tail("Plan: " + plan * 8)
@@ -200,6 +214,10 @@ def test_real_model_steps_reuse_the_kv_cache_and_ctrl_c_cancels() -> None:
     aside = engine.complete([{"role": "system", "content": "You fix code. " * 60},
                              {"role": "user", "content": "Reply with x = 1 in a code block."}], [])
     assert aside.usage.cached_tokens < 0.2 * aside.usage.prompt_tokens
+    # ... and a second one for another file does not save its state over the conversation's
+    other = engine.complete([{"role": "system", "content": "You write tests. " * 60},
+                             {"role": "user", "content": "Reply with y = 2 in a code block."}], [])
+    assert other.usage.cached_tokens < 0.2 * other.usage.prompt_tokens
     third = engine.complete(messages, tools)
     assert third.usage.cached_tokens >= 0.8 * third.usage.prompt_tokens, third.usage
     assert third.content == second.content and [c.arguments for c in third.tool_calls] == \

@@ -82,19 +82,25 @@ SLOT_MIN_TOKENS = 256      # a state shorter than this is cheaper to re-read tha
 SLOT_MIN_GAIN = 64         # tokens a saved state must share beyond the current one to be worth loading
 
 
-def slot_choice(current: Sequence[int], saved: Sequence[int], prompt: Sequence[int]) -> str:
+def slot_choice(current: Sequence[int], saved: Sequence[int], prompt: Sequence[int],
+                holds_conversation: bool = False) -> str:
     """What to do with the one saved KV state before reading ``prompt`` (pure): "swap" it in when it
     shares more of the prompt than the current state does; "save" the current state when the prompt
-    would throw most of a long one away; else "keep".
+    would throw most of a long one away, unless the saved one ``holds_conversation`` and the current
+    one does not; else "keep".
 
     Why: change_file (keel.drive.change) asks the same model a short request of its own between
     two steps of the conversation. With one KV cache, that request evicted the conversation, and
-    the next step read its 2–3k prompt tokens again: 50–90 s a step on this CPU instead of 10–20."""
+    the next step read its 2–3k prompt tokens again: 50–90 s a step on this CPU instead of 10–20.
+    And one side request must not push out the conversation for another: measured on the 1.5B
+    (py-todo-due, js-spec-brackets), the editor's request for a second file, or a candidate sampled
+    from the file as the run found it, saved its own state over the conversation's, and the next
+    steps read 3k tokens again, 40–57 s each, a quarter of a 420 s run."""
     here = shared_prefix(current, prompt)
     there = shared_prefix(saved, prompt) if saved else 0
     if there >= here + SLOT_MIN_GAIN:
         return "swap"
-    if len(current) >= SLOT_MIN_TOKENS and here < len(current) // 2:
+    if len(current) >= SLOT_MIN_TOKENS and here < len(current) // 2 and not holds_conversation:
         return "save"
     return "keep"
 
@@ -176,6 +182,7 @@ class LocalEngine:
         self.prompt_eval_s = 0.0                  # time to the first token of the last reply
         self.last_usage_raw: dict[str, Any] | None = None
         self._saved: Any = None                   # one other KV state (slot_choice)
+        self._saved_talk = self._current_talk = False   # whether that state / the current one is the conversation's
         self._disk = (DiskPrefix(prefix_cache, self.path, n_ctx, llama_cpp)
                       if prefix_cache is not None and prefix_cache.enabled else None)
         self._marks: list[list[int]] = []         # prefixes read on their own, then saved (_warm_start)
@@ -238,7 +245,7 @@ class LocalEngine:
         if self.calls == 0:
             self._warm_start(messages, tools, prompt)
         self.calls += 1
-        self._use_slot(prompt[:-1])
+        self._use_slot(prompt[:-1], conversation=bool(tools))
         # llama-cpp-python re-evaluates at least the prompt's last token, so it never counts as cached.
         cached = shared_prefix(self._llm._input_ids[: self._llm.n_tokens].tolist(), prompt[:-1])
         # A variant may not call the tools in avoid: only the grammar narrows, the prompt keeps them
@@ -308,16 +315,19 @@ class LocalEngine:
                 self.tokens_per_s = completion / (ended - first_token_at)
         return turn
 
-    def _use_slot(self, prompt: list[int]) -> None:
+    def _use_slot(self, prompt: list[int], conversation: bool) -> None:
+        """Before reading ``prompt`` (``conversation``: a request with tools, a step of the run's own
+        conversation; without: a side request, change_file's editor), the one saved state (slot_choice)."""
         current = self._llm._input_ids[: self._llm.n_tokens].tolist()
         saved = self._saved.input_ids[: self._saved.n_tokens].tolist() if self._saved is not None else []
-        choice = slot_choice(current, saved, prompt)
+        choice = slot_choice(current, saved, prompt, self._saved_talk and not self._current_talk)
         if choice == "swap":
             mine = self._llm.save_state() if len(current) >= SLOT_MIN_TOKENS else None
             self._llm.load_state(self._saved)
-            self._saved = mine
+            self._saved, self._saved_talk = mine, self._current_talk and mine is not None
         elif choice == "save":
-            self._saved = self._llm.save_state()
+            self._saved, self._saved_talk = self._llm.save_state(), self._current_talk
+        self._current_talk = conversation
 
     def _fit_threads(self) -> None:
         """Between steps, "auto" threads follow the load other processes put on the machine."""
