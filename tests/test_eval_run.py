@@ -181,3 +181,20 @@ def _interrupted_job(output: str) -> None:
     from keel.policy.process import CommandInterrupted
 
     raise CommandInterrupted(output)
+
+
+def test_a_local_jobs_prefix_cache_is_the_persons_own_and_outlives_the_job(tmp_path, monkeypatch):
+    """keel eval --local: each job has its own data dir, but its prefix cache is the one every `keel run
+    --local` of the person's finds (a cold cache cost each run's first step ~20 s on the 1.5B)."""
+    import shutil
+
+    from keel.eval.execute import share_prefix_cache
+
+    monkeypatch.setenv("KEEL_HOME", str(tmp_path / "person"))
+    job_home = tmp_path / "job" / "keel-home"
+    share_prefix_cache(job_home)
+    (job_home / "prefix-cache" / "entry.bin").write_bytes(b"kv")   # what the job's engine saves
+    shutil.rmtree(tmp_path / "job")                                 # the job's folder goes after it
+    assert (tmp_path / "person" / "prefix-cache" / "entry.bin").read_bytes() == b"kv"
+    share_prefix_cache(tmp_path / "job2" / "keel-home")             # the next job finds it
+    assert (tmp_path / "job2" / "keel-home" / "prefix-cache" / "entry.bin").read_bytes() == b"kv"
