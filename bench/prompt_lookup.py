@@ -6,7 +6,8 @@
 For each case of ``evals/``, the editor request keel would send for the case's file to change
 (keel.drive.change.change_request: the tests shown, the file, the failing test output, the task)
 is answered by one in-process engine (warmed by one request) at temperature 0 with ``lookup``
-off and on, each going first in turn,
+off and on, each going first in turn (``--variant N``: sampled as change_file's candidate N is, at
+keel.engine.types.VARIANT_TEMPERATURE with a seed of its own, the same for both),
 the KV cache cleared before each so both read the whole prompt. Prints per request: prompt
 tokens, time to the first token, generation time, tokens/s, the guesses kept, and whether the two
 replies are the same text; then the generation-time ratio off/on per case and in all.
@@ -43,12 +44,12 @@ def editor_request(case_id: str) -> list[dict]:
         return change_request(case.task, None, target, (ws / target).read_text(), related, failures)
 
 
-def one(engine: LocalEngine, messages: list[dict], lookup: str) -> dict:
+def one(engine: LocalEngine, messages: list[dict], lookup: str, variant: int = 0) -> dict:
     engine.lookup = lookup
     engine._llm.reset()
     engine._saved = None
     started = time.monotonic()
-    turn = engine.complete(messages, [])
+    turn = engine.complete(messages, [], variant=variant) if variant else engine.complete(messages, [])
     total = time.monotonic() - started
     gen = total - engine.prompt_eval_s
     n = turn.usage.completion_tokens
@@ -63,6 +64,7 @@ def main() -> int:
     p.add_argument("--cases", default="py-off-by-one,py-mutable-default,py-config-key")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--variant", type=int, default=0, help="sample as candidate N does (0: greedy)")
     args = p.parse_args()
     engine = LocalEngine(args.model, n_threads=args.threads)
     engine.complete([{"role": "user", "content": "Say hello."}], [])   # the first request of a process is slower
@@ -72,7 +74,7 @@ def main() -> int:
         gen = {"off": [], "rewrite": []}
         for round_ in range(args.rounds):
             modes = ("off", "rewrite") if round_ % 2 == 0 else ("rewrite", "off")   # each goes first in turn
-            rows = [one(engine, messages, mode) for mode in modes]
+            rows = [one(engine, messages, mode, args.variant + round_ // 2) for mode in modes]
             same = rows[0]["text"] == rows[1]["text"]
             for r in rows:
                 gen[r["lookup"]].append(r["gen_s"])

@@ -100,6 +100,37 @@ def test_a_reply_with_guesses_is_the_greedy_reply_and_the_cache_holds_what_it_sa
     assert follow == _greedy(llm, prompt + looked, 5)
 
 
+def test_a_sampled_reply_with_guesses_is_the_one_plain_sampling_draws_with_that_seed() -> None:
+    """change_file's candidates are sampled (keel.engine.types.variant_sampling): with guesses, each
+    position is still sampled once and in order, so the same seed draws the same reply."""
+    from keel.engine.local_draft import sampled_tokens
+
+    llm = _llm()
+    prompt = llm.tokenize(PROMPT.encode(), add_bos=False, special=True)
+    replies = []
+    for seed in (1, 2):
+        llm.set_seed(seed)
+        plain = []
+        for token in llm.generate(prompt, temp=0.7, repeat_penalty=1.0):
+            if llm.token_eos() == token or len(plain) == 120:
+                break
+            plain.append(token)
+        llm.reset()
+        llm.eval(prompt[:-1])
+        llm.set_seed(seed)
+        stats, looked = DraftStats(), []
+        tokens = sampled_tokens(llm, prompt, 0.7, stats)
+        for token in tokens:
+            if llm.token_eos() == token or len(looked) == 120:
+                break
+            looked.append(token)
+        tokens.close()
+        assert looked == plain and stats.accepted > stats.guessed / 2, seed
+        replies.append(llm.detokenize(looked))
+        llm.reset()
+    assert b"return width * height" in replies[0]
+
+
 def test_a_consumer_that_stops_early_leaves_the_cache_consistent() -> None:
     llm = _llm()
     prompt = llm.tokenize(PROMPT.encode(), add_bos=False, special=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 from keel.engine.constrain import narrowed, offers_finish
 from keel.engine.local_cpu import ThreadFit, model_params, read_cpuinfo, use_extra_buffers
-from keel.engine.local_draft import DraftStats, greedy_tokens, truncate
+from keel.engine.local_draft import DraftStats, greedy_tokens, sampled_tokens, truncate
 from keel.engine.local_prefix import DiskPrefix, static_prefix_len
 from keel.engine.prefix_cache import PrefixCache
 from keel.engine.reasoning import recover_turn
@@ -253,7 +253,8 @@ class LocalEngine:
         # be a call: prose-only replies were where small models drifted.
         grammar = (self._grammar(narrowed(tools, avoid), require=offers_finish(tools))
                    if self.constrain and tools else None)
-        own_loop = temperature == 0.0 and self.lookup != "off"   # keel's greedy loop (keel.engine.local_draft)
+        # keel's own loop (keel.engine.local_draft): greedy, or sampled without a grammar (the editor's candidates)
+        own_loop = self.lookup != "off" and (temperature == 0.0 or grammar is None)
         try:
             self._read_prompt(prompt, cached, on_delta, whole=own_loop)
         except ReplyCut as cut:  # the deadline passed while the prompt was read: no reply at all
@@ -275,8 +276,9 @@ class LocalEngine:
             self._llm.set_seed(seed)
         lookup = DraftStats() if own_loop and self._looks_up(tools) else None
         # own loop: it starts where _read_prompt stopped, all but the prompt's last token evaluated
-        tokens = (greedy_tokens(self._llm, prompt, grammar, lookup) if own_loop else
-                  self._llm.generate(prompt, temp=temperature, repeat_penalty=1.0, grammar=grammar))
+        tokens = (self._llm.generate(prompt, temp=temperature, repeat_penalty=1.0, grammar=grammar) if not own_loop
+                  else greedy_tokens(self._llm, prompt, grammar, lookup) if temperature == 0.0
+                  else sampled_tokens(self._llm, prompt, temperature, lookup))
         try:
             for token in tokens:
                 first_token_at = first_token_at or time.monotonic()

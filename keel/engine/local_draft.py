@@ -117,6 +117,18 @@ def greedy_tokens(llm: Any, prompt: Sequence[int], grammar: Any, stats: DraftSta
             sampler.close()
 
 
+def sampled_tokens(llm: Any, prompt: Sequence[int], temperature: float,
+                   stats: DraftStats | None) -> Generator[int, None, None]:
+    """A sampled reply's tokens after ``prompt`` (all but its last token evaluated), with guesses when
+    ``stats`` is given: llama-cpp-python's sampler as ``generate`` makes it (its top-k, top-p and
+    min-p; the seed set on ``llm`` before), each position sampled once, in order, so a guess is kept
+    exactly when the sample is that token and the reply is the one plain sampling draws. Why: change_file's
+    candidates are sampled rewrites of a file they mostly copy (keel.drive.candidates); without guesses
+    each took ~30 s for ~500 tokens on the 1.5B here."""
+    sampler = llm._init_sampler(temp=temperature, repeat_penalty=1.0)
+    yield from lookup_tokens(llm, prompt, sampler, stats or DraftStats(), draft if stats is not None else no_guess)
+
+
 class GrammarLast:
     """Greedy decoding under a grammar, the grammar checked on the argmax token alone first; the
     whole vocabulary goes through it only when it refuses that token (llama.cpp's common sampler
