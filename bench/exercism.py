@@ -13,7 +13,9 @@ aider/website/_data/edit_leaderboard.yml, 2024-11). This script runs three arms 
   instructions plus Aider's addendum;
 - ``aider-hidden``: Aider by its own benchmark protocol (bench/_aider_driver.py): the instructions in
   the message, the tests hidden, their output on the second try;
-- ``aider-shown``: the same, with the test file in the chat read-only from the start, as keel sees it.
+- ``aider-shown``: the same, with the test file in the chat read-only from the start, as keel sees it;
+- ``keel-n1``, ``keel-n4``: keel with change_file's candidates at 1 and 4 (``keel`` is the configured 2);
+  the report prints, for 1 -> 2 -> 4, the exercises each solved more and the wall time each one cost.
 
 All arms: the same GGUF, temperature 0, the same context and threads, and the same wall time per
 exercise (``--timeout``; past it a run is ended and graded on what it left; keel's includes loading
@@ -66,8 +68,8 @@ sys.path.insert(0, str(BENCH))
 
 from real_engine import keel_config, llama_server  # noqa: E402
 
-from keel.eval.cases import kill_group, run_command  # noqa: E402
-from keel.eval.job import last_json_object  # noqa: E402
+from keel.eval.cases import run_command  # noqa: E402
+from keel.eval.job import last_json_object, run_process  # noqa: E402
 
 # issue 37: held back for acceptance, never in a sample
 HELD_BACK = frozenset({
@@ -76,7 +78,10 @@ HELD_BACK = frozenset({
     "relative-distance", "resistor-color-expert", "rest-api", "satellite", "say", "secret-handshake",
     "sgf-parsing", "state-of-tic-tac-toe", "swift-scheduling", "tournament", "transpose", "two-bucket",
     "word-search", "wordy", "yacht"})
-AGENTS = ("keel", "aider-hidden", "aider-shown")
+AGENTS = ("keel", "aider-hidden", "aider-shown", "keel-n1", "keel-n4")
+# keel's arms by change_file's candidates ([verify] candidates; "keel" is the configured 2): issue 37 wants
+# N = 1, 2, 4 measured, with the wall time each extra solved exercise cost
+CANDIDATES = {"keel-n1": 1, "keel": 2, "keel-n4": 4}
 FIRST_PER_DIFFICULTY = 3
 # Aider-AI/aider benchmark/prompts.py at 5dc9490bb: the addendum to the instructions (data, verbatim)
 ADDENDUM = """
@@ -181,22 +186,18 @@ def grade(ex: Exercise, workspace: Path) -> tuple[bool, str]:
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float, log: Path) -> tuple[int | None, bool]:
-    """``cmd`` in its own process group, output to ``log``; ended (the group) past ``timeout``."""
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            return proc.wait(timeout=timeout), False
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            proc.wait()
-            return None, True
+    """``cmd`` through keel's runner (its whole process tree ended past ``timeout``), output to ``log``."""
+    code, stdout, stderr, timed_out = run_process(cmd, cwd, env, timeout)
+    log.write_text(stdout + stderr)
+    return code, timed_out
 
 
-def run_keel(ex: Exercise, ws: Path, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
+def run_keel(ex: Exercise, ws: Path, tmp: Path, args: argparse.Namespace, agent: str = "keel") -> dict[str, Any]:
     task = tmp / "task.md"
     task.write_text(ex.instructions() + ADDENDUM.format(file_list=" ".join(Path(f).name for f in ex.solution)))
     config_home = keel_config(tmp, args)
+    with (config_home / "keel" / "config.toml").open("a") as fh:
+        fh.write(f"\n[verify]\ncandidates = {CANDIDATES[agent]}\n")
     log = tmp / "session.jsonl"
     cmd = [sys.executable, "-m", "keel.cli.main", "run", "--task-file", str(task), "--cwd", str(ws),
            "--local", str(args.model), "--output-format", "json", "--log", str(log),
@@ -266,13 +267,15 @@ def run_one(ex: Exercise, agent: str, args: argparse.Namespace) -> dict[str, Any
     tmp = args.out / "runs" / f"{ex.slug}.{agent}"   # the same folder each time: its path is in the prompts
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    ws = lay_out(ex, tmp / ex.slug, with_tests=agent == "keel")
+    ws = lay_out(ex, tmp / ex.slug, with_tests=agent in CANDIDATES)
     started = time.monotonic()
-    got = run_keel(ex, ws, tmp, args) if agent == "keel" else run_aider(ex, ws, tmp, args, agent == "aider-shown")
+    got = (run_keel(ex, ws, tmp, args, agent) if agent in CANDIDATES else
+           run_aider(ex, ws, tmp, args, agent == "aider-shown"))
     wall = round(time.monotonic() - started, 1)
     passed, tail = grade(ex, ws)
     row = {"exercise": ex.slug, "difficulty": ex.difficulty, "agent": agent, "solved": passed, "wall_s": wall,
-           **got,   # Aider's wall time is its own process's: the server's start is not counted "false_done": agent == "keel" and got.get("status") == "complete" and not passed,
+           **got,   # Aider's wall time is its own process's: the server's start is not counted
+           "false_done": agent in CANDIDATES and got.get("status") == "complete" and not passed,
            "test_tail": "" if passed else tail, "timeout_s": args.timeout, "threads": args.threads,
            "track_commit": args.track_commit, "keel_commit": keel_commit(args.keel_src), "load": os.getloadavg()[0]}
     if not args.keep:
@@ -310,8 +313,8 @@ def report(rows: list[dict[str, Any]]) -> str:
         levels = sorted({r["difficulty"] for r in rs})
         per = " ".join(f"d{d}:{sum(r['solved'] for r in rs if r['difficulty'] == d)}/"
                        f"{sum(1 for r in rs if r['difficulty'] == d)}" for d in levels)
-        first = str(sum(1 for r in rs if r.get("first_try"))) if a != "keel" else "-"
-        false = str(sum(1 for r in rs if r.get("false_done"))) if a == "keel" else "-"
+        first = str(sum(1 for r in rs if r.get("first_try"))) if a not in CANDIDATES else "-"
+        false = str(sum(1 for r in rs if r.get("false_done"))) if a in CANDIDATES else "-"
         median = statistics.median(r["wall_s"] for r in ok) if ok else "-"
         share = f"{len(ok) / len(rs):.1%}" if rs else "-"
         lines.append(f"| {a} | {len(ok)}/{len(rs)} | {share} | {first} | {false} | {median} | {per} |")
@@ -321,7 +324,21 @@ def report(rows: list[dict[str, Any]]) -> str:
             ratio = (f"{solved['keel'] / solved[peer]:.2f}x" if solved[peer] else
                      "no ratio: the peer solved none" if solved["keel"] else "no ratio: neither solved any")
             lines.append(f"keel / {peer}: {ratio} (target: at least 1.5x)")
+    lines += extra_solved({a: [by[a][e] for e in sorted(common)] for a in agents if a in CANDIDATES})
     return "\n".join(lines)
+
+
+def extra_solved(arms: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Each candidates arm against the one with fewer candidates below it: the exercises it solved more,
+    and the wall time (summed over the same exercises) each extra one cost."""
+    lines, ordered = [], sorted(arms, key=CANDIDATES.__getitem__)
+    for low, high in zip(ordered, ordered[1:], strict=False):
+        gained = sum(r["solved"] for r in arms[high]) - sum(r["solved"] for r in arms[low])
+        spent = sum(r["wall_s"] for r in arms[high]) - sum(r["wall_s"] for r in arms[low])
+        per = f"{spent / gained:.0f} s per extra solved exercise" if gained > 0 else "no extra exercise solved"
+        lines.append(f"candidates {CANDIDATES[low]} -> {CANDIDATES[high]}: {gained:+d} solved, "
+                     f"{spent:+.0f} s of wall time: {per}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
