@@ -257,3 +257,22 @@ def test_the_case_match_is_judged_by_the_jail_like_any_path(tree: Path) -> None:
     assert "outside the workspace" in refused(ws, "escape/secret.txt")
     with open(tree.parent / "outside" / "secret.txt") as fh:   # the control: the link does lead out
         assert fh.read() == "top secret\n"
+
+
+# -- a pytest test id copied from a failure (issue 36: the 1.5B read test_money.py::test_thousands_separator,
+# was told "File not found", and claimed) -----------------------------------------------------------------
+def test_a_pytest_test_id_reads_its_file_and_is_judged_like_any_path(tree: Path) -> None:
+    from keel.tools.base import ToolContext
+    from keel.tools.files import READ_FILE
+
+    ws = tree.resolve()
+    (ws / "test_money.py").write_text("def test_cents():\n    assert True\n")
+    ctx = ToolContext(workspace=ws)
+    read = READ_FILE.execute(READ_FILE.spec.args(path="test_money.py::test_cents"), ctx)
+    assert read.ok and read.output.startswith("(test_money.py::test_cents is a pytest test id; its file:)")
+    assert "def test_cents():" in read.output
+    missing = READ_FILE.execute(READ_FILE.spec.args(path="test_other.py::test_cents"), ctx)
+    assert not missing.ok and "File not found: test_other.py::test_cents" in missing.output
+    (ws / "Escape").symlink_to(tree.parent / "outside")
+    out = READ_FILE.execute(READ_FILE.spec.args(path="escape/secret.txt::x"), ctx)
+    assert not out.ok and "top secret" not in out.output   # the file part goes through the jail too
