@@ -132,6 +132,11 @@ def test_unrelated_changes(name, task, paths, expected):
     ("the tests are outdated after the rename; bring the code and tests in line", True),
     ("write a failing test first, then fix the bug", True),
     ("update the failing test to the new message", True),
+    # measured on the 1.5B (js-write-tests): "node:test" was no word, so the test file the task asks
+    # for was protected, its candidates discarded and the change sent to duration.js
+    ("Please write node:test tests for humanDuration() in test/duration.test.js", True),
+    ("add pytest.mark.slow tests for the loader", True),
+    ("write this: tests are not to change", False),
     ("make the failing test pass", False),
     ("fix test_app.py", False),
     ("fix the failing test", False),

@@ -108,9 +108,10 @@ _TEST_NOUN = r"(?:unit[- ])?(?:tests?|test[- ]?cases?|test[- ]suites?|specs?|tes
 _CLAUSE_END = r"(?:and|then|so|to|that|which|but|until|when|while|if)\b"     # "add X and test it"
 _SYMPTOM = r"(?:failing|failed|broken|erroring|red)\b"
 _TEST_FILE = r"`?(?:[\w.-]+/)*(?:test_\w+\.py|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"
+_IN_BETWEEN = r"[\w'-]+(?:[:.][\w'-]+)*\s+"   # a word, "node:test" and "pytest.mark" too (not "this: ")
 _ALLOWS = re.compile(
-    rf"\b{_EDIT_VERB}\s+(?:(?!{_CLAUSE_END})[\w'-]+\s+){{0,3}}{_TEST_NOUN}"
-    rf"|\b{_FIX_VERB}\s+(?:(?!{_CLAUSE_END}|{_SYMPTOM})[\w'-]+\s+){{0,3}}{_TEST_NOUN}"
+    rf"\b{_EDIT_VERB}\s+(?:(?!{_CLAUSE_END}){_IN_BETWEEN}){{0,3}}{_TEST_NOUN}"
+    rf"|\b{_FIX_VERB}\s+(?:(?!{_CLAUSE_END}|{_SYMPTOM}){_IN_BETWEEN}){{0,3}}{_TEST_NOUN}"
     rf"|\b{_EDIT_VERB}\s+(?:the\s+)?(?:file\s+)?{_TEST_FILE}"
     r"|\btests?\b[^.]{0,40}?\b(?:is|are)\s+(?:wrong|incorrect|outdated|out of date|stale|buggy|obsolete)",
     re.IGNORECASE)
