@@ -407,12 +407,13 @@ class Agent:
         v = self.config.verify
         if v.mode == "off":
             return None
+        from keel.context.output import CHECKS_DIR
         from keel.verify.detect import build_plan
         from keel.verify.detect.python import make_module_probe
         from keel.verify.verifier import Verifier
 
         pinned = [(c.category, c.command) for c in v.plan] if v.plan is not None else None
-        artifacts = self.log_path.with_suffix("") / "checks" if self.log_path else None
+        artifacts = self.log_path.with_suffix("") / CHECKS_DIR if self.log_path else None   # saved_output reads them
         probe = make_module_probe(self.ctx.sandbox)     # interpreter probes run in the session's sandbox
         return Verifier(lambda: build_plan(self.workspace, task, accept=v.accept, pinned=pinned, enabled=v.enabled(),
                                            has_module=probe),

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from keel.context.output import OUTPUTS_DIR, VERBATIM_MAX_BYTES, OutputSpill
+from keel.context.output import CHECKS_DIR, OUTPUTS_DIR, VERBATIM_MAX_BYTES, OutputSpill
 from keel.engine.types import ToolCall
 from keel.policy.approval import Approver
 from keel.policy.rules import RuleSet
@@ -161,6 +161,32 @@ def test_read_file_pages_through_a_saved_output_but_nothing_else_outside(tmp_pat
     (session / OUTPUTS_DIR / "escape.log").symlink_to(session / "secret.log")
     assert "not for the model" not in read(str(session / OUTPUTS_DIR / "escape.log"))
     assert "not for the model" not in read(os.path.relpath(session / "secret.log", ws))
+
+
+def test_read_file_reads_the_gates_saved_check_output_by_the_path_its_pushback_gave_or_named_short(
+        tmp_path: Path) -> None:
+    """The pushback says "full output: <session>/checks/002-test-….log"; the 1.5B read it as
+    "session/checks/002-test-….log" and was told "File not found" (py-config-default)."""
+    ws, session = ws_dir(tmp_path), tmp_path / "sess"
+    (session / CHECKS_DIR).mkdir(parents=True)
+    log = session / CHECKS_DIR / "002-test-python3-m-pytest-q.log"
+    log.write_text("FAILED test_settings.py::test_timeout_is_read\n")
+    ctx = context(ws, session)
+    registry = ToolRegistry(default_tools())
+
+    def read(path: str) -> str:
+        return registry.execute(ToolCall("r", "read_file", json.dumps({"path": path})), ctx).output
+
+    assert "test_timeout_is_read" in read(str(log))
+    assert "test_timeout_is_read" in read("session/checks/002-test-python3-m-pytest-q.log")
+    assert "File not found" in read("session/checks/003-none.log")
+    (session / "secret.log").write_text("not for the model")
+    (session / CHECKS_DIR / "escape.log").symlink_to(session / "secret.log")
+    assert "not for the model" not in read("sess/checks/escape.log")
+    assert "not for the model" not in read("checks/../secret.log")
+    (ws / "checks").mkdir()
+    (ws / "checks" / "002-test-python3-m-pytest-q.log").write_text("the project's own log\n")
+    assert "the project's own log" in read("checks/002-test-python3-m-pytest-q.log")   # the workspace's first
 
 
 def test_without_a_session_directory_output_is_only_capped(tmp_path: Path) -> None:

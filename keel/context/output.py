@@ -39,7 +39,8 @@ TAIL_LINES = 6
 HEAD_LINES = 8
 OK_TAIL_LINES = 10
 NOTABLE_MAX = 10
-OUTPUTS_DIR = "outputs"
+OUTPUTS_DIR = "outputs"   # in the session dir: run_shell's saved outputs
+CHECKS_DIR = "checks"     # ... and the gate's saved check outputs (a pushback names them)
 
 _NOTABLE = re.compile(r"\b(?:errors?|warn(?:ing)?s?|fail(?:ed|ures?)?|exception|traceback|fatal|panic|"
                       r"deprecat\w*)\b", re.IGNORECASE)
@@ -223,15 +224,23 @@ def present(spill: OutputSpill, facts: OutputFacts, capped_output: str, capped: 
     return reduced_view(facts, str(saved)), saved
 
 
-def saved_output(session_dir: Path | None, path: str) -> Path | None:
-    """The real path of a saved output ``path`` names, or None when it names anything else.
+def saved_output(session_dir: Path | None, path: str, *, by_name: bool = False) -> Path | None:
+    """The real path of a saved output ``path`` names, or None when it names anything else: a command's
+    output (run_shell) or a check's (the gate's pushback names it). ``by_name``: a relative path that ends
+    in the folder and name of one counts too (the 1.5B read "session/checks/002-test-….log" for the
+    absolute path its pushback gave, and was told "File not found").
 
     read_file reads these outside the workspace jail: keel wrote them from a command the policy had
     already allowed, and they hold nothing the command's own result did not show."""
     if session_dir is None or not path.endswith(".log"):
         return None
-    outputs = os.path.realpath(session_dir / OUTPUTS_DIR)
+    folders = [os.path.realpath(session_dir / name) for name in (OUTPUTS_DIR, CHECKS_DIR)]
+    if by_name and not os.path.isabs(path):
+        parts = path.replace("\\", "/").split("/")
+        if len(parts) < 2 or parts[-2] not in (OUTPUTS_DIR, CHECKS_DIR) or parts[-1] in ("", ".", ".."):
+            return None
+        path = os.path.join(session_dir, parts[-2], parts[-1])
     real = os.path.realpath(path)
-    if os.path.dirname(real) != outputs or not os.path.isfile(real):
+    if os.path.dirname(real) not in folders or not os.path.isfile(real):
         return None
     return Path(real)

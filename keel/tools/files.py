@@ -223,12 +223,16 @@ def _decode(data: bytes) -> tuple[str, list[str]]:
 
 
 def _read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
-    """read_file; a missing pytest test id (test_money.py::test_cents, copied from a failure) reads its
-    file. Measured on the 1.5B (py-price-format): "File not found: test_money.py::test_thousands_separator",
-    then a claim."""
+    """read_file; a missing path that is a saved output named short (checks/002-test-….log) reads it, and
+    a missing pytest test id (test_money.py::test_cents, copied from a failure) reads its file. Measured on
+    the 1.5B (py-price-format): "File not found: test_money.py::test_thousands_separator", then a claim."""
     result = _read_one(args, ctx)
+    if result.ok or not result.output.startswith("File not found"):
+        return result
+    if (saved := saved_output(ctx.session_dir, args.path, by_name=True)) is not None:
+        return _read_one(args.model_copy(update={"path": str(saved)}), ctx)   # a saved output, named short
     file, _, test = args.path.partition("::")
-    if result.ok or not (file and test) or not result.output.startswith("File not found"):
+    if not (file and test):
         return result
     whole = _read_one(args.model_copy(update={"path": file}), ctx)
     return replace(whole, output=f"({args.path} is a pytest test id; its file:)\n{whole.output}") if whole.ok else result
