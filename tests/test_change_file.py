@@ -301,3 +301,14 @@ def test_a_saved_output_is_read_from_its_end_with_the_same_result_as_the_whole_f
     assert failing_output(failed, saved_tail) == whole
     assert whole.endswith("1 failed") and len(whole) <= MAX_FAILURE_CHARS
     assert saved_tail(str(tmp_path / "missing.log")) is None
+
+
+def test_the_request_frame_the_editor_copied_into_its_file_is_dropped() -> None:
+    """Measured on the 1.5B (py-discount-cent): a candidate began with "=== checkout.py ===" (the request's
+    own frame line) and was refused as not parsing."""
+    from keel.drive.rewrite import unframed
+
+    body = "def total(lines):\n    return 0\n"
+    assert unframed(f"=== checkout.py ===\n{body}=== end ===\n", "checkout.py") == body
+    assert unframed(body, "checkout.py") == body and unframed(None, "checkout.py") is None
+    assert unframed(f"=== other.py ===\n{body}", "checkout.py") == f"=== other.py ===\n{body}"   # not its frame

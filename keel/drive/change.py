@@ -42,6 +42,7 @@ from keel.drive.rewrite import (
     restore_dropped,
     restore_dropped_js,
     rewrite_problem,
+    unframed,
 )
 from keel.drive.spread import Spread, rename_asked
 from keel.engine.types import Usage
@@ -338,7 +339,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
             run.bus.emit("change_request", step=run.step, path=shown, with_note=note is not None,
                          latency_s=round(time.monotonic() - started, 3), finish_reason=turn.finish_reason,
                          usage=turn.usage.to_json(), reply=turn.content)   # whole: keel replay serves it
-            new, restored = extract_file(turn.content), list[str]()
+            new, restored = unframed(extract_file(turn.content), shown), list[str]()
             if new is not None and current is not None and shown.endswith(".py"):
                 new, restored = restore_dropped(current, new, note or "")
             elif new is not None and current is not None and "editor_checks" in assists and \
@@ -418,8 +419,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
 
     spec = ToolSpec("change_file",
                     "Change a file by saying what must change: keel rewrites the whole file with your change, "
-                    "saves it and runs the project's checks.",
-                    ChangeArgs, WRITE_FILE.spec.annotations)
+                    "saves it and runs the project's checks.", ChangeArgs, WRITE_FILE.spec.annotations)
     return Tool(spec, execute)
 
 
