@@ -325,3 +325,16 @@ def test_a_rewrite_the_half_up_probe_refuses_is_not_kept_when_a_candidate_passes
     assert "candidate 1 passes the project's checks and is what was written" in reply
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["n"], e["kept"]) for e in of(events, "candidate")] == [(1, True)]
+
+
+def test_each_search_of_a_file_draws_fresh_samples_also_for_a_new_note(shop: Path):
+    """A search's candidates are asked without the note, from the file as the run found it: a new note's
+    search drew the last one's samples again (the 1.5B's checkout.py, seeds 1235 and 1236, three times)."""
+    other = {"tool_calls": [call("change_file", path="shipping.py", change="fix the price")]}
+    result, requests, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR), editor(NEAR),
+                                               other, editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR),
+                                               editor(FIXED)])
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
+    seeds = [(e["step"], e["seed"]) for e in of(events, "candidate")]
+    first, second = {s for step, s in seeds if step == 1}, {s for step, s in seeds if step == 2}
+    assert len(first) == 2 and len(second) == 2 and not first & second, seeds

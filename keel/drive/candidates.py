@@ -41,18 +41,19 @@ class Rewrite(Protocol):
     def problem(self) -> str: ...       # why there is none
 
 
-Ask = Callable[[int], tuple[Rewrite, list[str]]]   # variant n -> the reply and the definitions put back
+Ask = Callable[[int], tuple[Rewrite, list[str]]]   # variant -> the reply and the definitions put back
 
 
 @dataclass(frozen=True)
 class Candidate:
-    n: int                        # 1-based: the variant it was sampled with
+    n: int                        # 1-based: its place in the search
     text: str | None              # None: no usable rewrite came back (``why``)
     failing: int | None = None    # the checks' failure score on the scratch copy; None: not tried
     diff: int = 0                 # lines added or removed against the file before the call
     protected: bool = False       # it rewrites a protected test the task does not ask to change
     why: str = ""
     restored: tuple[str, ...] = ()
+    variant: int = 0              # the variant it was sampled with (keel.engine.types.variant_sampling)
 
 
 # -- pure core ---------------------------------------------------------------------------------------
@@ -100,6 +101,7 @@ class Rounds:
 
     seen: dict[tuple[str, str], int] = field(default_factory=dict)
     last: tuple[str, str] | None = None   # the change the last round was of (a redirect's, when redirected)
+    searches: dict[str, int] = field(default_factory=dict)   # candidate searches per file
 
     def start(self, path: str, note: str) -> int:
         """This call's round (0: the first time this change is asked)."""
@@ -111,6 +113,15 @@ class Rounds:
     def more(self) -> bool:
         """Whether sending the last change again may start one more round."""
         return self.last is not None and self.seen.get(self.last, 0) <= AGAIN
+
+    def searched(self, path: str, round_: int) -> int:
+        """The block of variants a candidate search of ``path`` in round ``round_`` samples with: the round's,
+        or past every earlier search of that file. Its candidates are asked without the note, from the file
+        as the run found it, so a new note's search would draw the last one's samples again (measured on the
+        1.5B, py-discount-cent: the same two checkout.py candidates, seeds 1235 and 1236, at steps 2, 3 and 5)."""
+        block = max(round_, self.searches.get(path, 0))
+        self.searches[path] = block + 1
+        return block
 
     @staticmethod
     def variant(round_: int, n: int, width: int) -> int:
@@ -159,11 +170,12 @@ class Search:
 
 
 def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | None, *, protected: bool,
-           limit: int, before: int, spent: Usage, unit: tuple[int, float]) -> Search:
+           limit: int, before: int, spent: Usage, unit: tuple[int, float], block: tuple[int, int] = (0, 0)) -> Search:
     """Ask for candidates one at a time and try each on a scratch copy (``checks.trials()``, the
     project's checks: keel.verify.verifier.Verifier) until ``stop_reason`` says stop. ``before``: the
     failure score to beat (the best rewrite so far); ``spent``: this call's usage, which each request
-    adds to; ``unit``: tokens and seconds one request has cost so far, the first estimate of one more."""
+    adds to; ``unit``: tokens and seconds one request has cost so far, the first estimate of one more;
+    ``block``: the block of variants (Rounds.searched) and its width."""
     run = ctx.run
     assert run is not None
     engine, found = run.engine, Search(before=before)
@@ -171,16 +183,17 @@ def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | No
     with checks.trials() as trial:
         while (stopped := stop_reason(found.tried, limit, _left(run.budget_left(), spent), tokens, seconds)) is None:
             n, started, used = len(found.tried) + 1, time.monotonic(), spent.total
-            reply, restored = ask(n)
+            variant = Rounds.variant(block[0], n, block[1]) if block[1] else n
+            reply, restored = ask(variant)
             text, why = reply.text, reply.problem
             if protected:   # never tried: a pass would be the test's, not the code's
-                candidate = Candidate(n, text, protected=True, why="rewrites a protected test")
+                candidate = Candidate(n, text, protected=True, why="rewrites a protected test", variant=variant)
             elif text is None:
-                candidate = Candidate(n, None, why=why)
+                candidate = Candidate(n, None, why=why, variant=variant)
             else:
                 failing = failure_score(trial(path, text))
                 candidate = Candidate(n, text, failing, diff_size(current, text), restored=tuple(restored),
-                                      why="" if failing == 0 else f"{failing} failing")
+                                      why="" if failing == 0 else f"{failing} failing", variant=variant)
             found.tried.append(candidate)
             took, cost = time.monotonic() - started, spent.total - used
             found.tokens, found.seconds = found.tokens + cost, found.seconds + took
@@ -202,7 +215,8 @@ def _emit(run: Any, engine: Any, path: str, c: Candidate, before: int, kept: boo
           seconds: float) -> None:
     temperature, seed = getattr(engine, "temperature", None), getattr(engine, "seed", None)
     if isinstance(temperature, (int, float)):
-        temperature, seed = variant_sampling(float(temperature), seed if isinstance(seed, int) else None, c.n)
+        temperature, seed = variant_sampling(float(temperature), seed if isinstance(seed, int) else None,
+                                             c.variant or c.n)
     run.bus.emit("candidate", step=run.step, path=path, n=c.n, temperature=temperature, seed=seed,
                  failing_before=before, failing=c.failing, diff_lines=c.diff if c.failing is not None else None,
                  kept=kept, why=c.why[:300], tokens=tokens, seconds=round(seconds, 3))

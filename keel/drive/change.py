@@ -326,12 +326,12 @@ def make_change_tool(candidates: int = 2) -> Tool:
         spent, began = Usage(), time.monotonic()
         assist_acted(ctx, "whole_file_editor", shown)
         round_ = rounds.start(shown, args.change) if "again" in assists else 0
+        lead = Rounds.variant(round_, 0, candidates + 2)   # the note's and the task's requests: greedy in round 0
 
         def ask(note: str | None, refused: str = "", variant: int = 0, base: str | None = None) -> tuple[Reply, list[str]]:
             started = time.monotonic()
             messages = change_request(task, note, shown, base or current, related, failures, refused)
             # a cap or variant of its own only when set: an engine without the keywords still serves
-            variant = Rounds.variant(round_, variant, candidates + 2)
             sampled: dict[str, Any] = {"variant": variant} if variant else {}
             turn = engine.complete(messages, [], max_tokens=cap, **sampled) if cap != base else \
                 engine.complete(messages, [], **sampled)
@@ -360,7 +360,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
         spread = Spread(ctx, request, args.change, shown, current, checks)
         if "rename_spread" not in assists:
             spread.candidates = []
-        first, restored = ask(args.change)
+        first, restored = ask(args.change, "", lead)
         tried: list[tuple[str, list[str], ToolResult, tuple[CheckOutcome, ...], bool]] = []   # ..., with the note
         if first.text is not None:
             spread.after(written := write(first.text), first.text)
@@ -375,7 +375,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
             return ToolResult.error(first.problem, usage=spent)
         # the task and the failing checks alone; told why a rewrite was refused, when it was
         refused = first.problem if first.checked else ""
-        second, restored_second = ask(None, refused)
+        second, restored_second = ask(None, refused, lead)
         if second.text is not None and all(second.text != t[0] for t in tried):
             spread.after(written := write(second.text), second.text)
             if checks is None:   # the first rewrite was refused by a check, and there is nothing to run
@@ -387,8 +387,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
         best = min((failure_score(t[3]) for t in tried), default=failure_score(known) if known and ours else 0)
         found = Search()
         if checks is not None and "candidates" in assists and best:
-            # that request, sampled differently, from the file as the run found it, each tried on a copy (Search)
-            found = search(ctx, lambda n: ask(None, refused, n, held), checks, shown, current, limit=candidates,
+            found = search(ctx, lambda v: ask(None, refused, v, held), checks, shown, current, limit=candidates,
+                           block=(rounds.searched(shown, round_), candidates + 2),   # sampled anew, from `held`
                            protected=(is_test_file(shown) or shown in checks.protected)
                            and not request.allows_test_changes, before=best, spent=spent,
                            unit=(spent.total // 2, (time.monotonic() - began) / 2))
