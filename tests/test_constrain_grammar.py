@@ -180,3 +180,14 @@ def test_notes_are_bounded_in_gbnf_not_spelled_out_by_the_converter() -> None:
     assert undefined_rules(g) == set()
     assert undefined_rules(GRAMMAR) == set()   # remember's learning is a note too
     assert "keel-note-char{1,500}" in GRAMMAR
+
+
+def test_a_note_may_hold_a_quote_that_cannot_end_it() -> None:
+    """Measured on the 1.5B: notes quoting code unescaped were cut at the first quote (4 runs of 40)."""
+    g = slim_grammar()
+    note = 'Replace format_price(cents, currency="USD") with "$1,234.50"'
+    assert accepts(g, raw("change_file", '{"path": "m.py", "change": "' + note + '"}'))
+    assert accepts(g, raw("finish", '{"summary": "' + note + '"}'))
+    # a quote followed by "," or "}" still ends it: what follows must be the object's own
+    assert not accepts(g, raw("finish", '{"summary": "a", b"}'))
+    assert not accepts(g, raw("change_file", '{"path": "m.py", "change": "x"}y"}'))

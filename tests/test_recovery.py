@@ -68,9 +68,12 @@ CASES = [
     ("hermes_malformed_trailing_comma_raw",
      '<tool_call>{"name": "read_file", "arguments": {"path": "a.py",}}</tool_call>',
      [("read_file", '{"path": "a.py",}')], "hermes", ""),
-    ("hermes_malformed_unescaped_quote_raw",
+    ("hermes_unescaped_quotes_read_whole",   # keel.engine.recovery_json.requote
      '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.py", "content": "x = "1""}}\n</tool_call>',
-     [("write_file", '{"path": "a.py", "content": "x = "1""}')], "hermes", ""),
+     [("write_file", {"path": "a.py", "content": 'x = "1"'})], "hermes", ""),
+    ("hermes_malformed_unescaped_quote_raw",   # a quote that looks like an end, and the rest is no JSON
+     '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.py", "content": "f("a", "b")"}}\n</tool_call>',
+     [("write_file", '{"path": "a.py", "content": "f("a", "b")"}')], "hermes", ""),
     ("hermes_fenced_inside_tag",
      '<tool_call>\n```json\n{"name": "read_file", "arguments": {"path": "a.py"}}\n```\n</tool_call>',
      [("read_file", {"path": "a.py"})], "hermes", ""),
@@ -372,3 +375,46 @@ def test_a_call_after_grammar_prose_is_a_call_only_under_the_grammar() -> None:
     assert recover_text_tool_calls(reply, {"read_file"})[1] == []
     quoted = 'Call <b>this</b> like {"name": "read_file", "arguments": {"path": "x"}}'
     assert recover_text_tool_calls(quoted, {"read_file"}, after_prose=True)[1] == []
+
+
+# -- a note that quotes code unescaped (the grammar lets a note hold a quote that cannot end it) ----------
+NOTE = 'Replace format_price(cents, currency="USD") with "$1,234.50" formatting'
+
+
+@pytest.mark.parametrize("content", [
+    '```json\n{"name": "finish", "arguments": {"summary": "' + NOTE + '"}}\n```',
+    '{"name": "finish", "arguments": {"summary": "' + NOTE + '"}}',
+    '<tool_call>\n{"name": "finish", "arguments": {"summary": "' + NOTE + '"}}\n</tool_call>',
+])
+def test_a_note_quoting_code_unescaped_is_read_whole(content: str) -> None:
+    """Measured on the 1.5B: "Replace the line starting with 'def format_price(cents, currency=" was all that
+    was left of its change notes, cut at the first unescaped quote."""
+    _, calls, _ = _calls(content)
+    assert calls == [("finish", {"summary": NOTE})]
+
+
+@pytest.mark.parametrize(("text", "fixed"), [
+    ('{"a": "x"}', None),                                             # nothing to escape
+    ('{"a": "say "hi" now"}', '{"a": "say \\"hi\\" now"}'),
+    ('{"a": "f("x")", "b": 1}', '{"a": "f(\\"x\\")", "b": 1}'),       # a quote before ")" is inside
+    ('{"a": ["p", "q"], "b": "it"s"}', '{"a": ["p", "q"], "b": "it\\"s"}'),   # array items end at , and ]
+    ('{"a": "esc \\" kept "x""}', '{"a": "esc \\" kept \\"x\\""}'),   # an escaped quote stays as it is
+    ('{"a": "end" }', None),
+])
+def test_requote_escapes_only_the_quotes_that_cannot_end_a_string(text: str, fixed: str | None) -> None:
+    from keel.engine.recovery_json import requote
+
+    assert requote(text) == fixed
+    if fixed is not None:
+        json.loads(fixed)
+
+
+def test_requote_is_linear_on_hostile_text() -> None:
+    import time
+
+    from keel.engine.recovery_json import requote
+
+    started = time.perf_counter()
+    requote('{"a": "' + '" ' * 200_000 + '"}')
+    requote('{"a": "' + '"' + ' ' * 400_000 + 'x"}')
+    assert time.perf_counter() - started < 5
