@@ -215,8 +215,7 @@ def _emit(run: Any, engine: Any, path: str, c: Candidate, before: int, kept: boo
           seconds: float) -> None:
     temperature, seed = getattr(engine, "temperature", None), getattr(engine, "seed", None)
     if isinstance(temperature, (int, float)):
-        temperature, seed = variant_sampling(float(temperature), seed if isinstance(seed, int) else None,
-                                             c.variant or c.n)
+        temperature, seed = variant_sampling(float(temperature), seed if isinstance(seed, int) else None, c.variant)
     run.bus.emit("candidate", step=run.step, path=path, n=c.n, temperature=temperature, seed=seed,
                  failing_before=before, failing=c.failing, diff_lines=c.diff if c.failing is not None else None,
                  kept=kept, why=c.why[:300], tokens=tokens, seconds=round(seconds, 3))

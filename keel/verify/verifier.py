@@ -48,7 +48,7 @@ from keel.verify.selfcheck import (
     tampered_tests,
     unrelated_changes,
 )
-from keel.verify.snapshot import Snapshot, diff_snapshots, take_snapshot
+from keel.verify.snapshot import FileChange, Snapshot, diff_snapshots, take_snapshot
 
 # Dependency folders a scratch copy links to instead of copying (big, and not what the agent edits).
 CHECK_OUTPUT_CAP = 2_000_000     # the saved log keeps this much; the model sees only the summary
@@ -148,7 +148,7 @@ class Verifier:
             # Nothing changed yet: this run is the baseline, no need to run the checks twice.
             self.baseline = Baseline.from_results(snap.digest, tuple(r for r in results
                                                                      if r.check.category != "acceptance"))
-        changed = self._changed(snap)
+        changed = self._changed(snap, changes)
         contract = promises(self.request, changed) if {"contract_review", "spec_probes"} & self.assists.on else ()
         if "spec_probes" in self.assists and (probes := contract_checks(contract, changed)):
             # a probe the policy would not run is no evidence either way: it neither passes nor blocks
@@ -297,9 +297,10 @@ class Verifier:
 
             yield trial
 
-    def _changed(self, snap: Snapshot) -> dict[str, str]:
-        """The source files the run changed (path -> text now): what the contract is read from."""
-        return {c.path: text for c in diff_snapshots(self.start, snap)
+    def _changed(self, snap: Snapshot, changes: list[FileChange] | None = None) -> dict[str, str]:
+        """The source files the run changed (path -> text now): what the contract is read from.
+        ``changes``: the diff from the start to ``snap``, when the caller has it already."""
+        return {c.path: text for c in (changes if changes is not None else diff_snapshots(self.start, snap))
                 if c.status != "deleted" and not is_test_file(c.path) and (text := snap.text(c.path)) is not None}
 
     def _probes(self, changed: dict[str, str]) -> list[PlannedCheck]:
