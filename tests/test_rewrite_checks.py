@@ -14,6 +14,7 @@ from keel.config import Config
 from keel.context.preload import FileText
 from keel.drive.change import judge
 from keel.drive.rewrite import is_stub, keeps_definitions, reply_need, restore_dropped_js, rewrite_problem
+from keel.drive.unbound import newly_unbound, unbound_names
 from keel.testing import ScriptedEngineServer
 
 EVALS = Path(__file__).resolve().parent.parent / "evals"
@@ -94,6 +95,39 @@ def test_the_reply_a_stub_needs_is_longer_than_the_stub():
     assert reply_need("shipping.py", BROKEN) < 2 * len(BROKEN) / 3.5 + 40
 
 
+UNBOUND = [
+    # (source, what it reads unbound): None where keel cannot tell
+    ("def render(text, today=TODAY):\n    return text\n", {"TODAY"}),                  # py-todo-due, measured
+    ("import datetime\ndef render(text, today=None):\n    return today or datetime.date.today()\n", set()),
+    ("def f():\n    return helper()\ndef helper():\n    return 1\n", set()),            # defined later: fine
+    ("class C:\n    a = 1\n    def m(self):\n        return a\n", {"a"}),             # class names are not global
+    ("def f():\n    global G\n    G = 1\nprint(G, __file__, len([]))\n", set()),
+    ("xs = [y for y in range(3) if y > limit]\n", {"limit"}),
+    ("try:\n    import ujson as json\nexcept ImportError:\n    json = None\n", set()),
+    ("from os.path import *\nprint(join)\n", None),                                   # a star import binds anything
+    ("globals()['X'] = 1\nprint(X)\n", None),
+    ("def f(:\n", None),                                                               # does not compile
+]
+
+
+@pytest.mark.parametrize(("source", "unbound"), UNBOUND)
+def test_the_names_a_module_reads_but_never_binds(source: str, unbound: set[str] | None):
+    assert unbound_names(source) == unbound
+
+
+def test_a_rewrite_that_reads_a_name_nothing_binds_is_refused_unless_the_file_already_did():
+    """Measured (py-todo-due): ``today=TODAY`` copied from the test file made render.py fail at import."""
+    old = "def render(text):\n    return text\n"
+    problem = rewrite_problem("render.py", old, "def render(text, today=TODAY):\n    return text\n", "add today", [])
+    assert problem is not None and "uses TODAY, which render.py never defines or imports" in problem
+    assert "NameError" in problem
+    legacy = "def render(text):\n    return text + SUFFIX\n"   # already unbound before: not the rewrite's doing
+    assert rewrite_problem("render.py", legacy, legacy.replace("text +", "text.strip() +"), "", []) is None
+    assert newly_unbound(None, "print(missing)\n") == ["missing"]
+    assert rewrite_problem("notes.py", None, "TODO\n", "", []) is None   # a new file may be a fragment
+    assert rewrite_problem("render.js", "", "render(TODAY);\n", "", []) is None   # Python only
+
+
 # ---- through a run: real HTTP to the scripted engine ---------------------------------------------
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
@@ -140,6 +174,19 @@ def test_without_the_check_the_copy_lands(shop: Path):
                      {"content": fenced(TESTS)}, {"content": fenced(TESTS)}],
               "A cart of exactly $50 is charged shipping; fix it.", editor_checks=False)
     assert "def test_at_threshold" in (shop / "shipping.py").read_text()
+
+
+def test_a_rewrite_reading_a_name_it_never_binds_is_not_written_and_the_editor_hears_which(shop: Path):
+    """py-todo-due's shape: the editor copies the test's constant into a default argument."""
+    unbound = FIXED.replace("threshold=5000", "threshold=THRESHOLD")
+    result, requests = run_small(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="a cart of exactly the threshold ships free")]},
+        {"content": fenced(unbound)},
+        {"content": fenced(FIXED)}],
+        "A cart of exactly $50 is charged shipping; fix it.")
+    again = requests[2]["messages"][1]["content"]
+    assert "uses THRESHOLD, which shipping.py never defines or imports" in again
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"   # type: ignore[attr-defined]
 
 
 def test_the_editor_may_write_a_stub_longer_than_one_usual_reply(tmp_path: Path):

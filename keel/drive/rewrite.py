@@ -25,6 +25,7 @@ from pathlib import PurePosixPath
 
 from keel.context.outline import Outline, language_of, outline
 from keel.context.preload import CHARS_PER_TOKEN, FileText
+from keel.drive.unbound import newly_unbound
 from keel.verify.selfcheck import is_test_file
 
 STUB_GROWTH = 3.0          # an implemented stub is up to this many times its placeholder file
@@ -110,6 +111,11 @@ def rewrite_problem(path: str, current: str | None, new: str, note: str, tests: 
                 f"{path} defines these names itself; it must not import them from itself.")
     if current is None:
         return None
+    # an existing file only: a new .py file may be a fragment or a template, not a module run as is
+    if language_of(path) == "python" and (missing := newly_unbound(current, new)):
+        names = ", ".join(missing[:3])
+        return (f"The rewrite of {path} uses {names}, which {path} never defines or imports, so nothing was "
+                f"written: it would fail with NameError. Define or import {names} in {path}, or do without.")
     if language_of(path) == "javascript" and (gone := dropped_definitions(path, current, new, note)):
         return (f"The rewrite of {path} dropped {', '.join(gone)}, which the change did not ask to remove, so "
                 "nothing was written. The whole file comes back with the change; name a function in the "

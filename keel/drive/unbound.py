@@ -1,0 +1,57 @@
+"""The names a Python module reads but never binds: each is a NameError when its line runs.
+
+Why, from the 1.5B model's medium runs (issue 36, py-todo-due): the editor rewrote render.py with
+``def render(text, today=TODAY)``, a constant of the test file that render.py never defines. The
+module then failed at import, every test with it, and pytest's single collection error scored the
+same as the one test that failed before; the rewrite was written and the next four rounds started
+from a file that could not be imported. change_file refuses such a rewrite before it lands
+(keel.drive.rewrite.rewrite_problem) and names the missing name to the editor.
+
+Pure: the standard library's ``symtable`` resolves scopes as the compiler does (class bodies,
+comprehensions, ``global``), so no hand-written scope rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import symtable
+
+_KNOWN = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__",
+                                     "__path__", "__builtins__", "__annotations__", "__cached__", "__dict__"}
+
+
+def unbound_names(source: str) -> set[str] | None:
+    """The global names ``source`` reads that nothing in it binds (assignment, def, class, import,
+    ``global`` in a function) and that are not builtins. None when keel cannot tell: the source does
+    not compile, or a star import or a write to ``globals()`` may bind anything."""
+    try:
+        tree = ast.parse(source)
+        top = symtable.symtable(source, "<rewrite>", "exec")
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)) or \
+            any(isinstance(n, ast.Name) and n.id in {"globals", "exec", "vars"} for n in ast.walk(tree)):
+        return None
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read = {s.get_name() for s in top.get_symbols() if s.is_referenced()}
+    stack = list(top.get_children())
+    while stack:
+        table = stack.pop()
+        stack += table.get_children()
+        for s in table.get_symbols():
+            if s.is_declared_global() and s.is_assigned():
+                bound.add(s.get_name())
+            elif s.is_global() and s.is_referenced():
+                read.add(s.get_name())
+    return read - bound - _KNOWN
+
+
+def newly_unbound(current: str | None, new: str) -> list[str]:
+    """The names ``new`` reads without binding that ``current`` did not already read unbound (a name
+    the file already lacked is not the rewrite's doing), sorted; [] when keel cannot tell."""
+    after = unbound_names(new)
+    if not after:
+        return []
+    before = unbound_names(current) if current is not None else set()
+    return sorted(after - (before or set()))
