@@ -17,11 +17,10 @@ from keel.context.secrets import secret_kind
 from keel.context.tokens import TokenCounter
 from keel.core.request import parse_request, words
 from keel.core.state import TaskState
-from keel.drive.change import extract_file
 from keel.drive.move import move_asked, retarget
 from keel.drive.refactor import RefactorError, anchor, follow_names, js_rename, js_specifiers
 from keel.drive.rename import renames_in
-from keel.drive.rewrite import asked_gone
+from keel.drive.rewrite import asked_gone, extract_file
 from keel.engine.runaway import ReplyWatch, repeated_lines, repeating_tail
 from keel.ext.plan import plan_todos
 from keel.loop.decider import is_question

@@ -10,7 +10,8 @@ import pytest
 from keel.agent import Agent
 from keel.config import Config
 from keel.context.preload import FileText
-from keel.drive.change import change_request, extract_file, fits, judge, kept_share, restore_dropped
+from keel.drive.change import change_request, fits, judge, kept_share, restore_dropped
+from keel.drive.rewrite import extract_file
 from keel.loop.limits import Limits
 from keel.testing import ScriptedEngineServer
 from keel.verify.gate import CheckOutcome
@@ -270,6 +271,26 @@ def test_a_rewrite_that_makes_the_checks_fail_worse_than_before_is_undone(shop: 
         {"content": fenced(BROKEN)}], "candidates")   # the task alone: unchanged, nothing to try
     assert (shop / "shipping.py").read_text() == BROKEN
     assert "Nothing was kept" in replies[0] and "(2 failing, 1 before)" in replies[0]
+
+
+def test_a_rewrite_that_stops_the_tests_loading_counts_worse_than_any_failing_test_and_is_undone(shop: Path):
+    """pytest reports a module that fails at import as one error: it scored like one failing test, so a
+    rewrite that broke the import tied with the file it replaced and was written (py-todo-due)."""
+    unloadable = "import nosuchmod_keel_xyz\n" + FIXED
+    replies, _ = run_changes(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="use >=")]},
+        {"content": fenced(unloadable)},
+        {"content": fenced(unloadable)}], "candidates")
+    assert (shop / "shipping.py").read_text() == BROKEN
+    assert "Nothing was kept" in replies[0] and "(a test file that cannot load, 1 failing before)" in replies[0]
+
+
+@pytest.mark.parametrize(("score", "words"), [
+    (0, "0 failing"), (3, "3 failing"), (1000, "a test file that cannot load"),
+    (2001, "2 test files that cannot load and 1 failing")])
+def test_a_failure_score_in_words(score: int, words: str) -> None:
+    from keel.drive.check_text import failing_words
+    assert failing_words(score) == words
 
 
 def test_the_edit_request_gets_the_end_of_each_failing_checks_own_output_or_its_summary():

@@ -172,6 +172,12 @@ def test_real_tool_output(real, name):
     assert "/" + Path(real[name][2]).name + "/" not in summary.text(), "absolute workspace paths are stripped"
 
 
+def test_a_test_file_pytest_could_not_load_is_named_as_unloaded(real):
+    """None of its tests ran: change_file's score weighs it above any count of failing tests."""
+    assert summarize_real(real, "pytest_collect").unloaded == ("coll/test_bad.py",)
+    assert summarize_real(real, "pytest").unloaded == ()
+
+
 def test_real_lint_ids_leave_line_numbers_out(real):
     summary = summarize_real(real, "ruff_concise")
     assert "lint_me.py: F401 `os` imported but unused" in summary.failing_tests

@@ -211,7 +211,7 @@ class CandidateEvent(EventBase):
     n: int                       # 1-based: the variant it was sampled with
     temperature: float | None    # as sampled (None: the engine does not say)
     seed: int | None
-    failing_before: int          # the failure score to beat: the best rewrite before the search
+    failing_before: int          # the failure score to beat (keel.drive.check_text.failure_score): the best rewrite before
     failing: int | None          # its own on the copy; None: not tried (no rewrite, or a protected test)
     diff_lines: int | None
     kept: bool

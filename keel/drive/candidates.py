@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from keel.drive.check_text import failure_score
+from keel.drive.check_text import against, failing_words, failure_score
 from keel.engine.types import Usage, variant_sampling
 from keel.tools.base import BudgetLeft, ToolContext, assist_acted
 
@@ -162,8 +162,8 @@ class Search:
         if (kept := self.kept) is not None:
             return f"{cost}: candidate {kept.n} passes the project's checks and is what was written."
         if (better := self.better) is not None:
-            return (f"{cost}: none passed the checks; candidate {better.n} fails less ({better.failing} failing, "
-                    f"{self.before} before) and is what was written.")
+            return (f"{cost}: none passed the checks; candidate {better.n} fails less "
+                    f"({against(better.failing or 0, self.before)}) and is what was written.")
         why = {"protected": "each would rewrite a protected test", "limit": "the limit of candidates",
                "tokens": "the run's token budget", "time": "the run's time limit"}.get(self.stopped, self.stopped)
         return f"{cost}: none passed the checks (stopped: {why}); none was kept."
@@ -193,7 +193,7 @@ def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | No
             else:
                 failing = failure_score(trial(path, text))
                 candidate = Candidate(n, text, failing, diff_size(current, text), restored=tuple(restored),
-                                      why="" if failing == 0 else f"{failing} failing", variant=variant)
+                                      why="" if failing == 0 else failing_words(failing), variant=variant)
             found.tried.append(candidate)
             took, cost = time.monotonic() - started, spent.total - used
             found.tokens, found.seconds = found.tokens + cost, found.seconds + took

@@ -18,7 +18,6 @@ the project's checks, so the model sees at once whether the change worked.
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import math
 import re
@@ -33,10 +32,17 @@ from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.callee import where_else
 from keel.drive.candidates import Rounds, Search, search
-from keel.drive.check_text import failing_output, failure_score, render_checks_after, saved_tail
+from keel.drive.check_text import (
+    against,
+    failing_output,
+    failure_score,
+    render_checks_after,
+    saved_tail,
+)
 from keel.drive.move import asked_move
 from keel.drive.rewrite import (
     GROWTH,
+    extract_file,
     keeps_definitions,
     reply_need,
     restore_dropped,
@@ -109,47 +115,6 @@ def change_request(task: str, change: str | None, path: str, current: str | None
     hedge = " Fix the cause of the bug, where it is; the change above is only a suggestion." if change else ""
     parts.append(f"Task: {task.strip()}\n{note}Reply with the complete corrected {path} in one code block.{hedge}")
     return [{"role": "system", "content": EDITOR_PROMPT}, {"role": "user", "content": "".join(parts)}]
-
-
-_OPENER = re.compile(r"[ \t]*+(`{3,64}+|~{3,64})[^\n`]*+")
-_CLOSER = re.compile(r"[ \t]*+(`++|~++)[ \t]*+")
-
-
-def extract_file(reply: str) -> str | None:
-    """The file in the reply: its longest closed code block (a model may add a usage example after
-    the file), or None when there is no closed block (the reply was cut, or is prose).
-
-    A line scanner, not one regex over the reply: with many unclosed fences a regex searches to
-    the end from each of them (quadratic); here each fence's closing lines are indexed once."""
-    lines = reply.split("\n")
-    closers: dict[str, list[int]] = {}
-    for j, line in enumerate(lines):
-        if (m := _CLOSER.fullmatch(line)) is not None:
-            closers.setdefault(m.group(1), []).append(j)
-    blocks, i = [], 0
-    while i < len(lines) - 1:                  # an opening line needs a line break after it
-        close = _closing_line(lines[i], i, closers)
-        if close is None:
-            i += 1
-            continue
-        blocks.append("".join(line + "\n" for line in lines[i + 1:close]))
-        i = close + 1
-    return max(blocks, key=len) if blocks else None
-
-
-def _closing_line(line: str, i: int, closers: dict[str, list[int]]) -> int | None:
-    """The line that closes a block opened on line ``i``, or None. A run of tildes may open with
-    fewer of them (the rest read as the info string), as the regex this replaces allowed."""
-    if (m := _OPENER.fullmatch(line)) is None:
-        return None
-    fence = m.group(1)
-    widths = range(len(fence), 2, -1) if fence[0] == "~" else (len(fence),)
-    for width in widths:
-        ends = closers.get(fence[0] * width, [])
-        k = bisect.bisect_right(ends, i)
-        if k < len(ends):
-            return ends[k]
-    return None
 
 
 def judge(current: str | None, new: str | None, path: str, cut: bool, held: str | None = None) -> Reply:
@@ -405,9 +370,9 @@ def make_change_tool(candidates: int = 2) -> Tool:
             write(current)   # worse than before the call: the file goes back (measured: a note that broke page_count)
             spread.undo()
             return _scored(ToolResult.error(
-                f"Nothing was kept: with the rewrite the checks failed worse than before ({failure_score(outcomes)} "
-                f"failing, {failure_score(known)} before), so {shown} is as it was. Read the failing test again and "
-                "say exactly what must change." + cost, usage=spent), known, known)
+                f"Nothing was kept: with the rewrite the checks failed worse than before "
+                f"({against(failure_score(outcomes), failure_score(known))}), so "
+                f"{shown} is as it was. Read the failing test again and say exactly what must change." + cost, usage=spent), known, known)
         if text != tried[-1][0]:
             write(text)   # the first rewrite did at least as well as the second: back to it
         note = "" if noted else (

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from keel.verify.gate import CheckOutcome
 
 MAX_FAILURE_CHARS = 1500
+LOAD_WEIGHT = 1000   # a test file that cannot load weighs more than any count of tests that ran and failed
 
 
 def render_failures(outcomes: Sequence[CheckOutcome]) -> str:
@@ -41,8 +42,27 @@ def failing_output(outcomes: Sequence[CheckOutcome], saved: Callable[[str], str 
 
 
 def failure_score(outcomes: Sequence[CheckOutcome]) -> int:
-    """How badly the checks fail: failing tests (at least 1 per failing check); 0 when all pass."""
-    return sum(max(1, len(o.failing_tests)) for o in outcomes if not o.passed and not o.refused)
+    """How badly the checks fail: failing tests (at least 1 per failing check), and LOAD_WEIGHT for each
+    test file that could not be loaded; 0 when all pass. A file that cannot load ran none of its tests:
+    pytest reports it as one error, so a rewrite that broke the module's import scored like one failing
+    test, and better than three (measured on the 1.5B, py-todo-due: ``today=TODAY`` was written)."""
+    return sum(LOAD_WEIGHT * len(o.unloaded) + max(0 if o.unloaded else 1, len(o.failing_tests) - len(o.unloaded))
+               for o in outcomes if not o.passed and not o.refused)
+
+
+def failing_words(score: int) -> str:
+    """A failure score in words: "3 failing", "a test file that cannot load", "2 test files that cannot
+    load and 1 failing"."""
+    files, tests = divmod(score, LOAD_WEIGHT)
+    words = [f"{tests} failing"] if tests or not files else []
+    if files:
+        words.insert(0, "a test file that cannot load" if files == 1 else f"{files} test files that cannot load")
+    return " and ".join(words)
+
+
+def against(after: int, before: int) -> str:
+    """Two failure scores side by side: "2 failing, 1 before"; "1 failing" again when a file cannot load."""
+    return f"{failing_words(after)}, {failing_words(before) if max(after, before) >= LOAD_WEIGHT else before} before"
 
 
 def render_checks_after(outcomes: Sequence[CheckOutcome]) -> str:

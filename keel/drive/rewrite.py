@@ -18,6 +18,7 @@ Pure: texts in, a problem in words (or None) out.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Sequence
@@ -84,6 +85,47 @@ def keeps_definitions(path: str, current: str, new: str) -> bool:
 
 def _all_names(shape: Outline) -> set[str]:
     return {f"{top.name}.{m.name}" for top in shape.definitions for m in top.members} | shape.names
+
+
+_OPENER = re.compile(r"[ \t]*+(`{3,64}+|~{3,64})[^\n`]*+")
+_CLOSER = re.compile(r"[ \t]*+(`++|~++)[ \t]*+")
+
+
+def extract_file(reply: str) -> str | None:
+    """The file in the reply: its longest closed code block (a model may add a usage example after
+    the file), or None when there is no closed block (the reply was cut, or is prose).
+
+    A line scanner, not one regex over the reply: with many unclosed fences a regex searches to
+    the end from each of them (quadratic); here each fence's closing lines are indexed once."""
+    lines = reply.split("\n")
+    closers: dict[str, list[int]] = {}
+    for j, line in enumerate(lines):
+        if (m := _CLOSER.fullmatch(line)) is not None:
+            closers.setdefault(m.group(1), []).append(j)
+    blocks, i = [], 0
+    while i < len(lines) - 1:                  # an opening line needs a line break after it
+        close = _closing_line(lines[i], i, closers)
+        if close is None:
+            i += 1
+            continue
+        blocks.append("".join(line + "\n" for line in lines[i + 1:close]))
+        i = close + 1
+    return max(blocks, key=len) if blocks else None
+
+
+def _closing_line(line: str, i: int, closers: dict[str, list[int]]) -> int | None:
+    """The line that closes a block opened on line ``i``, or None. A run of tildes may open with
+    fewer of them (the rest read as the info string), as the regex this replaces allowed."""
+    if (m := _OPENER.fullmatch(line)) is None:
+        return None
+    fence = m.group(1)
+    widths = range(len(fence), 2, -1) if fence[0] == "~" else (len(fence),)
+    for width in widths:
+        ends = closers.get(fence[0] * width, [])
+        k = bisect.bisect_right(ends, i)
+        if k < len(ends):
+            return ends[k]
+    return None
 
 
 def unframed(text: str | None, path: str) -> str | None:

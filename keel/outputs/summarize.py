@@ -49,6 +49,7 @@ class FailureSummary:
     failing_tests: tuple[str, ...] = ()    # stable ids of what failed (see the module docstring)
     locations: tuple[str, ...] = ()        # "file:line", project files first-seen first
     lines: tuple[str, ...] = ()            # the body: names, assertion messages, file:line, first errors
+    unloaded: tuple[str, ...] = ()         # test files the runner could not load: none of their tests ran
 
     def text(self) -> str:
         return "\n".join([self.headline, *("  " + line for line in self.lines)])
@@ -137,12 +138,15 @@ def _combine(findings: list[Finding], max_lines: int) -> FailureSummary:
     ids: list[str] = []
     locations: list[str] = []
     body: list[str] = []
+    unloaded: list[str] = []
     for f in findings:
         ids.extend(f.ids)
         locations.extend(f.locations)
         body.extend(f.body)
+        unloaded.extend(f.unloaded)
     headline = "; ".join(f.headline for f in findings if f.headline) or "failed"
-    return FailureSummary(clip(headline), tuple(unique(ids)), tuple(unique(locations)), _bounded(body, max_lines))
+    return FailureSummary(clip(headline), tuple(unique(ids)), tuple(unique(locations)), _bounded(body, max_lines),
+                          tuple(unique(unloaded)))
 
 
 def _bounded(body: list[str], max_lines: int) -> tuple[str, ...]:

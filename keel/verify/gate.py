@@ -55,6 +55,7 @@ class CheckOutcome:
     summary: str = ""                  # a short failure summary (empty when it passed)
     output_path: str | None = None     # where the full output was saved
     tests_passed: int | None = None    # tests its output says passed (keel.outputs.counts); None: unknown
+    unloaded: tuple[str, ...] = ()     # test files that could not be loaded (FailureSummary.unloaded)
 
     @property
     def passed(self) -> bool:
@@ -69,7 +70,7 @@ class CheckOutcome:
                 "exit_code": self.exit_code, "passed": self.passed, "timed_out": self.timed_out,
                 "output_ok": self.output_ok, "refused": self.refused, "duration_s": round(self.duration_s, 3),
                 "failing_tests": list(self.failing_tests), "output_path": self.output_path,
-                "tests_passed": self.tests_passed}
+                "tests_passed": self.tests_passed, **({"unloaded": list(self.unloaded)} if self.unloaded else {})}
 
 
 @dataclass(frozen=True)

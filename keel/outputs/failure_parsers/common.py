@@ -23,6 +23,7 @@ class Finding:
     locations: list[str] = field(default_factory=list)
     body: list[str] = field(default_factory=list)
     is_test_run: bool = False    # a test runner's report: plain tracebacks inside it are its own
+    unloaded: list[str] = field(default_factory=list)   # test files the runner could not load (import failed)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

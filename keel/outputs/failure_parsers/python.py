@@ -201,6 +201,7 @@ def parse_pytest(lines: list[str]) -> Finding | None:
         finding.body.extend("  E " + e for e in errors[:4] if e != message)
     if final:
         finding.body.append(final)
+    finding.unloaded = [name for name, _ in uncollected]
     usage = next((line for line in lines if line.startswith("ERROR: ")), None)   # bad arguments, missing path
     if not finding.ids and usage:
         finding.headline, finding.ids = f"pytest {usage}", [stable(usage)]
