@@ -107,6 +107,9 @@ UNBOUND = [
     ("from os.path import *\nprint(join)\n", None),                                   # a star import binds anything
     ("globals()['X'] = 1\nprint(X)\n", None),
     ("def f(:\n", None),                                                               # does not compile
+    ("from __future__ import annotations\ndef f(x: Foo) -> Bar:\n    return x\n", set()),  # never evaluated
+    ("def f(x: Foo):\n    return x\n", {"Foo"}),                                        # evaluated at def
+    ("from __future__ import annotations\ndef f(x: Foo):\n    return Foo(x)\n", {"Foo"}),  # also used as a value
 ]
 
 

@@ -31,7 +31,7 @@ def unbound_names(source: str) -> set[str] | None:
     except (SyntaxError, ValueError, RecursionError):
         return None
     if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)) or \
-            any(isinstance(n, ast.Name) and n.id in {"globals", "exec", "vars"} for n in ast.walk(tree)):
+            any(isinstance(n, ast.Name) and n.id in {"globals", "locals", "exec", "vars"} for n in ast.walk(tree)):
         return None
     bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
     read = {s.get_name() for s in top.get_symbols() if s.is_referenced()}
@@ -44,7 +44,20 @@ def unbound_names(source: str) -> set[str] | None:
                 bound.add(s.get_name())
             elif s.is_global() and s.is_referenced():
                 read.add(s.get_name())
-    return read - bound - _KNOWN
+    return read - bound - _KNOWN - _postponed(tree)
+
+
+def _postponed(tree: ast.Module) -> set[str]:
+    """Under ``from __future__ import annotations`` annotations are never evaluated: names that appear
+    only there (a type imported under TYPE_CHECKING elsewhere, or not at all) raise nothing."""
+    if not any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
+               for n in tree.body):
+        return set()
+    hints = [n.annotation for n in ast.walk(tree) if isinstance(n, (ast.arg, ast.AnnAssign)) and n.annotation] + \
+            [n.returns for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns]
+    in_hints = {id(n) for h in hints for n in ast.walk(h)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) in in_hints} - \
+        {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in in_hints}
 
 
 def newly_unbound(current: str | None, new: str) -> list[str]:
