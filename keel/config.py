@@ -238,9 +238,8 @@ Switch = bool | Literal["auto"]
 
 
 class AssistSettings(_Section):
-    """``[assists]`` (keel.core.assists): each assist's switch, "auto" (on for the profiles it was measured
-    on), true or false; ``all = false`` turns every one off. The keys are the registry's names (a test
-    keeps them in step)."""
+    """``[assists]`` (keel.core.assists): each assist's switch, "auto" (its measured profiles), true or
+    false; ``all = false`` turns every one off. The keys are the registry's names (a test keeps them in step)."""
 
     all: bool = True
     preload: Switch = "auto"
@@ -253,6 +252,7 @@ class AssistSettings(_Section):
     rename_spread: Switch = "auto"
     moves: Switch = "auto"
     candidates: Switch = "auto"
+    focus: Switch = "auto"
     again: Switch = "auto"
     variety: Switch = "auto"
     reply_watch: Switch = "auto"

@@ -338,3 +338,29 @@ def test_each_search_of_a_file_draws_fresh_samples_also_for_a_new_note(shop: Pat
     seeds = [(e["step"], e["seed"]) for e in of(events, "candidate")]
     first, second = {s for step, s in seeds if step == 1}, {s for step, s in seeds if step == 2}
     assert len(first) == 2 and len(second) == 2 and not first & second, seeds
+
+
+BOTH_FAIL = "def cost(cents, threshold=5000):\n    return 1\n"   # test_at_threshold and test_small fail
+
+
+@pytest.mark.parametrize("focus", [True, False])
+def test_with_two_tests_failing_each_candidate_is_asked_to_make_one_of_them_pass_first(shop: Path, focus: bool):
+    """The focus assist (py-spec-instructions: 8 of 8 candidates failed the same two tests)."""
+    (shop / "shipping.py").write_text(BOTH_FAIL)
+
+    def tune(cfg: Config) -> None:
+        cfg.assists.focus = focus
+    result, requests, events = run_shop(shop, [editor(BOTH_FAIL.replace("1", "2")), editor(BOTH_FAIL.replace("1", "3")),
+                                               editor(ALWAYS_FREE), editor(BOTH_FAIL.replace("1", "4"))], tune=tune)
+    asked = [r["messages"][1]["content"] for r in requests if not r.get("tools")][2:]   # the two candidates
+    aims = [a.split("Make this failing test pass first: ", 1)[1].split("\n", 1)[0] if focus else a for a in asked]
+    if focus:
+        assert aims[0].startswith("FAILED test_shipping.py::test_at_threshold - assert 1 == 0")
+        assert aims[1].startswith("FAILED test_shipping.py::test_small - assert 1 == 499")
+        assert any(e["name"] == "focus" and "2 failing tests" in e["detail"] for e in of(events, "assist"))
+    else:
+        assert not any("Make this failing test pass first" in a for a in asked)
+        assert not any(e["name"] == "focus" for e in of(events, "assist"))
+    # either way the candidate that fails less is written, and the next round starts from it
+    assert "candidate 1 fails less (1 failing, 2 before) and is what was written" in tool_reply(result)
+    assert (shop / "shipping.py").read_text() == ALWAYS_FREE

@@ -53,6 +53,8 @@ ASSISTS: tuple[Assist, ...] = (
     Assist("candidates", "candidates", "change_file, when its rewrites leave the checks failing", SMALL,
            "a rewrite left the checks failing where a differently sampled one may pass: the gate tells which "
            "(not yet measured, issue 37)"),
+    Assist("focus", "candidates", "change_file's candidates, when two or more tests fail", SMALL,
+           "asked for the whole file against every failure at once, 8 of 8 candidates failed the same two tests"),
     Assist("again", "candidates", "change_file, when the model sends a change whose checks still fail again", SMALL,
            "after a round whose best rewrite passed 4 of 6 tests, the 1.5B sent the same change twice, refused as a repeat"),
     Assist("variety", "variety", "the next request after a refused reply came again", SMALL,

@@ -22,14 +22,18 @@ in tests/test_candidates.py; ``search`` is the shell. Every candidate is a ``can
 from __future__ import annotations
 
 import difflib
+import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from keel.drive.check_text import against, failing_words, failure_score
+from keel.drive.check_text import against, failing_lines, failing_words, failure_score
 from keel.engine.types import Usage, variant_sampling
 from keel.tools.base import BudgetLeft, ToolContext, assist_acted
+
+if TYPE_CHECKING:
+    from keel.verify.gate import CheckOutcome
 
 
 class Rewrite(Protocol):
@@ -167,6 +171,19 @@ class Search:
         why = {"protected": "each would rewrite a protected test", "limit": "the limit of candidates",
                "tokens": "the run's token budget", "time": "the run's time limit"}.get(self.stopped, self.stopped)
         return f"{cost}: none passed the checks (stopped: {why}); none was kept."
+
+
+def focused(ctx: ToolContext, path: str, known: Sequence[CheckOutcome] | None) -> Iterator[str]:
+    """What each candidate is asked to make pass first (the ``focus`` assist): with two or more tests
+    failing, one of them each, in turn; else nothing. Why, from the 1.5B's medium runs: asked for the
+    whole file against every failure at once, its candidates came back failing the same two tests 8
+    times of 8 (py-spec-instructions, test_empty and test_decode); one failure is a smaller task, and a
+    candidate that fixes it fails less and is kept (``Search.better``), so the next round starts there."""
+    lines = failing_lines(known or ())
+    if len(lines) >= 2:
+        assist_acted(ctx, "focus", f"{path}: {len(lines)} failing tests, one per candidate")
+        yield from itertools.cycle(lines)
+    yield from itertools.repeat("")
 
 
 def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | None, *, protected: bool,

@@ -31,7 +31,7 @@ from pydantic import Field
 from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.callee import where_else
-from keel.drive.candidates import Rounds, Search, search
+from keel.drive.candidates import Rounds, Search, focused, search
 from keel.drive.check_text import (
     against,
     failing_output,
@@ -90,7 +90,7 @@ class Reply:
 
 # -- pure core ---------------------------------------------------------------------------------------
 def change_request(task: str, change: str | None, path: str, current: str | None, related: Sequence[FileText],
-                   failures: str, refused: str = "") -> list[dict[str, Any]]:
+                   failures: str, refused: str = "", focus: str = "") -> list[dict[str, Any]]:
     """The edit request's messages: the other files first, the file to change last, then the
     failing checks' output, the task and the change (a small model follows the last thing it read).
     ``change`` None: the task and the checks alone (the second attempt, see make_change_tool).
@@ -98,7 +98,8 @@ def change_request(task: str, change: str | None, path: str, current: str | None
     The wording is the one measured (1.5B model, greedy, six cases): this layout with the raw end of
     the failing output fixed 4 of 6; the same content with keel's failure summary instead, or with
     "end of" markers and other headings, fixed none of off-by-one's three prompt variants. ``refused``:
-    why the editor's last rewrite was not written (keel.drive.rewrite), said before the task."""
+    why the editor's last rewrite was not written (keel.drive.rewrite), said before the task; ``focus``:
+    one failing test to make pass first (the ``focus`` assist, a candidate's request)."""
     parts = [f"=== {f.path} ===\n{_body(f.text or '')}" for f in related]
     if current is None:
         parts.append(f"{path} does not exist yet: write it.\n")
@@ -108,6 +109,8 @@ def change_request(task: str, change: str | None, path: str, current: str | None
         parts.append(f"The tests fail:\n{failures.strip()}\n\n")
     if refused:
         parts.append(f"Your last rewrite was not used: {refused}\n\n")
+    if focus:
+        parts.append(f"Make this failing test pass first: {focus}\n\n")
     note = f"The change to make in {path}: {change.strip()}\n" if change else ""
     # Measured (1.5B, greedy): told to make a wrong change that the project's weak tests still pass
     # (mutable-default: "add_tag: article.tags = [tag]"), the editor obeyed and keel ended complete
@@ -293,9 +296,10 @@ def make_change_tool(candidates: int = 2) -> Tool:
         round_ = rounds.start(shown, args.change) if "again" in assists else 0
         lead = Rounds.variant(round_, 0, candidates + 2)   # the note's and the task's requests: greedy in round 0
 
-        def ask(note: str | None, refused: str = "", variant: int = 0, base: str | None = None) -> tuple[Reply, list[str]]:
+        def ask(note: str | None, refused: str = "", variant: int = 0, base: str | None = None,
+                focus: str = "") -> tuple[Reply, list[str]]:
             started = time.monotonic()
-            messages = change_request(task, note, shown, base or current, related, failures, refused)
+            messages = change_request(task, note, shown, base or current, related, failures, refused, focus)
             # a cap or variant of its own only when set: an engine without the keywords still serves
             sampled: dict[str, Any] = {"variant": variant} if variant else {}
             turn = engine.complete(messages, [], max_tokens=cap, **sampled) if cap != base else \
@@ -352,7 +356,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
         best = min((failure_score(t[3]) for t in tried), default=failure_score(known) if known and ours else 0)
         found = Search()
         if checks is not None and "candidates" in assists and best:
-            found = search(ctx, lambda v: ask(None, refused, v, held), checks, shown, current, limit=candidates,
+            aims = iter(focused(ctx, shown, known if "focus" in assists else None))
+            found = search(ctx, lambda v: ask(None, refused, v, held, next(aims)), checks, shown, current, limit=candidates,
                            block=(rounds.searched(shown, round_), candidates + 2),   # sampled anew, from `held`
                            protected=(is_test_file(shown) or shown in checks.protected)
                            and not request.allows_test_changes, before=best, spent=spent,

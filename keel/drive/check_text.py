@@ -41,6 +41,20 @@ def failing_output(outcomes: Sequence[CheckOutcome], saved: Callable[[str], str 
     return "\n\n".join(t for t in texts if t)
 
 
+def failing_lines(outcomes: Sequence[CheckOutcome]) -> list[str]:
+    """One line per failing test, as the check's summary words it ("FAILED rle_test.py::test_empty -
+    IndexError: …", "✖ adds numbers - 2 !== 3"), or its id where the summary has no line of its own;
+    a test file that could not load is left out (none of its tests ran, so none can be picked)."""
+    lines = []
+    for o in outcomes:
+        if o.passed or o.refused:
+            continue
+        body = [line.strip() for line in o.summary.splitlines()[1:] if line.startswith("  ") and line[2:3] != " "]
+        lines += [next((line for line in body if line.split(" - ", 1)[0].split(" ", 1)[-1] == test), test)
+                  for test in o.failing_tests if test not in o.unloaded]
+    return lines
+
+
 def failure_score(outcomes: Sequence[CheckOutcome]) -> int:
     """How badly the checks fail: failing tests (at least 1 per failing check), and LOAD_WEIGHT for each
     test file that could not be loaded; 0 when all pass. A file that cannot load ran none of its tests:
