@@ -14,7 +14,7 @@ from keel.config import Config
 from keel.context.preload import FileText
 from keel.drive.change import judge
 from keel.drive.rewrite import is_stub, keeps_definitions, reply_need, restore_dropped_js, rewrite_problem
-from keel.drive.unbound import newly_unbound, unbound_names
+from keel.drive.unbound import newly_unbound, unbound_names, with_imports
 from keel.testing import ScriptedEngineServer
 
 EVALS = Path(__file__).resolve().parent.parent / "evals"
@@ -131,6 +131,22 @@ def test_a_rewrite_that_reads_a_name_nothing_binds_is_refused_unless_the_file_al
     assert rewrite_problem("render.js", "", "render(TODAY);\n", "", []) is None   # Python only
 
 
+@pytest.mark.parametrize(("source", "added", "head"), [
+    # (a rewrite, the import lines added, how the file begins after)
+    ("def due():\n    return datetime.date(2024, 5, 1)\n", ["import datetime"], "import datetime\ndef due"),
+    ('"""Doc."""\nfrom __future__ import annotations\n\nx = defaultdict(list)\n',
+     ["from collections import defaultdict"], '"""Doc."""\nfrom __future__ import annotations\nfrom collections'),
+    ("def f(xs: List[int]) -> int:\n    return len(xs)\n", ["from typing import List"], "from typing import List\n"),
+    ("print(TODAY)\n", [], "print(TODAY)"),                  # not a module, not a name keel knows: stays
+    ("def f(:\n", [], "def f(:"),
+])
+def test_a_rewrite_gets_the_imports_it_forgot_when_keel_knows_where_they_come_from(source, added, head):
+    new, lines = with_imports(source, sorted(unbound_names(source) or ()))
+    assert lines == added and new.startswith(head)
+    if added:
+        assert unbound_names(new) == set()
+
+
 # ---- through a run: real HTTP to the scripted engine ---------------------------------------------
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
@@ -190,6 +206,19 @@ def test_a_rewrite_reading_a_name_it_never_binds_is_not_written_and_the_editor_h
     again = requests[2]["messages"][1]["content"]
     assert "uses THRESHOLD, which shipping.py never defines or imports" in again
     assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"   # type: ignore[attr-defined]
+
+
+def test_a_rewrite_that_forgot_an_import_of_the_standard_library_is_written_with_it(shop: Path):
+    """py-todo-due: parse.py's rewrites used datetime without importing it, and were refused four times."""
+    dated = "def cost(cents, threshold=5000):\n    math.floor(1.5)\n" + FIXED.split(":\n", 1)[1]
+    result, requests = run_small(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="a cart of exactly the threshold ships free")]},
+        {"content": fenced(dated)}],
+        "A cart of exactly $50 is charged shipping; fix it.")
+    assert (shop / "shipping.py").read_text() == "import math\n" + dated
+    assert result.status == "complete"   # type: ignore[attr-defined]
+    acted = [e["detail"] for e in events(shop) if e["type"] == "assist" and e["name"] == "editor_checks"]
+    assert acted == ["shipping.py: the rewrite's missing import math added"]
 
 
 def test_the_editor_may_write_a_stub_longer_than_one_usual_reply(tmp_path: Path):

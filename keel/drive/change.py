@@ -43,6 +43,7 @@ from keel.drive.move import asked_move
 from keel.drive.rewrite import (
     GROWTH,
     extract_file,
+    imports_added,
     keeps_definitions,
     reply_need,
     restore_dropped,
@@ -314,6 +315,10 @@ def make_change_tool(candidates: int = 2) -> Tool:
             elif new is not None and current is not None and "editor_checks" in assists and \
                     language_of(shown) == "javascript":
                 new, restored = restore_dropped_js(current, new, note or "")
+            if new is not None and "editor_checks" in assists:
+                new, imported = imports_added(shown, current, new)
+                if imported:
+                    assist_acted(ctx, "editor_checks", f"{shown}: the rewrite's missing {'; '.join(imported)} added")
             if new is not None and "editor_checks" in assists and \
                     (problem := rewrite_problem(shown, current, new, note or args.change, tests)) is not None:
                 assist_acted(ctx, "editor_checks", problem)

@@ -26,7 +26,7 @@ from pathlib import PurePosixPath
 
 from keel.context.outline import Outline, language_of, outline
 from keel.context.preload import CHARS_PER_TOKEN, FileText
-from keel.drive.unbound import newly_unbound
+from keel.drive.unbound import newly_unbound, with_imports
 from keel.verify.selfcheck import is_test_file
 
 STUB_GROWTH = 3.0          # an implemented stub is up to this many times its placeholder file
@@ -140,6 +140,14 @@ def unframed(text: str | None, path: str) -> str | None:
     if lines and lines[-1].strip() == "=== end ===":
         lines = lines[:-1]
     return "".join(lines)
+
+
+def imports_added(path: str, current: str | None, new: str) -> tuple[str, list[str]]:
+    """A Python rewrite of an existing file with the imports it forgot (keel.drive.unbound.with_imports:
+    a standard library module or a well-known name it reads and nothing binds), and the lines added."""
+    if current is None or language_of(path) != "python":
+        return new, []
+    return with_imports(new, newly_unbound(current, new))
 
 
 def rewrite_problem(path: str, current: str | None, new: str, note: str, tests: Sequence[FileText]) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import symtable
+import sys
 
 _KNOWN = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__",
                                      "__path__", "__builtins__", "__annotations__", "__cached__", "__dict__"}
@@ -68,3 +69,34 @@ def newly_unbound(current: str | None, new: str) -> list[str]:
         return []
     before = unbound_names(current) if current is not None else set()
     return sorted(after - (before or set()))
+
+
+# Names the 1.5B uses without their import, and where they come from (the module itself for a module).
+FROM = {**{name: "typing" for name in ("Any", "Callable", "Dict", "Iterable", "Iterator", "List", "Mapping",
+                                       "Optional", "Sequence", "Set", "Tuple", "Union")},
+        **{name: "collections" for name in ("Counter", "OrderedDict", "defaultdict", "deque", "namedtuple")},
+        "dataclass": "dataclasses", "field": "dataclasses", "reduce": "functools", "lru_cache": "functools"}
+
+
+def with_imports(source: str, names: list[str]) -> tuple[str, list[str]]:
+    """``source`` with the import of each of ``names`` that is a standard library module (``datetime``)
+    or a name FROM knows (``List``), after the docstring and ``from __future__`` lines; and the import
+    lines added. Why: a rewrite that calls datetime.date without ``import datetime`` is otherwise right,
+    and the 1.5B's rewrites of parse.py and render.py were refused for that, four times in one run
+    (py-todo-due). Names it does not know stay unbound, and the rewrite is refused with them."""
+    lines = [f"import {n}" for n in names if n in sys.stdlib_module_names and n not in FROM]
+    lines += [f"from {FROM[n]} import {n}" for n in names if n in FROM]
+    if not lines:
+        return source, []
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return source, []
+    at = 0
+    for node in body:
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and node is body[0]
+        if not (docstring or (isinstance(node, ast.ImportFrom) and node.module == "__future__")):
+            break
+        at = node.end_lineno or at
+    text = source.splitlines(keepends=True)
+    return "".join(text[:at] + [line + "\n" for line in lines] + text[at:]), lines
