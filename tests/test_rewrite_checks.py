@@ -272,7 +272,9 @@ def test_when_the_callers_rewrite_does_not_help_the_change_is_asked_in_the_modul
     assert "=== money.py ===" in asked and "checkout.py calls format_cents(), percent_of() from money.py" in asked
     assert (ws / "money.py").read_text() == fixed and (ws / "checkout.py").read_text() == checkout
     reply = next(m["content"] for m in result.messages if m.get("role") == "tool")   # type: ignore[attr-defined]
-    assert "The cause was one call away: keel made the change in money.py" in reply
+    assert reply.startswith("Your change to checkout.py is not needed: The cause was one call away: keel made the "
+                            "change in money.py, which checkout.py calls.")
+    assert "came back unchanged" not in reply and reply.rstrip().endswith("If the task is done, call finish.")
     assert result.status == "complete"   # type: ignore[attr-defined]
     assert "callee_change" in [e["name"] for e in events(ws) if e["type"] == "assist"]
 

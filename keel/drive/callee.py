@@ -70,7 +70,11 @@ def one_call_away(path: str, first: ToolResult, ctx: ToolContext,
     before, after = second.meta.get("failing") or (0, 0)
     if second.ok and after < before:
         second.files_changed = list(dict.fromkeys([*first.files_changed, *second.files_changed]))
-        second.output = (f"{first.output}\n\nThe cause was one call away: keel made the change in {found.path}, "
+        # All pass: the news leads, and the caller's "nothing was written, say exactly which line ..." goes.
+        # Measured (py-discount-cent): behind that advice the pass came last, the 1.5B sent another change
+        # and the run ran out of time with the task done and unclaimed.
+        lead = f"{first.output}\n\n" if after else f"Your change to {shown} is not needed: "
+        second.output = (f"{lead}The cause was one call away: keel made the change in {found.path}, "
                          f"which {shown} calls.\n{second.output}")
         return second
     if read_beneath(*anchor(other)) != original:   # no better: the module goes back as it was
