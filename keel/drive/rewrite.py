@@ -5,8 +5,12 @@ Why, from the 1.5B model's medium runs (issue 36): the editor rewrote a module w
 text (its imports, its own ``from module import …`` line), and the model then claimed success three
 times; another rewrite made a module import itself, and the model then looped between edit_file and
 change_file. A rewrite that holds the tests' text, imports its own module, drops definitions the note
-did not ask to remove (they are put back first: ``restore_dropped``, ``restore_dropped_js``) or no
-longer parses is not written: the editor is asked again with the reason.
+did not ask to remove (they are put back first: ``restore_dropped``, ``restore_dropped_js``), no
+longer parses or reads a name nothing binds (a forgotten standard-library import is added first:
+keel.drive.unbound) is not written: the editor is asked again with the reason.
+
+It also reads the editor's reply: the file in its code block (``extract_file``) without the request's
+frame lines (``unframed``).
 
 The other half is not stopping legitimate work: a file of placeholders (``pass``, ``raise
 NotImplementedError``, ``throw new Error("not implemented")``) that comes back implemented keeps few of
