@@ -319,10 +319,9 @@ def make_change_tool(candidates: int = 2) -> Tool:
                 new, imported = imports_added(shown, current, new)
                 if imported:
                     assist_acted(ctx, "editor_checks", f"{shown}: the rewrite's missing {'; '.join(imported)} added")
-            if new is not None and "editor_checks" in assists and \
-                    (problem := rewrite_problem(shown, current, new, note or args.change, tests)) is not None:
-                assist_acted(ctx, "editor_checks", problem)
-                return Reply(None, problem, checked=True), restored
+                if (problem := rewrite_problem(shown, current, new, note or args.change, tests)) is not None:
+                    assist_acted(ctx, "editor_checks", problem)
+                    return Reply(None, problem, checked=True), restored
             return judge(current, new, shown, turn.finish_reason == "length", held), restored
 
         def write(text: str) -> ToolResult:
