@@ -13,7 +13,14 @@ from keel.agent import Agent
 from keel.config import Config
 from keel.context.preload import FileText
 from keel.drive.change import judge
-from keel.drive.rewrite import is_stub, keeps_definitions, reply_need, restore_dropped_js, rewrite_problem
+from keel.drive.rewrite import (
+    is_stub,
+    keeps_definitions,
+    reply_need,
+    restore_dropped_js,
+    rewrite_problem,
+    without_self_test,
+)
 from keel.drive.unbound import newly_unbound, unbound_names, with_imports
 from keel.testing import ScriptedEngineServer
 
@@ -147,6 +154,25 @@ def test_a_rewrite_gets_the_imports_it_forgot_when_keel_knows_where_they_come_fr
         assert unbound_names(new) == set()
 
 
+SELF_TESTED = FIXED + ("\n# Test the function\nif __name__ == \"__main__\":\n    import unittest\n\n"
+                       "    class CostTest(unittest.TestCase):\n        def test_at_threshold(self):\n"
+                       "            self.assertEqual(cost(5000), 0)\n\n    unittest.main()\n")
+DEMO = FIXED + "\nif __name__ == '__main__':\n    print(cost(100))\n"
+
+
+@pytest.mark.parametrize(("path", "current", "new", "expected"), [
+    ("shipping.py", BROKEN, SELF_TESTED, FIXED),                      # the tests it appended go, with their comment
+    ("shipping.py", BROKEN, FIXED + "\nif __name__ == '__main__':\n    assert cost(5000) == 0\n", FIXED),
+    ("shipping.py", BROKEN, DEMO, DEMO),                              # a main block without tests stays
+    ("shipping.py", DEMO, SELF_TESTED, SELF_TESTED),                  # the file had a main block: its own business
+    ("test_shipping.py", TESTS, TESTS + SELF_TESTED, TESTS + SELF_TESTED),   # a test file may hold tests
+    ("shipping.py", BROKEN, SELF_TESTED + "def broken(:\n", SELF_TESTED + "def broken(:\n"),   # not parsed: left alone
+])
+def test_the_tests_a_rewrite_appended_under_main_are_left_out(path: str, current: str, new: str, expected: str):
+    kept, dropped = without_self_test(path, current, new)
+    assert kept == expected and dropped == (kept != new)
+
+
 # ---- through a run: real HTTP to the scripted engine ---------------------------------------------
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
@@ -193,6 +219,19 @@ def test_without_the_check_the_copy_lands(shop: Path):
                      {"content": fenced(TESTS)}, {"content": fenced(TESTS)}],
               "A cart of exactly $50 is charged shipping; fix it.", editor_checks=False)
     assert "def test_at_threshold" in (shop / "shipping.py").read_text()
+
+
+def test_a_rewrite_with_its_own_tests_under_main_is_written_without_them(shop: Path):
+    """Exercism dnd-character: the module came back with a copy of the tests under ``__main__``, and
+    was refused whole as holding the test file's text."""
+    result, requests = run_small(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="a cart of exactly the threshold ships free")]},
+        {"content": fenced(SELF_TESTED)}],
+        "A cart of exactly $50 is charged shipping; fix it.")
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"   # type: ignore[attr-defined]
+    assert len(requests) == 3   # the agent's call, one editor reply, the finish: nothing asked again
+    acted = [e["detail"] for e in events(shop) if e["type"] == "assist" and e["name"] == "editor_checks"]
+    assert acted == ["shipping.py: the rewrite's own tests under __main__ left out"]
 
 
 def test_a_rewrite_reading_a_name_it_never_binds_is_not_written_and_the_editor_hears_which(shop: Path):

@@ -50,6 +50,7 @@ from keel.drive.rewrite import (
     restore_dropped_js,
     rewrite_problem,
     unframed,
+    without_self_test,
 )
 from keel.drive.spread import Spread, rename_asked
 from keel.engine.types import Usage
@@ -316,6 +317,9 @@ def make_change_tool(candidates: int = 2) -> Tool:
                     language_of(shown) == "javascript":
                 new, restored = restore_dropped_js(current, new, note or "")
             if new is not None and "editor_checks" in assists:
+                new, dropped = without_self_test(shown, current, new)
+                if dropped:
+                    assist_acted(ctx, "editor_checks", f"{shown}: the rewrite's own tests under __main__ left out")
                 new, imported = imports_added(shown, current, new)
                 if imported:
                     assist_acted(ctx, "editor_checks", f"{shown}: the rewrite's missing {'; '.join(imported)} added")

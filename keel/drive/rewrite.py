@@ -22,6 +22,7 @@ Pure: texts in, a problem in words (or None) out.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import math
 import re
@@ -43,6 +44,7 @@ _PLACEHOLDER = re.compile(r"\s*(?:pass|\.\.\.|raise\s+NotImplementedError\b.*|(?
 _JS_THROW = re.compile(r"\s*throw\s+new\s+Error\s*\(")
 _UNWRITTEN = ("implement", "todo")   # words of a JavaScript stub's error: "not implemented", "Remove this ... implement"
 _PY_TEST_DEF = re.compile(r"\s*(?:async\s+)?def\s+test_\w*\s*\(|\s*class\s+Test\w*\s*[(:]")
+_SELF_TEST = re.compile(r"\bunittest\b|\bpytest\b|^\s*assert\b|\.assert[A-Z]\w*\(")
 _JS_TEST_CALL = re.compile(r"\s*(?:test|it|describe)\s*\(\s*['\"`]")
 
 
@@ -152,6 +154,41 @@ def imports_added(path: str, current: str | None, new: str) -> tuple[str, list[s
     if current is None or language_of(path) != "python":
         return new, []
     return with_imports(new, newly_unbound(current, new))
+
+
+def without_self_test(path: str, current: str | None, new: str) -> tuple[str, bool]:
+    """A Python rewrite without the ``if __name__ == "__main__":`` block of tests it appended (a
+    unittest class, test functions, asserts), with the comment lines just above it; and whether one was
+    dropped. Measured on the 1.5B (Exercism dnd-character): the editor's module came back with its own
+    copy of the tests under such a block, was refused as holding the test file's text, and the code
+    above it was lost. A main block the file already had, or one without tests, stays."""
+    if language_of(path) != "python" or is_test_file(path) or (current is not None and _main_block(current)):
+        return new, False
+    found = _main_block(new)
+    if found is None:
+        return new, False
+    start, end = found
+    lines = new.splitlines(keepends=True)
+    if not any(_PY_TEST_DEF.match(line) or _SELF_TEST.search(line) for line in lines[start:end]):
+        return new, False
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    kept = "".join(lines[:start] + lines[end:]).rstrip("\n") + "\n"
+    return kept, True
+
+
+def _main_block(source: str) -> tuple[int, int] | None:
+    """The 0-based line span of a top-level ``if __name__ == "__main__":``, or None (also when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" and \
+                len(test.comparators) == 1 and isinstance(c := test.comparators[0], ast.Constant) and c.value == "__main__":
+            return node.lineno - 1, node.end_lineno or node.lineno
+    return None
 
 
 def rewrite_problem(path: str, current: str | None, new: str, note: str, tests: Sequence[FileText]) -> str | None:
