@@ -95,6 +95,25 @@ def test_a_gutted_file_is_still_a_replacement():
     assert not keeps_definitions("m.py", old, "def f0(x):\n    return x\n")
 
 
+STUB_CLASS = "class Number:\n" + "".join(f"    def {m}(self, other):\n        pass\n\n" for m in
+                                         ("__init__", "__add__", "__sub__", "__mul__", "__abs__", "conjugate"))
+
+
+def test_a_stub_implemented_without_one_of_its_placeholders_is_still_a_change():
+    """Exercism complex-numbers: every candidate implemented the stub with ``abs`` for ``__abs__``, and
+    each was refused as replacing the file (42% of its lines kept), so none was tried."""
+    done = ("class Number:\n    def __init__(self, real, imaginary):\n        self.real = real\n\n"
+            + "".join(f"    def {m}(self, other):\n        return Number(self.real {op} other.real, 0)\n\n"
+                      for m, op in (("__add__", "+"), ("__sub__", "-"), ("__mul__", "*")))
+            + "    def abs(self):\n        return abs(self.real)\n\n    def conjugate(self):\n        return self\n")
+    assert keeps_definitions("number.py", STUB_CLASS, done)
+    assert judge(STUB_CLASS, done, "number.py", cut=False).text == done
+    # what was written is not a placeholder: dropping __abs__ once it has a body is a replacement again
+    written = STUB_CLASS.replace("def __abs__(self, other):\n        pass", "def __abs__(self, other):\n        return 1")
+    assert not keeps_definitions("number.py", written, done)
+    assert judge(written, done, "number.py", cut=False).text is None
+
+
 def test_the_reply_a_stub_needs_is_longer_than_the_stub():
     stub = (EVALS / "py-stub-ledger" / "repo" / "ledger.py").read_text()
     done = (EVALS / "py-stub-ledger" / "solution" / "ledger.py").read_text()
