@@ -66,10 +66,11 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from real_engine import keel_config, llama_server  # noqa: E402
+from real_engine import exit_on_term, keel_config, llama_server  # noqa: E402
 
 from keel.eval.cases import run_command  # noqa: E402
 from keel.eval.job import last_json_object, run_process  # noqa: E402
+from keel.outputs.counts import run_counts  # noqa: E402
 
 # issue 37: held back for acceptance, never in a sample
 HELD_BACK = frozenset({
@@ -303,8 +304,8 @@ def report(rows: list[dict[str, Any]]) -> str:
     agents = [a for a in AGENTS if a in by]
     common = set.intersection(*(set(by[a]) for a in agents)) if agents else set()
     lines = [f"{len(common)} exercises finished by every arm ({', '.join(agents)})", "",
-             "| arm | solved | share | first try | false done | median wall per solved (s) | by difficulty |",
-             "|---|---|---|---|---|---|---|"]
+             "| arm | solved | share | tests passed | first try | false done | median wall per solved (s) | by difficulty |",
+             "|---|---|---|---|---|---|---|---|"]
     solved = {}
     for a in agents:
         rs = [by[a][e] for e in sorted(common)]
@@ -317,7 +318,8 @@ def report(rows: list[dict[str, Any]]) -> str:
         false = str(sum(1 for r in rs if r.get("false_done"))) if a in CANDIDATES else "-"
         median = statistics.median(r["wall_s"] for r in ok) if ok else "-"
         share = f"{len(ok) / len(rs):.1%}" if rs else "-"
-        lines.append(f"| {a} | {len(ok)}/{len(rs)} | {share} | {first} | {false} | {median} | {per} |")
+        tests = f"{statistics.mean(passed_share(r) for r in rs):.0%}" if rs else "-"
+        lines.append(f"| {a} | {len(ok)}/{len(rs)} | {share} | {tests} | {first} | {false} | {median} | {per} |")
     lines.append("")
     for peer in ("aider-hidden", "aider-shown"):
         if "keel" in solved and peer in solved:
@@ -326,6 +328,17 @@ def report(rows: list[dict[str, Any]]) -> str:
             lines.append(f"keel / {peer}: {ratio} (target: at least 1.5x)")
     lines += extra_solved({a: [by[a][e] for e in sorted(common)] for a in agents if a in CANDIDATES})
     return "\n".join(lines)
+
+
+def passed_share(row: dict[str, Any]) -> float:
+    """The share of an exercise's tests the arm left passing (1.0 solved; 0.0 where the tail has no
+    counts, e.g. a test file that did not load): a partial score, for a sample too small for counts
+    of solved exercises to tell arms apart."""
+    if row["solved"]:
+        return 1.0
+    counts = run_counts(row.get("test_tail") or "")
+    total = counts.passed + counts.failed if counts is not None else 0
+    return counts.passed / total if counts is not None and total else 0.0
 
 
 def extra_solved(arms: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -358,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true", help="print the sample and stop")
     p.add_argument("--report", action="store_true", help="print the report of --out and stop")
     args = p.parse_args(argv)
+    exit_on_term()
     args.out.mkdir(parents=True, exist_ok=True)
     results = args.out / "results.jsonl"
     if args.report:

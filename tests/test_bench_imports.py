@@ -25,3 +25,16 @@ def test_a_bench_script_imports(script: str) -> None:
     if ran.returncode and missing and missing.group(1).split(".")[0] not in ("keel", *LOCAL):
         pytest.skip(f"{script} needs {missing.group(1)}, an optional package not installed here")
     assert ran.returncode == 0, ran.stderr[-2000:]
+
+
+def test_a_batch_ended_with_sigterm_runs_its_cleanup() -> None:
+    """bench/real_engine.exit_on_term: a batch ended with pkill left its llama_cpp.server generating,
+    under the next batch's runs; with it, SIGTERM goes through ``finally`` as Ctrl-C does."""
+    code = (f"import sys, time; sys.path.insert(0, {str(BENCH)!r}); from real_engine import exit_on_term\n"
+            "exit_on_term()\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+            "finally:\n    print('server stopped', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=BENCH, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    proc.terminate()
+    out, _ = proc.communicate(timeout=30)
+    assert out.strip() == "server stopped" and proc.returncode == 143
