@@ -276,3 +276,18 @@ def test_a_pytest_test_id_reads_its_file_and_is_judged_like_any_path(tree: Path)
     (ws / "Escape").symlink_to(tree.parent / "outside")
     out = READ_FILE.execute(READ_FILE.spec.args(path="escape/secret.txt::x"), ctx)
     assert not out.ok and "top secret" not in out.output   # the file part goes through the jail too
+
+
+def test_a_path_outside_naming_a_file_at_the_workspace_top_is_refused_with_the_path_to_use(tree: Path) -> None:
+    """Exercism sum-of-multiples: the 1.5B wrote the workspace's absolute path without its last folder,
+    three times, and the run ended on repetition. The refusal stays; it names the file inside."""
+    (tree / "sum_of_multiples.py").write_text("def sum_of_multiples(limit, factors):\n    pass\n")
+    (tree.parent / "sum_of_multiples.py").write_text("outside\n")   # even when one exists there: still refused
+    for path in (str(tree.parent / "sum_of_multiples.py"), "../sum_of_multiples.py"):
+        message = refused(tree, path, for_write=True)
+        assert "outside the workspace" in message
+        assert message.endswith("; the workspace has sum_of_multiples.py: use the path sum_of_multiples.py")
+    # nothing of that name at the top: the plain refusal, which says nothing about the outside
+    assert refused(tree, str(tree.parent / "outside" / "secret.txt")).endswith(f"outside the workspace {tree.resolve()}")
+    (tree / "link.py").symlink_to(tree.parent / "outside" / "secret.txt")
+    assert "use the path" not in refused(tree, str(tree.parent / "link.py"))
