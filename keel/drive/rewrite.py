@@ -390,8 +390,6 @@ def restore_dropped(old: str, new: str, change: str) -> tuple[str, list[str]]:
 
 def _top_defs(source: str) -> dict[str, tuple[int, int]]:
     """Top-level def/class names → (first line index incl. decorators, end line index), in order."""
-    import ast
-
     out: dict[str, tuple[int, int]] = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
