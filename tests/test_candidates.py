@@ -14,7 +14,7 @@ import pytest
 
 from keel.agent import Agent
 from keel.config import Config
-from keel.drive.candidates import Candidate, choose, diff_size, stop_reason
+from keel.drive.candidates import AGAIN, Candidate, choose, diff_size, stop_reason
 from keel.testing import ScriptedEngineServer
 from keel.tools.base import BudgetLeft
 
@@ -279,11 +279,11 @@ def test_rounds_are_bounded_and_without_the_assist_a_repeat_is_not_run(shop: Pat
     round_ = [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR)]   # one candidate: three requests a round
 
     def one(cfg: Config) -> None:
-        cfg.verify.candidates, cfg.limits.max_steps = 1, 5
-    result, requests, _ = run_shop(shop, [*round_, again, *round_, again, *round_, again], tune=one)
+        cfg.verify.candidates, cfg.limits.max_steps = 1, AGAIN + 3
+    result, requests, _ = run_shop(shop, [*round_, *[again, *round_] * AGAIN, again], tune=one)
     replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
-    assert [r.startswith("Not run") for r in replies[:4]] == [False, False, False, True]   # 1 + AGAIN rounds
-    assert len([r for r in requests if not r.get("tools")]) == 9
+    assert [r.startswith("Not run") for r in replies[:AGAIN + 2]] == [False] * (AGAIN + 1) + [True]   # 1 + AGAIN
+    assert len([r for r in requests if not r.get("tools")]) == 3 * (AGAIN + 1)
 
     def off(cfg: Config) -> None:
         one(cfg)

@@ -92,7 +92,11 @@ def diff_size(before: str | None, after: str) -> int:
     return sum(1 for line in difflib.ndiff(old, after.splitlines()) if line[:1] in "+-")
 
 
-AGAIN = 2   # fresh rounds one change (path, note) may have when the model sends it again
+# Fresh rounds one change (path, note) may have when the model sends it again. Each round samples new
+# rewrites, so a repeat is one more try, not a loop; the run's step and time limits bound them. Measured
+# on Exercism with the 1.5B at 2 (0bfd080): book-store's fourth round was refused as a repeat with 100 s
+# of its 420 left (its third had gone from 19 failing tests to 14), triangle and crypto-square with 70-95 s.
+AGAIN = 4
 
 
 @dataclass
