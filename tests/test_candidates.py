@@ -352,8 +352,12 @@ def test_with_two_tests_failing_each_candidate_is_asked_to_make_one_of_them_pass
         cfg.assists.focus = focus
     result, requests, events = run_shop(shop, [editor(BOTH_FAIL.replace("1", "2")), editor(BOTH_FAIL.replace("1", "3")),
                                                editor(ALWAYS_FREE), editor(BOTH_FAIL.replace("1", "4"))], tune=tune)
-    asked = [r["messages"][1]["content"] for r in requests if not r.get("tools")][2:]   # the two candidates
+    editors = [r["messages"][1]["content"] for r in requests if not r.get("tools")]
+    asked = editors[2:]   # the two candidates
     aims = [a.split("Make this failing test pass first: ", 1)[1].split("\n", 1)[0] if focus else a for a in asked]
+    # each candidate's request repeats the one before it up to the task's end, where the focus is said:
+    # the engine's cache keeps that part (a long task was read again for every candidate)
+    assert all(a.startswith(editors[1].rsplit("Reply with", 1)[0]) for a in asked)
     if focus:
         assert aims[0].startswith("FAILED test_shipping.py::test_at_threshold - assert 1 == 0")
         assert aims[1].startswith("FAILED test_shipping.py::test_small - assert 1 == 499")

@@ -101,7 +101,7 @@ def change_request(task: str, change: str | None, path: str, current: str | None
     the failing output fixed 4 of 6; the same content with keel's failure summary instead, or with
     "end of" markers and other headings, fixed none of off-by-one's three prompt variants. ``refused``:
     why the editor's last rewrite was not written (keel.drive.rewrite), said before the task; ``focus``:
-    one failing test to make pass first (the ``focus`` assist, a candidate's request)."""
+    one failing test to make pass first (the ``focus`` assist, a candidate's request), said after it."""
     parts = [f"=== {f.path} ===\n{_body(f.text or '')}" for f in related]
     if current is None:
         parts.append(f"{path} does not exist yet: write it.\n")
@@ -111,14 +111,16 @@ def change_request(task: str, change: str | None, path: str, current: str | None
         parts.append(f"The tests fail:\n{failures.strip()}\n\n")
     if refused:
         parts.append(f"Your last rewrite was not used: {refused}\n\n")
-    if focus:
-        parts.append(f"Make this failing test pass first: {focus}\n\n")
     note = f"The change to make in {path}: {change.strip()}\n" if change else ""
+    # The focus goes after the task, not before it: a candidate's request then shares everything up to
+    # the task's end with the request before it, and the engine's cache keeps that part. Before the
+    # task, every candidate read an Exercism task's ~1,100 tokens again, 12-14 s each on the 1.5B.
+    aim = f"Make this failing test pass first: {focus}\n" if focus else ""
     # Measured (1.5B, greedy): told to make a wrong change that the project's weak tests still pass
     # (mutable-default: "add_tag: article.tags = [tag]"), the editor obeyed and keel ended complete
     # on a wrong fix. With this sentence it no longer did, and each right note still worked.
     hedge = " Fix the cause of the bug, where it is; the change above is only a suggestion." if change else ""
-    parts.append(f"Task: {task.strip()}\n{note}Reply with the complete corrected {path} in one code block.{hedge}")
+    parts.append(f"Task: {task.strip()}\n{note}{aim}Reply with the complete corrected {path} in one code block.{hedge}")
     return [{"role": "system", "content": EDITOR_PROMPT}, {"role": "user", "content": "".join(parts)}]
 
 
