@@ -233,6 +233,26 @@ def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(sh
     assert not editor   # neither refusal cost an edit request
 
 
+def test_change_file_given_a_directory_names_the_files_it_holds_and_asks_nothing(shop: Path):
+    """Measured on the 1.5B (Exercism dominoes): it sent the workspace's own path four times, its note naming
+    the module; the refusal did not name it and the run ended with the module unchanged."""
+    (shop / "lib").mkdir()
+    (shop / "lib" / "rates.py").write_text("RATE = 1\n")
+    script = [{"tool_calls": [call("change_file", path=str(shop), change="implement cost in shipping.py")]},
+              {"tool_calls": [call("change_file", path="lib", change="set RATE to 2")]},
+              *[{"tool_calls": [call("finish", summary="nothing")]}] * 3]
+    with ScriptedEngineServer(script) as server:
+        agent = Agent(workspace=shop, config=small_config(server, verify=False), log_path=False)
+        result = agent.run("Set RATE to 2 and fix cost in shipping.py.", limits=Limits(max_steps=4))
+        editor = [r for r in server.requests if not r.get("tools")]
+    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    assert "is the workspace directory itself, not a file; it holds the files shipping.py, test_shipping.py: " \
+           "give one of them as the path." in replies[0]
+    assert replies[1] == ("Cannot change lib: it is a directory, not a file; it holds the files lib/rates.py: "
+                          "give one of them as the path.")
+    assert not editor and (shop / "lib" / "rates.py").read_text() == "RATE = 1\n"
+
+
 def test_definitions_a_rewrite_left_out_go_back_where_they_were_unless_the_change_names_them():
     old = "import re\n\n\ndef a():\n    return 1\n\n\n@cache\ndef b():\n    return 2\n\n\nclass C:\n    pass\n"
     new, names = restore_dropped(old, "import re\n\n\n@cache\ndef b():\n    return 3\n", "make b return 3")

@@ -318,3 +318,41 @@ def test_tools_work_without_a_session_object(ws: Path) -> None:
     (ws / "a.txt").write_text("x\n")
     run(READ_FILE, ctx, path="a.txt")
     assert run(WRITE_FILE, ctx, path="a.txt", content="y\n").ok
+
+
+# --- a directory where a file was wanted --------------------------------------------------------
+
+def test_a_directory_given_as_a_file_is_answered_with_the_files_it_holds(ws: Path) -> None:
+    """Measured on the 1.5B (Exercism dominoes): the workspace's own path, given to read_file and four
+    times to change_file, was refused without naming dominoes.py, and the run ended with it unchanged."""
+    import json
+
+    from keel.engine.types import ToolCall
+    from keel.policy.approval import Approver
+    from keel.policy.rules import RuleSet
+    from keel.tools.catalog import default_tools
+    from keel.tools.registry import ToolRegistry
+
+    (ws / "dominoes.py").write_text("def can_chain(dominoes):\n    pass\n")
+    (ws / "dominoes_test.py").write_text("from dominoes import can_chain\n")
+    (ws / ".env").write_text("TOKEN=x\n")
+    (ws / "id_rsa").write_text("key\n")
+    (ws / "internal.md").write_text("not for the model\n")
+    (ws / "lib").mkdir()
+    (ws / "lib" / "util.py").write_text("x = 1\n")
+    rules = RuleSet.from_config([], [], ["read(internal.md)"])
+    ctx = ToolContext(workspace=ws, session=FileSession(), approval=Approver("unattended", rules, workspace=ws))
+
+    def call(name: str, **args: Any) -> ToolResult:
+        return ToolRegistry(default_tools()).execute(ToolCall("c", name, json.dumps(args)), ctx)
+    named = "; it holds the files dominoes.py, dominoes_test.py: give one of them as the path."
+    for name, args in [("read_file", {}), ("write_file", {"content": "x\n"}),
+                       ("edit_file", {"old_text": "pass", "new_text": "return True"})]:
+        for path in (str(ws), "."):
+            result = call(name, path=path, **args)
+            assert not result.ok and result.output.endswith(named), (name, path, result.output)
+    assert call("read_file", path="lib").output == "lib is a directory, not a file; it holds the files lib/util.py: " \
+                                                  "give one of them as the path."
+    (ws / "empty").mkdir()
+    assert call("read_file", path="empty").output.endswith("is a directory, not a file; use list_dir to see what it contains.")
+    assert (ws / "dominoes.py").read_text() == "def can_chain(dominoes):\n    pass\n"   # nothing written

@@ -216,6 +216,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
     be `>=` was followed faithfully, where the task alone gave the right fix. When neither passes, the
     ``candidates`` assist asks for up to ``candidates`` more, tried on a copy (keel.drive.candidates)."""
     from keel.tools.files import WRITE_FILE, file_session
+    from keel.tools.path_hints import directory_hint
     from keel.verify.redirect import elsewhere, evidence_redirect, redirect_notice
     from keel.verify.selfcheck import is_test_file
 
@@ -244,7 +245,10 @@ def make_change_tool(candidates: int = 2) -> Tool:
             real = resolve_in_workspace(ctx.workspace, args.path, for_write=True)
             data = read_beneath(*anchor(real)) if real.is_file() else None   # no symlink followed
         except (PathJailError, OSError) as e:
-            return ToolResult.error(f"Cannot change {args.path}: {e}")
+            return ToolResult.error(f"Cannot change {args.path}: {e}" + directory_hint(ctx, args.path))
+        if real.is_dir():
+            return ToolResult.error(f"Cannot change {args.path}: it is a directory, not a file"
+                                    + (directory_hint(ctx, args.path) or "."))
         try:
             current = data.decode("utf-8") if data is not None else None
         except UnicodeDecodeError:

@@ -27,6 +27,7 @@ from keel.tools.base import (
 from keel.tools.diffs import preview_diff
 from keel.tools.edit_match import EditRequest, MatchResult, edited_ranges, find_edits
 from keel.tools.edit_unread import unread_note
+from keel.tools.path_hints import directory_hint
 from keel.tools.session import FileSession
 from keel.tools.textfile import TextFileError, read_text_file, write_workspace_file
 
@@ -125,7 +126,7 @@ def run_edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     try:
         real = resolve_in_workspace(ctx.workspace, args.path, for_write=True)
     except PathJailError as e:
-        return ToolResult.error(f"edit_file refused: {e}")
+        return ToolResult.error(f"edit_file refused: {e}" + directory_hint(ctx, args.path))
     rel = display_path(ctx.workspace, real)
     root = workspace_root(ctx.workspace)
     if not real.exists():

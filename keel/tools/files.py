@@ -10,7 +10,6 @@ read, or one that changed on disk since, and snapshots the old bytes before repl
 from __future__ import annotations
 
 import contextlib
-import difflib
 import threading
 from collections import deque
 from dataclasses import replace
@@ -40,6 +39,7 @@ from keel.tools.base import (
     approval_refusal,
 )
 from keel.tools.diffs import preview_diff
+from keel.tools.path_hints import directory_hint, not_found
 from keel.tools.seams import FileFacts
 from keel.tools.session import FileSession
 from keel.tools.textfile import decode_lenient, shown_text, write_workspace_file
@@ -89,21 +89,6 @@ def file_session(ctx: ToolContext) -> FileFacts:
         return ctx.session
 
 
-def _not_found(ctx: ToolContext, shown: str, real: Path) -> ToolResult:
-    parent = real.parent
-    if not parent.is_dir():
-        return ToolResult.error(f"File not found: {shown} (directory {display_path(ctx.workspace, parent)} "
-                                "does not exist either). Use find_files to locate it.")
-    try:
-        siblings = [p.name for p in parent.iterdir()]
-    except OSError:
-        siblings = []
-    same = [n for n in siblings if n.casefold() == real.name.casefold()]   # more than one: the jail kept it missing
-    close = same or difflib.get_close_matches(real.name, siblings, n=3, cutoff=0.6)
-    hint = f" Did you mean: {', '.join(display_path(ctx.workspace, parent / c) for c in close)}?" if close else ""
-    return ToolResult.error(f"File not found: {shown}.{hint} Use find_files or list_dir to locate it.")
-
-
 # --- list_dir ------------------------------------------------------------------------------------
 
 class ListDirArgs(ToolArgs):
@@ -120,7 +105,7 @@ def _list_dir(args: ListDirArgs, ctx: ToolContext) -> ToolResult:
     if not target.is_dir():
         if target.exists():
             return ToolResult.error(f"{args.path} is a file, not a directory; use read_file to read it")
-        return _not_found(ctx, args.path, target)
+        return not_found(ctx, args.path, target)
     rules = IgnoreRules(ctx.workspace)
     hidden = hides_name(ctx.approval)
     children: dict[str, list[Entry]] = {}
@@ -247,9 +232,10 @@ def _read_one(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(str(exc))
     shown = display_path(ctx.workspace, real)
     if not real.exists():
-        return _not_found(ctx, args.path, real)
+        return not_found(ctx, args.path, real)
     if real.is_dir():
-        return ToolResult.error(f"{shown} is a directory; use list_dir to see what it contains")
+        return ToolResult.error(f"{shown} is a directory, not a file"
+                                + (directory_hint(ctx, args.path) or "; use list_dir to see what it contains."))
     if not real.is_file():
         return ToolResult.error(f"{shown} is not a regular file (a device, socket or pipe); it cannot be read")
     # the one read decision (keel.policy.reads); the name the model used counts too (a link named .env)
@@ -339,7 +325,7 @@ def _write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     try:
         real = resolve_in_workspace(ctx.workspace, args.path, for_write=True)
     except PathJailError as exc:
-        return ToolResult.error(str(exc))
+        return ToolResult.error(str(exc) + directory_hint(ctx, args.path))
     shown = display_path(ctx.workspace, real)
     root = workspace_root(ctx.workspace)
     session = file_session(ctx)
