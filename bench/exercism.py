@@ -57,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -327,6 +328,10 @@ def report(rows: list[dict[str, Any]]) -> str:
                      "no ratio: the peer solved none" if solved["keel"] else "no ratio: neither solved any")
             lines.append(f"keel / {peer}: {ratio} (target: at least 1.5x)")
     lines += extra_solved({a: [by[a][e] for e in sorted(common)] for a in agents if a in CANDIDATES})
+    # a batch resumed at a newer keel leaves rows of several commits in one arm: say which, and how many
+    commits = Counter(by[a][e].get("keel_commit", "?")[:7] for a in agents if a in CANDIDATES for e in common)
+    if commits:
+        lines.append("keel's rows by commit: " + ", ".join(f"{c} ({n})" for c, n in commits.most_common()))
     return "\n".join(lines)
 
 

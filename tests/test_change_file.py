@@ -65,6 +65,34 @@ def test_the_request_shows_the_other_files_then_the_file_then_failures_task_and_
     assert task_only.rstrip().endswith("in one code block.") and "suggestion" not in task_only
 
 
+def test_a_long_task_is_said_before_the_file_so_every_request_repeats_the_one_before_up_to_it(shop: Path):
+    """An Exercism task is ~1,100 tokens; said after the file, each request whose file differed from the
+    last one's (a new round, a candidate from the file as the run found it) read it again, 12-14 s on the
+    1.5B. A short task keeps its measured place at the end."""
+    spec = "# Instructions\n\nShipping is free from $50 on. " + "A cart's cost is in cents. " * 60
+    messages = change_request(spec, "use >=", "shipping.py", BROKEN, [FileText("test_shipping.py", "def test(): ...\n")],
+                              "`pytest` fails (exit code 1)")
+    user = messages[1]["content"]
+    order = [user.index(s) for s in ("=== test_shipping.py ===", "Task: # Instructions", "=== shipping.py ===",
+                                     "The tests fail:", "Task: the one above, before shipping.py.",
+                                     "The change to make in shipping.py: use >=")]
+    assert order == sorted(order) and user.count("A cart's cost") == 60
+    # through a run: the second call's rewrite sees another file, and still repeats the first up to the task
+    script = [{"tool_calls": [call("change_file", path="shipping.py", change="use >=")]},
+              {"content": fenced(PRICE_500)}, {"content": fenced(PRICE_500)},
+              {"tool_calls": [call("change_file", path="shipping.py", change="the price is 499")]},
+              {"content": fenced(FIXED)},
+              {"tool_calls": [call("finish", summary="fixed")]}]
+    with ScriptedEngineServer(script) as server:
+        cfg = small_config(server, verify=True)
+        cfg.assists.candidates = False
+        result = Agent(workspace=shop, config=cfg, log_path=False).run(spec)
+        editor = [r["messages"][1]["content"] for r in server.requests if not r.get("tools")]
+    assert result.status == "complete" and len(editor) == 3
+    head = editor[0].split("=== shipping.py ===")[0]
+    assert spec.strip() in head and all(e.startswith(head) for e in editor) and PRICE_500 in editor[2]
+
+
 def test_a_new_file_is_asked_for_as_new():
     user = change_request("t", "add it", "util.py", None, [], "")[1]["content"]
     assert "util.py does not exist yet" in user and "The tests fail" not in user

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from keel.verify.gate import CheckOutcome
 
 EDITOR_PROMPT = "You are a careful programmer who fixes code."   # measured: see change_request
+LONG_TASK_CHARS = 1500       # a task longer than this is said before the file (change_request)
 RELATED_SHARE = 0.2          # of the context window, for the other files shown with the one to change
 MIN_KEPT_SHARE = 0.5         # of the file's lines, below which a "change" is a replacement (a stub, a gutted file)
 SMALL_FILE_LINES = 2         # files this short may change entirely
@@ -101,8 +102,17 @@ def change_request(task: str, change: str | None, path: str, current: str | None
     the failing output fixed 4 of 6; the same content with keel's failure summary instead, or with
     "end of" markers and other headings, fixed none of off-by-one's three prompt variants. ``refused``:
     why the editor's last rewrite was not written (keel.drive.rewrite), said before the task; ``focus``:
-    one failing test to make pass first (the ``focus`` assist, a candidate's request), said after it."""
+    one failing test to make pass first (the ``focus`` assist, a candidate's request), said after it.
+    A task over LONG_TASK_CHARS is said before the file instead (see below)."""
     parts = [f"=== {f.path} ===\n{_body(f.text or '')}" for f in related]
+    # A long task (an Exercism exercise's instructions, ~1,100 tokens) is said before the file, and the
+    # end points back to it: every request of a change_file call, and of the next call, then shares it
+    # with the one before, and the engine's cache keeps it. Said after the file, it was read again
+    # whenever the file shown changed (each new round, each candidate from the file as the run found
+    # it), 12-14 s a time on the 1.5B. A short task keeps the measured place, at the end.
+    told = len(task.strip()) > LONG_TASK_CHARS
+    if told:
+        parts.append(f"Task: {task.strip()}\n\n")
     if current is None:
         parts.append(f"{path} does not exist yet: write it.\n")
     else:
@@ -120,7 +130,8 @@ def change_request(task: str, change: str | None, path: str, current: str | None
     # (mutable-default: "add_tag: article.tags = [tag]"), the editor obeyed and keel ended complete
     # on a wrong fix. With this sentence it no longer did, and each right note still worked.
     hedge = " Fix the cause of the bug, where it is; the change above is only a suggestion." if change else ""
-    parts.append(f"Task: {task.strip()}\n{note}{aim}Reply with the complete corrected {path} in one code block.{hedge}")
+    ask = f"Task: the one above, before {path}.\n" if told else f"Task: {task.strip()}\n"
+    parts.append(f"{ask}{note}{aim}Reply with the complete corrected {path} in one code block.{hedge}")
     return [{"role": "system", "content": EDITOR_PROMPT}, {"role": "user", "content": "".join(parts)}]
 
 
