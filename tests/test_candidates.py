@@ -274,6 +274,24 @@ def test_a_file_the_run_wrote_is_searched_even_when_a_new_changes_rewrites_came_
     assert [(e["n"], e["kept"]) for e in of(events, "candidate")][-1] == (1, True)
 
 
+STUB = "def cost(cents, threshold=5000):\n    pass\n"
+
+
+def test_a_stub_whose_two_rewrites_came_back_unusable_is_searched_at_once(shop: Path):
+    """Exercism luhn on the 1.5B: both rewrites of the stub were cut off, no candidate was asked (the cause
+    might have been elsewhere), and the model had to send the same change again. A stub's placeholders are
+    why its tests fail; a file that is no stub still is not searched."""
+    (shop / "shipping.py").write_text(STUB)
+    result, _, events = run_shop(shop, [editor(STUB), editor(STUB), editor(FIXED)])
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
+    assert [(e["n"], e["kept"]) for e in of(events, "candidate")] == [(1, True)]
+    # a file that is no stub, its two rewrites unchanged: the cause may be elsewhere, and nothing is searched
+    (shop / "shipping.py").write_text(BROKEN)
+    (shop.parent / "session.jsonl").unlink()
+    _, _, events = run_shop(shop, [editor(BROKEN), editor(BROKEN)])
+    assert not of(events, "candidate") and (shop / "shipping.py").read_text() == BROKEN
+
+
 def test_rounds_are_bounded_and_without_the_assist_a_repeat_is_not_run(shop: Path):
     again = {"tool_calls": [call("change_file", path="shipping.py", change="charge 500")]}
     round_ = [editor(PRICE_500), editor(ALWAYS_FREE), editor(NEAR)]   # one candidate: three requests a round

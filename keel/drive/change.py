@@ -44,6 +44,7 @@ from keel.drive.rewrite import (
     GROWTH,
     extract_file,
     imports_added,
+    is_stub,
     keeps_definitions,
     reply_need,
     restore_dropped,
@@ -376,8 +377,10 @@ def make_change_tool(candidates: int = 2) -> Tool:
                 return _finished(written, restored_second, None, spent, spread.report(written))
             if written.ok:
                 tried.append((second.text, restored_second, written, checks.run_plan(), False))
-        # none written: the cause may be elsewhere, unless the change was asked before or the run wrote this file
-        ours = known is not None and (round_ > 0 or (held is not None and current != held))
+        # none written: the cause may be elsewhere, unless the change was asked before, the run wrote this
+        # file, or it is a stub (its placeholders are why the tests fail; Exercism luhn: both rewrites of the
+        # stub were cut, no candidate was asked, and the model had to send the same change again)
+        ours = known is not None and (round_ > 0 or (held is not None and current != held) or is_stub(shown, current))
         best = min((failure_score(t[3]) for t in tried), default=failure_score(known) if known and ours else 0)
         found = Search()
         if checks is not None and "candidates" in assists and best:
