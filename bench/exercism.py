@@ -379,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     exit_on_term()
     args.out.mkdir(parents=True, exist_ok=True)
     results = args.out / "results.jsonl"
-    if args.report:
-        print(report(done_rows(results)))
+    if args.report:   # over the arms --agents names (all by default): each pair has its own common exercises
+        print(report([r for r in done_rows(results) if r["agent"] in args.agents.split(",")]))
         return 0
     if args.track is None or (args.model is None and not args.list):
         p.error("--track and --model are needed to run")

@@ -14,9 +14,11 @@ import pytest
 
 from keel.agent import Agent
 from keel.config import Config
-from keel.drive.candidates import AGAIN, Candidate, choose, diff_size, stop_reason
+from keel.drive.candidates import AGAIN, Candidate, choose, diff_size, stop_reason, trial_limit
 from keel.testing import ScriptedEngineServer
 from keel.tools.base import BudgetLeft
+from keel.verify.gate import CheckOutcome
+from keel.verify.plan import PlannedCheck
 
 BROKEN = "def cost(cents, threshold=5000):\n    if cents > threshold:\n        return 0\n    return 499\n"
 FIXED = BROKEN.replace("cents > threshold", "cents >= threshold")
@@ -272,6 +274,29 @@ def test_a_file_the_run_wrote_is_searched_even_when_a_new_changes_rewrites_came_
                                         other, editor(PRICE_500), editor(PRICE_500), editor(FIXED)])
     assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
     assert [(e["n"], e["kept"]) for e in of(events, "candidate")][-1] == (1, True)
+
+
+HANGS = "def cost(cents, threshold=5000):\n    while True:\n        pass\n"
+
+
+def test_a_candidate_whose_checks_run_past_the_trial_limit_is_dropped_and_the_search_goes_on(shop: Path):
+    """Exercism dominoes on the 1.5B: a candidate's brute force kept the tests running 132 s of the run's 420.
+    A candidate's checks get ten times what the checks took before the call, at least 20 s (trial_limit);
+    here the project's own 3 s limit is shorter, and rules."""
+    def tune(cfg: Config) -> None:
+        cfg.verify.check_timeout_s = 3
+    result, _, events = run_shop(shop, [editor(PRICE_500), editor(ALWAYS_FREE), editor(HANGS), editor(FIXED)],
+                                 tune=tune)
+    assert (shop / "shipping.py").read_text() == FIXED and result.status == "complete"
+    found = of(events, "candidate")
+    assert [(e["n"], e["failing"], e["kept"]) for e in found] == [(1, None, False), (2, 0, True)]
+    assert found[0]["why"] == "its checks ran past 3 s, so it was dropped" and found[0]["seconds"] < 20
+
+
+@pytest.mark.parametrize(("took", "limit"), [(None, 20.0), ((0.6,), 20.0), ((0.6, 5.0), 50.0), ((), 20.0)])
+def test_the_trial_limit_is_ten_times_what_the_checks_took_before_and_at_least_20_s(took, limit) -> None:
+    before = None if took is None else [CheckOutcome(PlannedCheck("test", "pytest -q", "test"), 1, t, "d") for t in took]
+    assert trial_limit(before) == limit
 
 
 STUB = "def cost(cents, threshold=5000):\n    pass\n"

@@ -97,6 +97,17 @@ def diff_size(before: str | None, after: str) -> int:
 # on Exercism with the 1.5B at 2 (0bfd080): book-store's fourth round was refused as a repeat with 100 s
 # of its 420 left (its third had gone from 19 failing tests to 14), triangle and crypto-square with 70-95 s.
 AGAIN = 4
+# A candidate's checks get TRIAL_FACTOR times as long as the checks took before the call, and at least
+# TRIAL_FLOOR_S: one whose checks run past that is dropped, not scored. Measured on Exercism dominoes
+# (1.5B): a candidate's brute-force search kept the tests running 132 s of the run's 420, where the
+# stub's run had taken under a second; the checks' own limit is 300 s.
+TRIAL_FACTOR, TRIAL_FLOOR_S = 10, 20.0
+
+
+def trial_limit(before: Sequence[CheckOutcome] | None) -> float:
+    """How long a candidate's checks may run (pure): see TRIAL_FACTOR."""
+    took = max((o.duration_s for o in before or ()), default=0.0)
+    return max(TRIAL_FLOOR_S, TRIAL_FACTOR * took)
 
 
 @dataclass
@@ -191,17 +202,19 @@ def focused(ctx: ToolContext, path: str, known: Sequence[CheckOutcome] | None) -
 
 
 def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | None, *, protected: bool,
-           limit: int, before: int, spent: Usage, unit: tuple[int, float], block: tuple[int, int] = (0, 0)) -> Search:
+           limit: int, before: int, spent: Usage, unit: tuple[int, float], block: tuple[int, int] = (0, 0),
+           limit_s: float = TRIAL_FLOOR_S) -> Search:
     """Ask for candidates one at a time and try each on a scratch copy (``checks.trials()``, the
     project's checks: keel.verify.verifier.Verifier) until ``stop_reason`` says stop. ``before``: the
     failure score to beat (the best rewrite so far); ``spent``: this call's usage, which each request
     adds to; ``unit``: tokens and seconds one request has cost so far, the first estimate of one more;
-    ``block``: the block of variants (Rounds.searched) and its width."""
+    ``block``: the block of variants (Rounds.searched) and its width; ``limit_s``: how long a candidate's
+    checks may run (trial_limit)."""
     run = ctx.run
     assert run is not None
     engine, found = run.engine, Search(before=before)
     tokens, seconds = unit
-    with checks.trials() as trial:
+    with checks.trials(limit_s) as trial:
         while (stopped := stop_reason(found.tried, limit, _left(run.budget_left(), spent), tokens, seconds)) is None:
             n, started, used = len(found.tried) + 1, time.monotonic(), spent.total
             variant = Rounds.variant(block[0], n, block[1]) if block[1] else n
@@ -211,8 +224,10 @@ def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | No
                 candidate = Candidate(n, text, protected=True, why="rewrites a protected test", variant=variant)
             elif text is None:
                 candidate = Candidate(n, None, why=why, variant=variant)
+            elif (ran := _timed_out(outcomes := trial(path, text))) is not None:   # a loop, or far too slow
+                candidate = Candidate(n, None, why=f"its checks ran past {ran:.0f} s, so it was dropped", variant=variant)
             else:
-                failing = failure_score(trial(path, text))
+                failing = failure_score(outcomes)
                 candidate = Candidate(n, text, failing, diff_size(current, text), restored=tuple(restored),
                                       why="" if failing == 0 else failing_words(failing), variant=variant)
             found.tried.append(candidate)
@@ -224,6 +239,11 @@ def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | No
     if found.tried:
         assist_acted(ctx, "candidates", f"{path}: {len(found.tried)} tried, stopped: {found.stopped}")
     return found
+
+
+def _timed_out(outcomes: Sequence[CheckOutcome]) -> float | None:
+    """How long a check that ran out of time had run (its limit), or None when none did."""
+    return max((o.duration_s for o in outcomes if o.timed_out), default=None)
 
 
 def _left(left: BudgetLeft, spent: Usage) -> BudgetLeft:

@@ -31,7 +31,7 @@ from pydantic import Field
 from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.callee import where_else
-from keel.drive.candidates import Rounds, Search, focused, search
+from keel.drive.candidates import Rounds, Search, focused, search, trial_limit
 from keel.drive.check_text import (
     against,
     failing_output,
@@ -388,7 +388,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
             found = search(ctx, lambda v: ask(None, refused, v, held, next(aims)), checks, shown, current, limit=candidates,
                            block=(rounds.searched(shown, round_), candidates + 2),   # sampled anew, from `held`
                            protected=(is_test_file(shown) or shown in checks.protected)
-                           and not request.allows_test_changes, before=best, spent=spent,
+                           and not request.allows_test_changes, before=best, spent=spent, limit_s=trial_limit(known),
                            unit=(spent.total // 2, (time.monotonic() - began) / 2))
             if (kept := found.kept or found.better) is not None and kept.text is not None:
                 spread.after(written := write(kept.text), kept.text)

@@ -226,11 +226,11 @@ class Verifier:
                 return dataclasses.replace(first, check=check)
         return self._run(check, digest, self.ctx)
 
-    def _run(self, check: PlannedCheck, digest: str, ctx: ToolContext) -> CheckOutcome:
+    def _run(self, check: PlannedCheck, digest: str, ctx: ToolContext, limit_s: float | None = None) -> CheckOutcome:
         key = (check.command, digest)
         if key in self._cache:
             return self._cache[key]
-        timeout = min(check.timeout_s or self.check_timeout_s, self.check_timeout_s)
+        timeout = min(check.timeout_s or self.check_timeout_s, self.check_timeout_s, limit_s or self.check_timeout_s)
         started = time.monotonic()
         result = run_shell(RunShellArgs(command=check.command, timeout=max(1, int(timeout))), _checks_context(ctx))
         elapsed = time.monotonic() - started
@@ -278,10 +278,11 @@ class Verifier:
             return tuple(self._run(c, digest, ctx) for c in self.plan.ordered())
 
     @contextmanager
-    def trials(self) -> Iterator[Callable[[str, str], tuple[CheckOutcome, ...]]]:
+    def trials(self, limit_s: float | None = None) -> Iterator[Callable[[str, str], tuple[CheckOutcome, ...]]]:
         """``trial(path, text)``: the plan's checks on a scratch copy of the workspace with ``path``
         holding ``text`` (change_file's candidates, keel.drive.candidates). The copy is made once for
-        every text tried; the real workspace is neither changed nor visible to the runs."""
+        every text tried; the real workspace is neither changed nor visible to the runs. ``limit_s``:
+        each check's time limit there, when shorter than its own."""
         snap = take_snapshot(self.ctx.workspace)
         digest, changed = snap.digest, self._changed(snap)
         with self._scratch("candidates-") as (work, ctx):
@@ -293,7 +294,7 @@ class Verifier:
                 target.write_text(text, encoding="utf-8")
                 key = f"{digest}:{path}:{hashlib.sha256(text.encode()).hexdigest()}"
                 probes = self._probes({**changed, path: text} if not is_test_file(path) else changed)
-                return tuple(self._run(c, key, ctx) for c in (*self.plan.ordered(), *probes))
+                return tuple(self._run(c, key, ctx, limit_s) for c in (*self.plan.ordered(), *probes))
 
             yield trial
 
