@@ -244,18 +244,23 @@ def test_tests_stay_as_they_are_unless_the_task_asks_and_the_change_goes_to_the_
     assert (shop / "shipping.py").read_text() == FIXED
 
 
-def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(shop: Path):
-    (shop / "big.py").write_text("x = 1\n" * 5000)
-    script = [{"tool_calls": [call("change_file", path="../outside.py", change="create it")]},
-              {"tool_calls": [call("change_file", path="big.py", change="x = 2")]},
+def run_refused(shop: Path, task: str, *changes: dict[str, str]) -> tuple[list[str], list[dict[str, object]]]:
+    """change_file called with each of ``changes`` (path, change) on a change request, checks off: the
+    tool replies and the edit requests. Nothing changes, so finishing is sent back until the step limit:
+    only the calls' replies matter (change_file is not run for an answer-only request)."""
+    script = [*[{"tool_calls": [call("change_file", **c)]} for c in changes],
               *[{"tool_calls": [call("finish", summary="nothing")]}] * 3]
     with ScriptedEngineServer(script) as server:
         agent = Agent(workspace=shop, config=small_config(server, verify=False), log_path=False)
-        # a change request (change_file is not run for an answer-only one); nothing changes, so finishing
-        # is sent back until the step limit: only the two refusals matter here
-        result = agent.run("Set x to 2 in big.py and create ../outside.py.", limits=Limits(max_steps=4))
+        result = agent.run(task, limits=Limits(max_steps=len(changes) + 2))
         editor = [r for r in server.requests if not r.get("tools")]
-    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    return [m["content"] for m in result.messages if m.get("role") == "tool"], editor
+
+
+def test_change_file_stays_in_the_workspace_and_leaves_big_files_to_edit_file(shop: Path):
+    (shop / "big.py").write_text("x = 1\n" * 5000)
+    replies, editor = run_refused(shop, "Set x to 2 in big.py and create ../outside.py.",
+                                  {"path": "../outside.py", "change": "create it"}, {"path": "big.py", "change": "x = 2"})
     assert "Cannot change ../outside.py" in replies[0] and not (shop.parent / "outside.py").exists()
     assert "too long to be rewritten whole" in replies[1] and "edit_file" in replies[1]
     assert not editor   # neither refusal cost an edit request
@@ -266,14 +271,9 @@ def test_change_file_given_a_directory_names_the_files_it_holds_and_asks_nothing
     the module; the refusal did not name it and the run ended with the module unchanged."""
     (shop / "lib").mkdir()
     (shop / "lib" / "rates.py").write_text("RATE = 1\n")
-    script = [{"tool_calls": [call("change_file", path=str(shop), change="implement cost in shipping.py")]},
-              {"tool_calls": [call("change_file", path="lib", change="set RATE to 2")]},
-              *[{"tool_calls": [call("finish", summary="nothing")]}] * 3]
-    with ScriptedEngineServer(script) as server:
-        agent = Agent(workspace=shop, config=small_config(server, verify=False), log_path=False)
-        result = agent.run("Set RATE to 2 and fix cost in shipping.py.", limits=Limits(max_steps=4))
-        editor = [r for r in server.requests if not r.get("tools")]
-    replies = [m["content"] for m in result.messages if m.get("role") == "tool"]
+    replies, editor = run_refused(shop, "Set RATE to 2 and fix cost in shipping.py.",
+                                  {"path": str(shop), "change": "implement cost in shipping.py"},
+                                  {"path": "lib", "change": "set RATE to 2"})
     assert "is the workspace directory itself, not a file; it holds the files shipping.py, test_shipping.py: " \
            "give one of them as the path." in replies[0]
     assert replies[1] == ("Cannot change lib: it is a directory, not a file; it holds the files lib/rates.py: "

@@ -338,6 +338,8 @@ def test_a_directory_given_as_a_file_is_answered_with_the_files_it_holds(ws: Pat
     (ws / ".env").write_text("TOKEN=x\n")
     (ws / "id_rsa").write_text("key\n")
     (ws / "internal.md").write_text("not for the model\n")
+    (ws / ".gitignore").write_text("notes.log\n")
+    (ws / "notes.log").write_text("ignored, as list_dir leaves it\n")
     (ws / "lib").mkdir()
     (ws / "lib" / "util.py").write_text("x = 1\n")
     rules = RuleSet.from_config([], [], ["read(internal.md)"])

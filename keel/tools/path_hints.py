@@ -5,9 +5,9 @@ end their refusals with these, so a small model's next call can name the right f
 from __future__ import annotations
 
 import difflib
-import os
 from pathlib import Path
 
+from keel.context.ignore import IgnoreRules
 from keel.policy.paths import (
     PathJailError,
     display_path,
@@ -42,19 +42,20 @@ HINT_FILES = 8   # files a directory hint names
 def directory_hint(ctx: ToolContext, path: str) -> str:
     """For ``path`` naming a directory where a file was wanted: the files at its top, as a clause to end a
     refusal with, so the next call can name one ("" when it is no directory, or holds no file the model
-    may see). Measured on the 1.5B (Exercism dominoes): it gave the workspace's own path to read_file once and to change_file four times,
-    its note naming dominoes.py, and the run ended on the wall clock with the file unchanged. Names a
-    read rule hides, secret-looking and hidden names are left out, as list_dir leaves them."""
+    may see). Measured on the 1.5B (Exercism dominoes): it gave the workspace's own path to read_file
+    once and to change_file four times, its note naming dominoes.py, and the run ended on the wall clock
+    with the file unchanged. The directory is listed as list_dir lists it (no link followed, ignored and
+    read-denied names left out), and hidden and secret-looking names are left out too."""
     try:
         real = resolve_in_workspace(ctx.workspace, path)
         inside = real.relative_to(workspace_root(ctx.workspace)).parts
         if not real.is_dir() or any(is_git_internal_name(part) for part in inside):   # git's files are no answer
             return ""
         hidden = hides_name(ctx.approval)
-        with os.scandir(real) as entries:
-            names = sorted(e.name for e in entries if e.is_file(follow_symlinks=False) and not e.name.startswith(".")
-                           and not is_secret_path(Path(e.path)) and not hidden(Path(e.path)))
-    except (PathJailError, OSError):
+        kept, _ = IgnoreRules(ctx.workspace).scan(str(real))
+        names = sorted(e.name for e in kept if e.is_file() and not e.name.startswith(".")
+                       and not is_secret_path(Path(e.path)) and not hidden(Path(e.path)))
+    except (PathJailError, OSError):   # EscapeError too: the directory became a link
         return ""
     if not names:
         return ""
