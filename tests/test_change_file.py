@@ -186,10 +186,12 @@ PRICE_500 = FIXED.replace("return 499", "return 500")   # the threshold fixed, t
 ALWAYS_FREE = "def cost(cents, threshold=5000):\n    return 0\n\n\n# free\n"
 
 
-def run_changes(shop: Path, script: list[dict[str, object]], *off: str) -> tuple[list[str], list[dict[str, object]]]:
+def run_changes(shop: Path, script: list[dict[str, object]], *off: str,
+                check_timeout_s: float = 300.0) -> tuple[list[str], list[dict[str, object]]]:
     """``off``: assists switched off (more rewrites judged by the gate, ``candidates``: tests/test_candidates.py)."""
     with ScriptedEngineServer([*script, {"tool_calls": [call("finish", summary="fixed")]}]) as server:
         cfg = small_config(server, verify=True)
+        cfg.verify.check_timeout_s = check_timeout_s
         for name in off:
             setattr(cfg.assists, name, False)
         result = Agent(workspace=shop, config=cfg, log_path=False).run(
@@ -333,9 +335,34 @@ def test_a_rewrite_that_stops_the_tests_loading_counts_worse_than_any_failing_te
     assert "Nothing was kept" in replies[0] and "(a test file that cannot load, 1 failing before)" in replies[0]
 
 
+HANGS = "def cost(cents, threshold=5000):\n    while True:\n        pass\n"
+
+
+def test_a_rewrite_whose_checks_time_out_counts_worse_than_any_failing_test(shop: Path):
+    """A check cut at its limit names no failing test: it scored 1, tied with a rewrite failing one test,
+    and the first of a tie stayed, so the loop was written over a file that ran."""
+    replies, _ = run_changes(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="loop")]},
+        {"content": fenced(HANGS)},          # with the note: the tests never end
+        {"content": fenced(ALWAYS_FREE)}],   # the task alone: 1 failing, as before
+        "candidates", check_timeout_s=2)
+    assert (shop / "shipping.py").read_text() == ALWAYS_FREE
+    assert "Your note was not followed (with it the checks timed out)" in replies[0]
+
+
+def test_when_every_rewrite_times_out_nothing_is_kept(shop: Path):
+    replies, _ = run_changes(shop, [
+        {"tool_calls": [call("change_file", path="shipping.py", change="loop")]},
+        {"content": fenced(HANGS)},
+        {"content": fenced(HANGS.replace("pass", "continue"))}], "candidates", check_timeout_s=2)
+    assert (shop / "shipping.py").read_text() == BROKEN
+    assert "Nothing was kept" in replies[0] and "(a check that timed out, 1 failing before)" in replies[0]
+
+
 @pytest.mark.parametrize(("score", "words"), [
     (0, "0 failing"), (3, "3 failing"), (1000, "a test file that cannot load"),
-    (2001, "2 test files that cannot load and 1 failing")])
+    (2001, "2 test files that cannot load and 1 failing"), (1_000_000, "a check that timed out"),
+    (2_001_003, "2 checks that timed out and a test file that cannot load and 3 failing")])
 def test_a_failure_score_in_words(score: int, words: str) -> None:
     from keel.drive.check_text import failing_words
     assert failing_words(score) == words

@@ -358,3 +358,38 @@ def test_a_directory_given_as_a_file_is_answered_with_the_files_it_holds(ws: Pat
     (ws / "empty").mkdir()
     assert call("read_file", path="empty").output.endswith("is a directory, not a file; use list_dir to see what it contains.")
     assert (ws / "dominoes.py").read_text() == "def can_chain(dominoes):\n    pass\n"   # nothing written
+
+
+def test_a_missing_files_close_names_are_only_those_the_model_may_see(ws: Path) -> None:
+    """not_found listed the directory by path: it suggested a git-ignored name and a name a read rule
+    hides, each a file the model would then be refused or never shown by list_dir."""
+    from keel.policy.approval import Approver
+    from keel.policy.rules import RuleSet
+
+    (ws / ".gitignore").write_text("settings.log\n")
+    (ws / "settings.log").write_text("ignored\n")
+    (ws / "settings.toml").write_text("hidden by a rule\n")
+    (ws / "settings.env").write_text("TOKEN=x\n")
+    rules = RuleSet.from_config([], [], ["read(settings.toml)"])
+    ctx = ToolContext(workspace=ws, session=FileSession(), approval=Approver("unattended", rules, workspace=ws))
+    result = run(READ_FILE, ctx, path="settings.py")
+    assert not result.ok and "Did you mean" not in result.output, result.output
+    (ws / "settings.pyi").write_text("x: int\n")
+    assert "Did you mean: settings.pyi?" in run(READ_FILE, ctx, path="settings.py").output
+
+
+def test_a_link_to_a_directory_outside_is_refused_without_naming_what_it_holds(ws: Path, tmp_path: Path) -> None:
+    """An attacker's link planted in the workspace: the directory hint and the close-name hint list only
+    the workspace, so neither names a file of the directory the link points to. The control shows the
+    outside directory does hold a file the hints would have named."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "private_notes.txt").write_text("not the model's\n")
+    (ws / "docs").symlink_to(outside, target_is_directory=True)
+    ctx = ToolContext(workspace=ws, session=FileSession())
+    assert [p.name for p in (ws / "docs").iterdir()] == ["private_notes.txt"]   # the control: reachable by path
+    for path in ("docs", "docs/private_note.txt", str(outside), str(outside / "private_note.txt")):
+        for tool, args in ((READ_FILE, {}), (WRITE_FILE, {"content": "x\n"})):
+            result = run(tool, ctx, path=path, **args)
+            assert not result.ok and "private_notes" not in result.output, (path, result.output)
+    assert (outside / "private_notes.txt").read_text() == "not the model's\n"

@@ -33,6 +33,7 @@ from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.callee import where_else
 from keel.drive.candidates import Rounds, Search, focused, search, trial_limit
 from keel.drive.check_text import (
+    HANG_WEIGHT,
     against,
     failing_output,
     failure_score,
@@ -408,8 +409,9 @@ def make_change_tool(candidates: int = 2) -> Tool:
                 f"{shown} is as it was. Read the failing test again and say exactly what must change." + cost, usage=spent), known, known)
         if text != tried[-1][0]:
             write(text)   # the first rewrite did at least as well as the second: back to it
+        still = "timed out" if failure_score(tried[0][3]) >= HANG_WEIGHT else "still failed"
         note = "" if noted else (
-            "Your note was not followed (" + ("with it the checks still failed" if tried[0][4] else
+            "Your note was not followed (" + (f"with it the checks {still}" if tried[0][4] else
                                              first.problem.rstrip(".")) +
             "): a rewrite from the task and the failing checks alone did better, and is what was written.")
         note = "\n".join(line for line in (note, found.report(), spread.report(written)) if line)

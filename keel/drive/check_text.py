@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 MAX_FAILURE_CHARS = 1500
 LOAD_WEIGHT = 1000   # a test file that cannot load weighs more than any count of tests that ran and failed
+HANG_WEIGHT = 1000 * LOAD_WEIGHT   # a check that ran past its limit gave no verdict, and costs the limit again
 
 
 def render_failures(outcomes: Sequence[CheckOutcome]) -> str:
@@ -56,21 +57,27 @@ def failing_lines(outcomes: Sequence[CheckOutcome]) -> list[str]:
 
 
 def failure_score(outcomes: Sequence[CheckOutcome]) -> int:
-    """How badly the checks fail: failing tests (at least 1 per failing check), and LOAD_WEIGHT for each
-    test file that could not be loaded; 0 when all pass. A file that cannot load ran none of its tests:
-    pytest reports it as one error, so a rewrite that broke the module's import scored like one failing
-    test, and better than three (measured on the 1.5B, py-todo-due: ``today=TODAY`` was written)."""
-    return sum(LOAD_WEIGHT * len(o.unloaded) + max(0 if o.unloaded else 1, len(o.failing_tests) - len(o.unloaded))
+    """How badly the checks fail: failing tests (at least 1 per failing check), LOAD_WEIGHT for each
+    test file that could not be loaded, and HANG_WEIGHT for each check that timed out; 0 when all pass.
+    A file that cannot load ran none of its tests: pytest reports it as one error, so a rewrite that
+    broke the module's import scored like one failing test, and better than three (measured on the
+    1.5B, py-todo-due: ``today=TODAY`` was written). A check cut at its limit names no failing test, so
+    it scored 1 too, and a rewrite that loops tied with one that fails a test and was kept first."""
+    return sum(HANG_WEIGHT if o.timed_out else
+               LOAD_WEIGHT * len(o.unloaded) + max(0 if o.unloaded else 1, len(o.failing_tests) - len(o.unloaded))
                for o in outcomes if not o.passed and not o.refused)
 
 
 def failing_words(score: int) -> str:
     """A failure score in words: "3 failing", "a test file that cannot load", "2 test files that cannot
-    load and 1 failing"."""
-    files, tests = divmod(score, LOAD_WEIGHT)
-    words = [f"{tests} failing"] if tests or not files else []
+    load and 1 failing", "a check that timed out"."""
+    hangs, rest = divmod(score, HANG_WEIGHT)
+    files, tests = divmod(rest, LOAD_WEIGHT)
+    words = [f"{tests} failing"] if tests or not (files or hangs) else []
     if files:
         words.insert(0, "a test file that cannot load" if files == 1 else f"{files} test files that cannot load")
+    if hangs:
+        words.insert(0, "a check that timed out" if hangs == 1 else f"{hangs} checks that timed out")
     return " and ".join(words)
 
 

@@ -21,19 +21,30 @@ from keel.tools.base import ToolContext, ToolResult
 
 
 def not_found(ctx: ToolContext, shown: str, real: Path) -> ToolResult:
-    """read_file's reply for a missing file: the names beside it that differ only in case, or are close."""
+    """read_file's reply for a missing file: the names beside it that differ only in case, or are close,
+    among those the model may see (listed as directory_hint lists them)."""
     parent = real.parent
     if not parent.is_dir():
         return ToolResult.error(f"File not found: {shown} (directory {display_path(ctx.workspace, parent)} "
                                 "does not exist either). Use find_files to locate it.")
-    try:
-        siblings = [p.name for p in parent.iterdir()]
-    except OSError:
-        siblings = []
+    siblings = _visible(ctx, parent, files_only=False)
     same = [n for n in siblings if n.casefold() == real.name.casefold()]   # more than one: the jail kept it missing
     close = same or difflib.get_close_matches(real.name, siblings, n=3, cutoff=0.6)
     hint = f" Did you mean: {', '.join(display_path(ctx.workspace, parent / c) for c in close)}?" if close else ""
     return ToolResult.error(f"File not found: {shown}.{hint} Use find_files or list_dir to locate it.")
+
+
+def _visible(ctx: ToolContext, directory: Path, files_only: bool) -> list[str]:
+    """The names at the top of ``directory`` as list_dir shows them (no link followed, ignored and
+    read-denied names left out), less secret-looking ones and git's own; [] when it cannot be listed.
+    Listing by path (iterdir) suggested git-ignored and read-denied names the model could not open."""
+    try:
+        hidden = hides_name(ctx.approval)
+        kept, _ = IgnoreRules(ctx.workspace).scan(str(directory))
+        return sorted(e.name for e in kept if (e.is_file() or not files_only) and not is_git_internal_name(e.name)
+                      and not is_secret_path(Path(e.path)) and not hidden(Path(e.path)))
+    except (PathJailError, OSError):   # EscapeError too: the directory became a link
+        return []
 
 
 HINT_FILES = 8   # files a directory hint names
@@ -51,12 +62,9 @@ def directory_hint(ctx: ToolContext, path: str) -> str:
         inside = real.relative_to(workspace_root(ctx.workspace)).parts
         if not real.is_dir() or any(is_git_internal_name(part) for part in inside):   # git's files are no answer
             return ""
-        hidden = hides_name(ctx.approval)
-        kept, _ = IgnoreRules(ctx.workspace).scan(str(real))
-        names = sorted(e.name for e in kept if e.is_file() and not e.name.startswith(".")
-                       and not is_secret_path(Path(e.path)) and not hidden(Path(e.path)))
     except (PathJailError, OSError):   # EscapeError too: the directory became a link
         return ""
+    names = [n for n in _visible(ctx, real, files_only=True) if not n.startswith(".")]
     if not names:
         return ""
     shown = ", ".join(display_path(ctx.workspace, real / n) for n in names[:HINT_FILES])
