@@ -100,14 +100,19 @@ AGAIN = 4
 # A candidate's checks get TRIAL_FACTOR times as long as the checks took before the call, and at least
 # TRIAL_FLOOR_S: one whose checks run past that is dropped, not scored. Measured on Exercism dominoes
 # (1.5B): a candidate's brute-force search kept the tests running 132 s of the run's 420, where the
-# stub's run had taken under a second; the checks' own limit is 300 s.
-TRIAL_FACTOR, TRIAL_FLOOR_S = 10, 20.0
+# stub's run had taken under a second; the checks' own limit is 300 s. change_file's own two rewrites
+# get the same, with a floor of REWRITE_FLOOR_S: on run-length-encoding one of them looped and held the
+# tests 300 s of the run's 420, where the stub's tests had run in 1.4 s.
+TRIAL_FACTOR, TRIAL_FLOOR_S, REWRITE_FLOOR_S = 10, 20.0, 60.0
 
 
-def trial_limit(before: Sequence[CheckOutcome] | None) -> float:
-    """How long a candidate's checks may run (pure): see TRIAL_FACTOR."""
-    took = max((o.duration_s for o in before or ()), default=0.0)
-    return max(TRIAL_FLOOR_S, TRIAL_FACTOR * took)
+def trial_limit(before: Sequence[CheckOutcome] | None, floor: float = TRIAL_FLOOR_S) -> float | None:
+    """How long a rewrite's checks may run (pure): see TRIAL_FACTOR. None (the checks' own limit) when no
+    run before is known, or one stopped early: a test file that could not load ran none of its tests,
+    so how long that took says nothing of how long they take once the code loads."""
+    if not before or any(o.unloaded or o.timed_out for o in before):
+        return None
+    return max(floor, TRIAL_FACTOR * max(o.duration_s for o in before))
 
 
 @dataclass
@@ -203,13 +208,13 @@ def focused(ctx: ToolContext, path: str, known: Sequence[CheckOutcome] | None) -
 
 def search(ctx: ToolContext, ask: Ask, checks: Any, path: str, current: str | None, *, protected: bool,
            limit: int, before: int, spent: Usage, unit: tuple[int, float], block: tuple[int, int] = (0, 0),
-           limit_s: float = TRIAL_FLOOR_S) -> Search:
+           limit_s: float | None = TRIAL_FLOOR_S) -> Search:
     """Ask for candidates one at a time and try each on a scratch copy (``checks.trials()``, the
     project's checks: keel.verify.verifier.Verifier) until ``stop_reason`` says stop. ``before``: the
     failure score to beat (the best rewrite so far); ``spent``: this call's usage, which each request
     adds to; ``unit``: tokens and seconds one request has cost so far, the first estimate of one more;
     ``block``: the block of variants (Rounds.searched) and its width; ``limit_s``: how long a candidate's
-    checks may run (trial_limit)."""
+    checks may run (trial_limit; None: their own limit)."""
     run = ctx.run
     assert run is not None
     engine, found = run.engine, Search(before=before)

@@ -31,7 +31,7 @@ from pydantic import Field
 from keel.context.outline import language_of
 from keel.context.preload import CHARS_PER_TOKEN, FileText, choose, collect
 from keel.drive.callee import where_else
-from keel.drive.candidates import Rounds, Search, focused, search, trial_limit
+from keel.drive.candidates import REWRITE_FLOOR_S, Rounds, Search, focused, search, trial_limit
 from keel.drive.check_text import (
     HANG_WEIGHT,
     against,
@@ -43,6 +43,8 @@ from keel.drive.check_text import (
 from keel.drive.move import asked_move
 from keel.drive.rewrite import (
     GROWTH,
+    editor_cap,
+    editor_reply_cap,
     extract_file,
     imports_added,
     is_stub,
@@ -70,7 +72,6 @@ LONG_TASK_CHARS = 1500       # a task longer than this is said before the file (
 RELATED_SHARE = 0.2          # of the context window, for the other files shown with the one to change
 MIN_KEPT_SHARE = 0.5         # of the file's lines, below which a "change" is a replacement (a stub, a gutted file)
 SMALL_FILE_LINES = 2         # files this short may change entirely
-EDITOR_CAP_MAX = 2048        # tokens one editor reply may have (~3-4 minutes of a 1.5B model on 2 cores)
 
 
 class ChangeArgs(ToolArgs):
@@ -196,26 +197,8 @@ def fits(current: str | None, reply_cap: int | None) -> bool:
     return math.ceil(len(current) / CHARS_PER_TOKEN * GROWTH) + 40 <= reply_cap
 
 
-def editor_cap(base: int | None, need: int, room: int) -> int | None:
-    """The editor request's reply cap: the engine's own (``base``, None: none), raised to what the file
-    needs (``need`` tokens, keel.drive.rewrite.reply_need) as far as the window leaves ``room`` and at
-    most EDITOR_CAP_MAX. Measured: an 80-line implementation of a stub was cut by the 768-token cap of
-    the small profile, and a file the run itself had grown was then "too long to be rewritten"."""
-    if base is None:
-        return None
-    return max(base, min(need, room, EDITOR_CAP_MAX))
-
-
 def _body(text: str) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
-
-
-def _reply_cap(engine: Any) -> int | None:
-    cap = getattr(engine, "reply_cap", None)
-    if callable(cap):
-        return int(cap())
-    limit = getattr(engine, "max_tokens", None)
-    return int(limit) if isinstance(limit, int) else None
 
 
 # -- the shell ---------------------------------------------------------------------------------------
@@ -305,7 +288,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
         related = choose(request.with_note(args.change), others, int(window * RELATED_SHARE * CHARS_PER_TOKEN)).shown
         tests = [f for f in others if is_test_file(f.path)]   # what a rewrite must not copy
         asked = sum(len(m["content"]) for m in change_request(task, args.change, shown, current, related, failures))
-        base = _reply_cap(engine)
+        base = editor_reply_cap(engine)
         cap = editor_cap(base, reply_need(shown, current), window - int(asked / CHARS_PER_TOKEN) - 64)
         if not fits(current, cap):
             return ToolResult.error(f"{shown} is too long to be rewritten whole in one reply. Use edit_file: "
@@ -315,6 +298,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
         spent, began = Usage(), time.monotonic()
         assist_acted(ctx, "whole_file_editor", shown)
         round_ = rounds.start(shown, args.change) if "again" in assists else 0
+        if round_:   # the same change sent again: one more round, sampled anew (counted for `keel eval`)
+            assist_acted(ctx, "again", f"{shown}: round {round_ + 1} of this change")
         lead = Rounds.variant(round_, 0, candidates + 2)   # the note's and the task's requests: greedy in round 0
 
         def ask(note: str | None, refused: str = "", variant: int = 0, base: str | None = None,
@@ -357,12 +342,13 @@ def make_change_tool(candidates: int = 2) -> Tool:
         if "rename_spread" not in assists:
             spread.candidates = []
         first, restored = ask(args.change, "", lead)
+        limit = trial_limit(known, REWRITE_FLOOR_S)   # the rewrites' checks; a candidate's get trial_limit(known)
         tried: list[tuple[str, list[str], ToolResult, tuple[CheckOutcome, ...], bool]] = []   # ..., with the note
         if first.text is not None:
             spread.after(written := write(first.text), first.text)
             if not written.ok or checks is None:
                 return _finished(written, restored, None, spent, spread.report(written))
-            outcomes = checks.run_plan()
+            outcomes = checks.run_plan(limit_s=limit)
             if failure_score(outcomes) == 0:
                 return _scored(_finished(written, restored, outcomes, spent, spread.report(written), latest, verifier),
                                known, outcomes)
@@ -377,7 +363,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
             if checks is None:   # the first rewrite was refused by a check, and there is nothing to run
                 return _finished(written, restored_second, None, spent, spread.report(written))
             if written.ok:
-                tried.append((second.text, restored_second, written, checks.run_plan(), False))
+                tried.append((second.text, restored_second, written, checks.run_plan(limit_s=limit), False))
         # none written: the cause may be elsewhere, unless the change was asked before, the run wrote this
         # file, or it is a stub (its placeholders are why the tests fail; Exercism luhn: both rewrites of the
         # stub were cut, no candidate was asked, and the model had to send the same change again)
@@ -394,7 +380,7 @@ def make_change_tool(candidates: int = 2) -> Tool:
             if (kept := found.kept or found.better) is not None and kept.text is not None:
                 spread.after(written := write(kept.text), kept.text)
                 if written.ok:   # its evidence is the real files', run again here
-                    tried.append((kept.text, list(kept.restored), written, checks.run_plan(), False))
+                    tried.append((kept.text, list(kept.restored), written, checks.run_plan(limit_s=limit), False))
         cost = f"\n{found.report()}" if found.tried else ""
         if not tried:
             return _scored(ToolResult.error((second.problem if first.checked and second.problem else first.problem)

@@ -28,12 +28,14 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
+from typing import Any
 
 from keel.context.outline import Outline, language_of, outline
 from keel.context.preload import CHARS_PER_TOKEN, FileText
 from keel.drive.unbound import newly_unbound, with_imports
 from keel.verify.selfcheck import is_test_file
 
+EDITOR_CAP_MAX = 2048      # tokens one editor reply may have (~3-4 minutes of a 1.5B model on 2 cores)
 STUB_GROWTH = 3.0          # an implemented stub is up to this many times its placeholder file
 GROWTH = 1.25              # any other file may come back this much longer
 COPIED_SHARE = 0.5         # of a rewrite's lines found in a test file and not in the file: a copy
@@ -77,6 +79,25 @@ def reply_need(path: str, current: str | None) -> int:
         return 0
     growth = STUB_GROWTH if is_stub(path, current) else GROWTH
     return math.ceil(len(current) / CHARS_PER_TOKEN * growth) + 40
+
+
+def editor_cap(base: int | None, need: int, room: int) -> int | None:
+    """The editor request's reply cap: the engine's own (``base``, None: none), raised to what the file
+    needs (``need`` tokens, keel.drive.rewrite.reply_need) as far as the window leaves ``room`` and at
+    most EDITOR_CAP_MAX. Measured: an 80-line implementation of a stub was cut by the 768-token cap of
+    the small profile, and a file the run itself had grown was then "too long to be rewritten"."""
+    if base is None:
+        return None
+    return max(base, min(need, room, EDITOR_CAP_MAX))
+
+
+def editor_reply_cap(engine: Any) -> int | None:
+    """The engine's own cap on one reply's tokens (its ``reply_cap()`` or ``max_tokens``), None: none."""
+    cap = getattr(engine, "reply_cap", None)
+    if callable(cap):
+        return int(cap())
+    limit = getattr(engine, "max_tokens", None)
+    return int(limit) if isinstance(limit, int) else None
 
 
 def keeps_definitions(path: str, current: str, new: str) -> bool:

@@ -181,12 +181,14 @@ class Verifier:
                               contradicted=bool(failing), unfounded=clears and self.request.presumes_flaw)
         return self.last
 
-    def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None) -> tuple[CheckOutcome, ...]:
-        """Every planned check once on the current files, in gate order (`keel checks --run`)."""
+    def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None,
+                 limit_s: float | None = None) -> tuple[CheckOutcome, ...]:
+        """Every planned check once on the current files, in gate order (`keel checks --run`). ``limit_s``:
+        each check's time limit, when shorter than its own (change_file's rewrites, as its candidates)."""
         snap = take_snapshot(self.ctx.workspace)
         digest, outcomes = snap.digest, []
         for check in (*self.plan.ordered(), *self._probes(self._changed(snap))):
-            outcomes.append(self._run(check, digest, self.ctx))
+            outcomes.append(self._run(check, digest, self.ctx, limit_s))
             if on_result is not None:
                 on_result(outcomes[-1])
         return tuple(outcomes)
@@ -230,7 +232,8 @@ class Verifier:
         key = (check.command, digest)
         if key in self._cache:
             return self._cache[key]
-        timeout = min(check.timeout_s or self.check_timeout_s, self.check_timeout_s, limit_s or self.check_timeout_s)
+        own = min(check.timeout_s or self.check_timeout_s, self.check_timeout_s)
+        timeout = min(own, limit_s or own)
         started = time.monotonic()
         result = run_shell(RunShellArgs(command=check.command, timeout=max(1, int(timeout))), _checks_context(ctx))
         elapsed = time.monotonic() - started
@@ -238,7 +241,8 @@ class Verifier:
             outcome = CheckOutcome(check, None, elapsed, digest, refused=result.output)
         else:
             outcome = self._judge_output(check, result.output, result.check, elapsed, digest, ctx.workspace)
-        self._cache[key] = outcome
+        if not (outcome.timed_out and timeout < own):   # cut short by a caller's limit: the gate runs it in full
+            self._cache[key] = outcome
         return outcome
 
     def _judge_output(self, check: PlannedCheck, output: str, ran: CheckRun, elapsed: float,
