@@ -317,7 +317,7 @@ def report(rows: list[dict[str, Any]]) -> str:
                        f"{sum(1 for r in rs if r['difficulty'] == d)}" for d in levels)
         first = str(sum(1 for r in rs if r.get("first_try"))) if a not in CANDIDATES else "-"
         false = str(sum(1 for r in rs if r.get("false_done"))) if a in CANDIDATES else "-"
-        median = statistics.median(r["wall_s"] for r in ok) if ok else "-"
+        median = round(statistics.median(r["wall_s"] for r in ok), 1) if ok else "-"
         share = f"{len(ok) / len(rs):.1%}" if rs else "-"
         tests = f"{statistics.mean(passed_share(r) for r in rs):.0%}" if rs else "-"
         lines.append(f"| {a} | {len(ok)}/{len(rs)} | {share} | {tests} | {first} | {false} | {median} | {per} |")
