@@ -431,6 +431,10 @@ def test_with_two_tests_failing_each_candidate_is_asked_to_make_one_of_them_pass
     if focus:
         assert aims[0].startswith("FAILED test_shipping.py::test_at_threshold - assert 1 == 0")
         assert aims[1].startswith("FAILED test_shipping.py::test_small - assert 1 == 499")
+        # with the test's own lines as pytest printed them: its inputs and what it expects, its error
+        first, second = (a.split("Make this failing test pass first: ", 1)[1].split("Reply with", 1)[0] for a in asked)
+        assert ">       assert cost(5000) == 0" in first and "cost(100)" not in first
+        assert ">       assert cost(100) == 499" in second and "E       assert 1 == 499" in second
         assert any(e["name"] == "focus" and "2 failing tests" in e["detail"] for e in of(events, "assist"))
     else:
         assert not any("Make this failing test pass first" in a for a in asked)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from keel.outputs.failure_parsers.python import DETAIL_LINES, section_excerpt
 from keel.outputs.summarize import (
     FailureSummary,
     failing_ids_new,
@@ -32,6 +33,14 @@ PROJECT = {
     "fix/test_fix.py": ("import pytest\n\n\n@pytest.fixture\ndef f():\n    raise RuntimeError('fixture broke')\n\n\n"
                         "def test_f(f):\n    pass\n"),
     "empty/README": "no tests here\n",
+    # Exercism's anagram, as keel's 1.5B run left it: unittest asserts under pytest, a message cut at 80 columns
+    "cut/test_cut.py": (
+        "import unittest\n\n\ndef find_anagrams(word, candidates):\n"
+        "    return [c for c in candidates if sorted(c) == sorted(word)]\n\n\n"
+        "class AnagramTest(unittest.TestCase):\n    def test_case_insensitive(self):\n"
+        "        candidates = [\"cashregister\", \"Carthorse\", \"radishes\"]\n        expected = [\"Carthorse\"]\n"
+        "        self.assertCountEqual(find_anagrams(\"Orchestra\", candidates), expected)\n\n"
+        "    def test_ok(self):\n        self.assertEqual(find_anagrams(\"a\", [\"a\"]), [\"a\"])\n"),
     "ut/test_ut.py": (
         "import sys, unittest\nsys.path.insert(0, '..')\nimport settings\n\n\n"
         "class TestSettings(unittest.TestCase):\n    def test_load(self):\n"
@@ -57,6 +66,7 @@ REAL_RUNS = {
     "pytest_line": (f"{PY} -m pytest -q --tb=line -rN test_app.py", ".", None),
     "pytest_verbose_no_summary": (f"{PY} -m pytest -v -rN test_app.py", ".", None),
     "pytest_collect": (f"{PY} -m pytest -q coll", ".", None),
+    "pytest_cut": (f"COLUMNS=80 {PY} -m pytest -q cut", ".", None),
     "pytest_fixture": (f"{PY} -m pytest -q fix", ".", None),
     "pytest_empty": (f"{PY} -m pytest -q empty", ".", None),
     "pytest_usage": (f"{PY} -m pytest -q nosuch_test.py", ".", None),
@@ -170,6 +180,36 @@ def test_real_tool_output(real, name):
         assert text in summary.text(), summary.text()
     assert len(summary.lines) <= 25 and all(len(line) <= 200 for line in summary.lines)
     assert "/" + Path(real[name][2]).name + "/" not in summary.text(), "absolute workspace paths are stripped"
+
+
+def test_each_failing_pytest_test_keeps_its_inputs_and_its_whole_message(real):
+    """What a focused candidate is shown (keel.drive.check_text.each_failure). Exercism's anagram on the
+    1.5B: pytest cut the short summary's message at 80 columns ("- AssertionError: ..."), and six rounds
+    of candidates, each shown only that line, never saw which word the test passes or what it expects."""
+    summary = summarize_real(real, "pytest_cut")
+    output = real["pytest_cut"][0]
+    assert not any(line.startswith("FAILED") and "Element counts" in line for line in output.splitlines()), \
+        "the control: pytest's own summary line does not carry the message"
+    test = "cut/test_cut.py::AnagramTest::test_case_insensitive"
+    assert f"FAILED {test} - AssertionError: Element counts were not equal:" in summary.text()
+    printed = dict(summary.details)[test]
+    assert 'self.assertCountEqual(find_anagrams("Orchestra", candidates), expected)' in printed
+    assert 'expected = ["Carthorse"]' in printed and "Second has 1:  'Carthorse'" in printed
+    assert "self = <" not in printed and "test_ok" not in printed
+    assert list(dict(summarize_real(real, "pytest").details)) == list(summarize_real(real, "pytest").failing_tests)
+
+
+def test_a_long_pytest_section_keeps_the_test_down_to_its_failing_line_and_the_error():
+    """A failure deep in a helper prints many frames: the test's own lines, the E lines and where it
+    failed are what is kept, at most DETAIL_LINES."""
+    frames = [f"    def helper_{i}(x):" if i % 2 else f">       return helper_{i + 1}(x)" for i in range(40)]
+    section = ["", "    def test_deep():", "        value = 41", ">       assert helper_0(value) == 42", "",
+               "test_deep.py:3: ", "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _", *frames,
+               "E       RecursionError: too deep", "", "deep.py:40: RecursionError"]
+    kept = section_excerpt(section)
+    assert kept[:3] == ["    def test_deep():", "        value = 41", ">       assert helper_0(value) == 42"]
+    assert kept[-2:] == ["E       RecursionError: too deep", "deep.py:40: RecursionError"]
+    assert len(kept) <= DETAIL_LINES
 
 
 def test_a_test_file_pytest_could_not_load_is_named_as_unloaded(real):

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from keel.drive.check_text import against, failing_lines, failing_words, failure_score
+from keel.drive.check_text import against, each_failure, failing_words, failure_score
 from keel.engine.types import Usage, variant_sampling
 from keel.tools.base import BudgetLeft, ToolContext, assist_acted
 
@@ -199,10 +199,10 @@ def focused(ctx: ToolContext, path: str, known: Sequence[CheckOutcome] | None) -
     whole file against every failure at once, its candidates came back failing the same two tests 8
     times of 8 (py-spec-instructions, test_empty and test_decode); one failure is a smaller task, and a
     candidate that fixes it fails less and is kept (``Search.better``), so the next round starts there."""
-    lines = failing_lines(known or ())
-    if len(lines) >= 2:
-        assist_acted(ctx, "focus", f"{path}: {len(lines)} failing tests, one per candidate")
-        yield from itertools.cycle(lines)
+    failures = each_failure(known or ())
+    if len(failures) >= 2:
+        assist_acted(ctx, "focus", f"{path}: {len(failures)} failing tests, one per candidate")
+        yield from itertools.cycle(failures)
     yield from itertools.repeat("")
 
 

@@ -42,18 +42,24 @@ def failing_output(outcomes: Sequence[CheckOutcome], saved: Callable[[str], str 
     return "\n\n".join(t for t in texts if t)
 
 
-def failing_lines(outcomes: Sequence[CheckOutcome]) -> list[str]:
-    """One line per failing test, as the check's summary words it ("FAILED rle_test.py::test_empty -
-    IndexError: …", "✖ adds numbers - 2 !== 3"), or its id where the summary has no line of its own;
-    a test file that could not load is left out (none of its tests ran, so none can be picked)."""
-    lines = []
+def each_failure(outcomes: Sequence[CheckOutcome]) -> list[str]:
+    """One entry per failing test: its line as the check's summary words it ("FAILED rle_test.py::test_empty -
+    IndexError: …", "✖ adds numbers - 2 !== 3"), or its id where the summary has no line of its own, then
+    what the runner printed for that test, where it printed any (CheckOutcome.details: the test's source
+    down to the failing line, the error); a test file that could not load is left out (none of its tests
+    ran, so none can be picked)."""
+    entries = []
     for o in outcomes:
         if o.passed or o.refused:
             continue
         body = [line.strip() for line in o.summary.splitlines()[1:] if line.startswith("  ") and line[2:3] != " "]
-        lines += [next((line for line in body if line.split(" - ", 1)[0].split(" ", 1)[-1] == test), test)
-                  for test in o.failing_tests if test not in o.unloaded]
-    return lines
+        printed = dict(o.details)
+        for test in o.failing_tests:
+            if test in o.unloaded:
+                continue
+            line = next((line for line in body if line.split(" - ", 1)[0].split(" ", 1)[-1] == test), test)
+            entries.append(f"{line}\n{printed[test]}" if printed.get(test) else line)
+    return entries
 
 
 def failure_score(outcomes: Sequence[CheckOutcome]) -> int:

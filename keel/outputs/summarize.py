@@ -50,6 +50,7 @@ class FailureSummary:
     locations: tuple[str, ...] = ()        # "file:line", project files first-seen first
     lines: tuple[str, ...] = ()            # the body: names, assertion messages, file:line, first errors
     unloaded: tuple[str, ...] = ()         # test files the runner could not load: none of their tests ran
+    details: tuple[tuple[str, str], ...] = ()   # (test id, what the runner printed for it), where it printed any
 
     def text(self) -> str:
         return "\n".join([self.headline, *("  " + line for line in self.lines)])
@@ -139,14 +140,16 @@ def _combine(findings: list[Finding], max_lines: int) -> FailureSummary:
     locations: list[str] = []
     body: list[str] = []
     unloaded: list[str] = []
+    details: dict[str, str] = {}
     for f in findings:
         ids.extend(f.ids)
         locations.extend(f.locations)
         body.extend(f.body)
         unloaded.extend(f.unloaded)
+        details.update((test, "\n".join(lines)) for test, lines in f.details.items() if lines)
     headline = "; ".join(f.headline for f in findings if f.headline) or "failed"
     return FailureSummary(clip(headline), tuple(unique(ids)), tuple(unique(locations)), _bounded(body, max_lines),
-                          tuple(unique(unloaded)))
+                          tuple(unique(unloaded)), tuple(details.items()))
 
 
 def _bounded(body: list[str], max_lines: int) -> tuple[str, ...]:

@@ -56,6 +56,7 @@ class CheckOutcome:
     output_path: str | None = None     # where the full output was saved
     tests_passed: int | None = None    # tests its output says passed (keel.outputs.counts); None: unknown
     unloaded: tuple[str, ...] = ()     # test files that could not be loaded (FailureSummary.unloaded)
+    details: tuple[tuple[str, str], ...] = ()   # (test id, what the runner printed for it): FailureSummary.details
 
     @property
     def passed(self) -> bool:

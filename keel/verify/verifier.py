@@ -265,7 +265,7 @@ class Verifier:
         text = "\n".join([summary.text(), *said]) if said else summary.text()
         return CheckOutcome(check, code, elapsed, digest, timed_out=timed_out, output_ok=output_ok,
                             failing_tests=tuple(summary.failing_tests), summary=text, output_path=path,
-                            tests_passed=passed, unloaded=summary.unloaded)
+                            tests_passed=passed, unloaded=summary.unloaded, details=summary.details)
 
     def _run_on_restored_tests(self, snap: Snapshot, tampered: tuple[str, ...]) -> tuple[CheckOutcome, ...]:
         """Run the plan on a copy of the workspace whose edited tests are put back as they were:

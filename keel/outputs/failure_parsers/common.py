@@ -24,6 +24,8 @@ class Finding:
     body: list[str] = field(default_factory=list)
     is_test_run: bool = False    # a test runner's report: plain tracebacks inside it are its own
     unloaded: list[str] = field(default_factory=list)   # test files the runner could not load (import failed)
+    # what the runner printed for each failing test (its id -> lines): the test's own inputs and expectations
+    details: dict[str, list[str]] = field(default_factory=dict)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

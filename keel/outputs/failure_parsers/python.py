@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from keel.outputs.failure_parsers.common import Finding, is_project_path, stable, tests_headline
+from keel.outputs.failure_parsers.common import Finding, clip, is_project_path, stable, tests_headline
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 _CARETS = re.compile(r"^\s*[~^]+\s*$")
@@ -112,6 +112,9 @@ _PT_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?\.py(?:::\S*?(?:\[.*?\])?)?)(?: 
 _PT_VERBOSE = re.compile(r"^(\S+?\.py::\S+) (FAILED|ERROR)\b")
 _PT_LOCATION = re.compile(r"^(\S+?\.py):(\d+):(?: in \S+| (\w[\w.]*))?\s*$")
 _PT_TBLINE = re.compile(r"^(\S+?\.py):(\d+): ([A-Z]\w*(?:Error|Exception|Exit|Failure|Failed)\b.*)$")
+_PT_DIVIDER = re.compile(r"^(?:_ ){3,}_?$")   # between the entries of one long traceback
+_PT_CUT = re.compile(r"^(.*?)\.\.\.$")         # a short-summary message cut at the terminal's width
+DETAIL_LINES = 16
 _PT_FINAL = re.compile(r"^=*\s*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected)"
                        r"(?:, )?)+ in [\d.]+s|no tests ran in [\d.]+s)\b.*?=*$")
 
@@ -177,6 +180,23 @@ def _pytest_reported(lines: list[str], sections: dict[str, list[str]],
     return _pytest_line_tracebacks(lines)
 
 
+def section_excerpt(section: list[str]) -> list[str]:
+    """What pytest printed for one failing test, for a request to make that test pass: the test's
+    source down to its failing line (its inputs and what it expects), the E lines and where it
+    failed. Measured (Exercism anagram, 1.5B): the short summary's line was all a focused candidate
+    got, cut by pytest at 80 columns ("- Ass..."), and 6 rounds of candidates never saw that the
+    test passes "Orchestra" and expects "Carthorse"."""
+    lines = [line for line in section if line.strip() and not line.startswith("self = ")
+             and not _PT_DIVIDER.match(line)]
+    if len(lines) <= DETAIL_LINES:
+        return [clip(line) for line in lines]
+    first = next((i for i, line in enumerate(lines) if line.startswith(">")), 0)
+    head = lines[max(0, first - (DETAIL_LINES - 8)):first + 1]   # the test, down to its failing line
+    errors = [line for line in lines[first + 1:] if line.startswith("E ")][:6]
+    where = [line for line in lines if _PT_TBLINE.match(line)][-1:]
+    return [clip(line) for line in head + errors + where]
+
+
 def parse_pytest(lines: list[str]) -> Finding | None:
     sections = _pytest_sections(lines)
     final = next((m[1] for line in reversed(lines) if (m := _PT_FINAL.match(line))), None)
@@ -188,7 +208,11 @@ def parse_pytest(lines: list[str]) -> Finding | None:
     for test_id, (kind, message, location) in reported.items():
         section = _section_for(test_id, sections)
         errors = [line[1:].strip() for line in section if line.startswith("E ")] or _doctest_mismatch(section)
+        if errors and (cut := _PT_CUT.match(message)) and errors[0].startswith(cut[1]):
+            message = ""   # "- Ass..." at 80 columns: the section says it whole
         message = message or (errors[0] if errors else "")
+        if section:
+            finding.details[test_id] = section_excerpt(section)
         finding.ids.append(test_id)
         if kind == "ERROR" and "::" not in test_id:
             uncollected.append((test_id, message))
