@@ -291,3 +291,20 @@ def test_a_path_outside_naming_a_file_at_the_workspace_top_is_refused_with_the_p
     assert refused(tree, str(tree.parent / "outside" / "secret.txt")).endswith(f"outside the workspace {tree.resolve()}")
     (tree / "link.py").symlink_to(tree.parent / "outside" / "secret.txt")
     assert "use the path" not in refused(tree, str(tree.parent / "link.py"))
+
+
+def test_a_path_outside_whose_name_differs_in_case_or_dashes_from_one_file_at_the_top_gets_its_name(
+        tree: Path) -> None:
+    """Exercism pythagorean-triplet: the 1.5B wrote the folder's hyphenated name with ".py" four times
+    (the file is pythagorean_triplet.py), and the run ended on repetition at 83 s."""
+    (tree / "pythagorean_triplet.py").write_text("def triplets_with_sum(number):\n    pass\n")
+    message = refused(tree, str(tree.parent / "pythagorean-triplet.py"), for_write=True)
+    assert message.endswith("; the workspace has pythagorean_triplet.py: use the path pythagorean_triplet.py")
+    assert refused(tree, "../Pythagorean-Triplet.py").endswith("use the path pythagorean_triplet.py")
+    # two files that match so: no guess; a secret-looking or hidden one is never named
+    (tree / "Pythagorean_Triplet.py").write_text("x = 1\n")
+    assert "use the path" not in refused(tree, str(tree.parent / "pythagorean-triplet.py"))
+    (tree / "prod-secrets.env").write_text("TOKEN=1\n")
+    (tree / ".hidden-notes").write_text("x\n")
+    for name in ("prod_secrets.env", ".hidden_notes"):
+        assert "use the path" not in refused(tree, str(tree.parent / name)), name

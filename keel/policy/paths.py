@@ -135,11 +135,27 @@ def resolve_in_workspace(workspace: Path, path: str, *, for_write: bool = False)
 def _nearby(real: Path, root: Path) -> str:
     """For a path outside the workspace whose name is a file at the workspace's top: the path to use.
     Measured on the 1.5B (Exercism sum-of-multiples): it wrote the workspace's absolute path without
-    its last folder, was refused three times and the run ended on repetition. Only the workspace is
-    looked at, so the refusal tells nothing of what lies outside it."""
-    inside = root / real.name
-    return f"; the workspace has {real.name}: use the path {real.name}" if real.name and inside.is_file() \
-        and not inside.is_symlink() else ""
+    its last folder, was refused three times and the run ended on repetition. The name may differ in
+    case or in '-' for '_' when one file matches so (Exercism pythagorean-triplet: the folder's
+    hyphenated name with ".py", four times, then the end on repetition at 83 s). Only the workspace's
+    top is looked at, so the refusal tells nothing of what lies outside it; hidden and secret-looking
+    names are never suggested."""
+    if not real.name:
+        return ""
+    name = real.name
+    if not (root / name).is_file():
+        try:
+            names = [n for n in os.listdir(root) if _loose(n) == _loose(name)]
+        except OSError:
+            return ""
+        name = names[0] if len(names) == 1 and not names[0].startswith(".") else ""
+    inside = root / name
+    return f"; the workspace has {name}: use the path {name}" if name and inside.is_file() \
+        and not inside.is_symlink() and not is_secret_path(inside) else ""
+
+
+def _loose(name: str) -> str:
+    return name.casefold().replace("-", "_")
 
 
 def _same_but_case(real: Path, root: Path) -> Path | None:
