@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from keel.outputs.failure_parsers.python import DETAIL_LINES, section_excerpt
+from keel.outputs.failure_parsers.python import DETAIL_LINES, DETAIL_TESTS, section_excerpt
 from keel.outputs.summarize import (
     FailureSummary,
     failing_ids_new,
@@ -197,6 +197,18 @@ def test_each_failing_pytest_test_keeps_its_inputs_and_its_whole_message(real):
     assert 'expected = ["Carthorse"]' in printed and "Second has 1:  'Carthorse'" in printed
     assert "self = <" not in printed and "test_ok" not in printed
     assert list(dict(summarize_real(real, "pytest").details)) == list(summarize_real(real, "pytest").failing_tests)
+
+
+def test_the_lines_kept_per_failing_test_are_bounded_for_a_run_with_many_failures():
+    sections = "".join(f"{'_' * 5} test_{i} {'_' * 5}\n\n    def test_{i}():\n>       assert {i} == -1\n"
+                       f"E       assert {i} == -1\n\nt.py:{i}: AssertionError\n" for i in range(DETAIL_TESTS + 10))
+    summary_lines = "".join(f"FAILED t.py::test_{i} - assert {i} == -1\n" for i in range(DETAIL_TESTS + 10))
+    output = (f"{'=' * 10} FAILURES {'=' * 10}\n{sections}{'=' * 10} short test summary info {'=' * 10}\n"
+              f"{summary_lines}{DETAIL_TESTS + 10} failed in 0.50s\n")
+    summary = summarize_failure("pytest", output, 1)
+    assert len(summary.failing_tests) == DETAIL_TESTS + 10
+    assert [test for test, _ in summary.details] == [f"t.py::test_{i}" for i in range(DETAIL_TESTS)]
+    assert dict(summary.details)["t.py::test_3"].splitlines()[:2] == ["    def test_3():", ">       assert 3 == -1"]
 
 
 def test_a_long_pytest_section_keeps_the_test_down_to_its_failing_line_and_the_error():

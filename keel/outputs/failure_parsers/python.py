@@ -115,6 +115,7 @@ _PT_TBLINE = re.compile(r"^(\S+?\.py):(\d+): ([A-Z]\w*(?:Error|Exception|Exit|Fa
 _PT_DIVIDER = re.compile(r"^(?:_ ){3,}_?$")   # between the entries of one long traceback
 _PT_CUT = re.compile(r"^(.*?)\.\.\.$")         # a short-summary message cut at the terminal's width
 DETAIL_LINES = 16
+DETAIL_TESTS = 40   # tests whose lines are kept: a run of thousands of failures keeps a bounded summary
 _PT_FINAL = re.compile(r"^=*\s*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected)"
                        r"(?:, )?)+ in [\d.]+s|no tests ran in [\d.]+s)\b.*?=*$")
 
@@ -211,7 +212,7 @@ def parse_pytest(lines: list[str]) -> Finding | None:
         if errors and (cut := _PT_CUT.match(message)) and errors[0].startswith(cut[1]):
             message = ""   # "- Ass..." at 80 columns: the section says it whole
         message = message or (errors[0] if errors else "")
-        if section:
+        if section and len(finding.details) < DETAIL_TESTS:
             finding.details[test_id] = section_excerpt(section)
         finding.ids.append(test_id)
         if kind == "ERROR" and "::" not in test_id:
