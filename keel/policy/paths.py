@@ -138,8 +138,8 @@ def _nearby(real: Path, root: Path) -> str:
     its last folder, was refused three times and the run ended on repetition. The name may differ in
     case or in '-' for '_' when one file matches so (Exercism pythagorean-triplet: the folder's
     hyphenated name with ".py", four times, then the end on repetition at 83 s). Only the workspace's
-    top is looked at, so the refusal tells nothing of what lies outside it; hidden and secret-looking
-    names are never suggested."""
+    top is looked at, so the refusal tells nothing of what lies outside it; a secret-looking name is
+    never suggested, and a hidden one only when the path named it exactly."""
     if not real.name:
         return ""
     name = real.name
