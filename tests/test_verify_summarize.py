@@ -96,6 +96,10 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, int, 
         (root / rel).write_text(text)
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PYTEST_ADDOPTS", None)
+    # pytest stops cutting its short summary at the terminal's width when CI or BUILD_NUMBER is set
+    # (_pytest.compat.running_on_ci): the tools here run as on a developer's terminal, in CI too.
+    for name in ("CI", "BUILD_NUMBER"):
+        env.pop(name, None)
     procs = {}
     for name, (command, sub, tool) in REAL_RUNS.items():
         if tool and shutil.which(tool) is None:
