@@ -113,7 +113,8 @@ def where_else(path: str, result: ToolResult, ctx: ToolContext,
             return real.is_file() and start.text(name) == read_beneath(*anchor(real)).decode("utf-8")
         except (PathJailError, OSError, UnicodeDecodeError):
             return False
-    if rest := untouched(path, run.request.files, unchanged):
+    held = run.verifier.protected if run.verifier is not None else set()   # the checks' scripts, kept files
+    if rest := untouched(path, [f for f in run.request.files if f not in held], unchanged):
         assist_acted(ctx, "callee_change", f"{path}: named {', '.join(rest)}")
         result.output += (f"\n\nThe task also names {', '.join(rest)}, unchanged so far: the checks that still fail "
                           f"may need {'it' if len(rest) == 1 else 'them'} changed too (change_file with that path).")

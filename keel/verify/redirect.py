@@ -241,6 +241,8 @@ def redirect_note(test_path: str, target: str) -> str:
 
 def redirect_notice(test_path: str, target: str) -> str:
     """The first line of the redirected change's result."""
+    if is_test_file(target) and not is_test_file(test_path):   # from a held file (held_redirect)
+        return f"{test_path} stays as it is, so the change was made in {target}, the tests the task asks for:\n"
     if test_path.endswith(DOC_SUFFIXES) and not is_test_file(test_path):
         return f"{test_path} is the task's spec and stays as it is, so the change was made in {target}:\n"
     return (f"{test_path} holds the project's tests and the task does not ask to change them, so the change was "
@@ -363,11 +365,33 @@ def spec_redirect(doc: str, named: Sequence[str], files: Collection[str],
                   "call change_file with that file's path.")
 
 
+def held_redirect(held: str, request: Request, files: Collection[str]) -> tuple[str | None, str]:
+    """For a change aimed at ``held``, a file the task says must not change or (in a task that asks for
+    tests) the script its checks run: the one test file the task names when it asks for tests, and the
+    note to ask there; None and the refusal otherwise.
+
+    Why: js-write-tests on the 1.5B ("write node:test tests … Don't touch duration.js"): its new tests
+    failed against duration.js, and it aimed six change_file calls at duration.js until the wall clock."""
+    why = ("the task says not to change it" if held in request.kept_files
+           else "the task's checks run it, so it is part of the evidence")
+    tests = [f for f in request.files if is_test_file(f) and f not in request.kept_files]
+    if request.allows_test_changes and len(tests) == 1:
+        return tests[0], (f"Write the tests the task asks for in {tests[0]}. {held} stays as it is ({why}): "
+                          f"a test that fails against it expects what {held} does not do, so make each test "
+                          f"expect what {held} does, as its comments say.")
+    others = [f for f in request.files if f in files and f != held and f not in request.kept_files
+              and is_code_file(f)]
+    where = f"change {' or '.join(others)}" if others else "change the other files the task concerns"
+    return None, f"{held} stays as it is: {why}. Do not change it; {where} instead."
+
+
 def evidence_redirect(workspace: Path, shown: str, text: str, request: Request, protected: Collection[str],
                       outcomes: Sequence[CheckOutcome] | None) -> tuple[str | None, str] | None:
     """Where a change aimed at the task's evidence goes instead: a test file (unless the task asks for
     test changes) or a document the task makes its spec; (None, the refusal) when nowhere; None when
     ``shown`` is neither."""
+    if shown in request.kept_files or (request.allows_test_changes and shown in protected and not is_test_file(shown)):
+        return held_redirect(shown, request, workspace_files(workspace))
     if (is_test_file(shown) or shown in protected) and not request.allows_test_changes:
         return redirect_or_refusal(workspace, shown, text, protected, outcomes)
     if shown in request.spec_documents:

@@ -206,13 +206,16 @@ def unrelated_changes(changes: list[FileChange], request: Request) -> list[str]:
 
 # -- tampering with tests ------------------------------------------------------------------------------
 def tampered_tests(before: Snapshot, after: Snapshot, protected: set[str], request: Request) -> list[str]:
-    """Existing tests (and ``protected`` files, such as the acceptance command's own script) that the
-    change modified or deleted, sorted; [] when the task asks for test changes. A new test file is
-    never tampering, and a file rewritten with identical bytes is not a change."""
-    if request.allows_test_changes:
-        return []
-    return sorted(path for path, digest in before.files.items()
-                  if (is_test_file(path) or path in protected) and after.files.get(path) != digest)
+    """Existing tests and ``protected`` files (the acceptance command's own script, the files the task
+    says must not change) that the change modified or deleted, sorted. When the task asks for test
+    changes the tests are free, but not the rest: a write-tests task whose checker script was edited to
+    pass would otherwise be a false done. A new test file is never tampering, and a file rewritten with
+    identical bytes is not a change."""
+    def held(path: str) -> bool:
+        if request.allows_test_changes:
+            return path in protected and (not is_test_file(path) or path in request.kept_files)
+        return is_test_file(path) or path in protected
+    return sorted(path for path, digest in before.files.items() if held(path) and after.files.get(path) != digest)
 
 
 # -- change summary ------------------------------------------------------------------------------------

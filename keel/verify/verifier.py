@@ -112,8 +112,9 @@ class Verifier:
 
     @property
     def protected(self) -> set[str]:
-        """Files the plan's commands depend on: editing them to pass is tampering."""
-        return {p for c in self.plan.checks for p in c.protects}
+        """Files the plan's commands depend on, and those the task says must not change: editing them to
+        pass is tampering."""
+        return {p for c in self.plan.checks for p in c.protects} | set(self.request.kept_files)
 
     # -- the two entry points ------------------------------------------------------------------
     def ensure_baseline(self) -> tuple[CheckOutcome, ...]:

@@ -28,6 +28,7 @@ from keel.core.request.names import (
     files_named,
     functions_named,
     identifiers_named,
+    kept_files,
     points_at_docs,
     presumes_flaw,
     spec_documents,
@@ -87,6 +88,12 @@ class Request:
     def checks(self) -> frozenset[str]:
         """The check categories it speaks of: test, static, types, build."""
         return check_categories(self.text)
+
+    @functools.cached_property
+    def kept_files(self) -> tuple[str, ...]:
+        """The files it says must not change ("Don't touch duration.js"): the gate holds them as it holds
+        the tests, and change_file is not aimed at them."""
+        return kept_files(self.keep_phrases, self.files)
 
     @functools.cached_property
     def allows_test_changes(self) -> bool:

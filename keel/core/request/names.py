@@ -205,3 +205,21 @@ def word_runs(text: str, n: int = ECHO_WORDS) -> frozenset[tuple[str, ...]]:
     """Every ``n`` words in a row of ``text``, lower-cased (punctuation and markup between them ignored)."""
     said = _LOWER_WORD.findall(text.lower())
     return frozenset(tuple(said[i:i + n]) for i in range(len(said) - n + 1))
+
+
+_LIST_JOIN = re.compile(r"\s*(?:,|;|\bor\b|\band\b|\bnor\b)\s*", re.IGNORECASE)
+_FILLER = re.compile(r"^(?:the\s+)?(?:files?\s+)?|\s+files?$", re.IGNORECASE)
+
+
+def kept_files(keep_phrases: tuple[str, ...], files: tuple[str, ...]) -> tuple[str, ...]:
+    """The files a keep phrase names and nothing else ("duration.js", "x.py or the README.md"), in order.
+
+    A phrase that says more than file names keeps none: "foo.py's public API" asks that a part stay,
+    and the file may still need the fix."""
+    kept: list[str] = []
+    for phrase in keep_phrases:
+        parts = [_FILLER.sub("", part.strip(" `'\"")).strip(" `'\"") for part in _LIST_JOIN.split(phrase)]
+        parts = [part for part in parts if part]
+        if parts and all(part in files for part in parts):
+            kept.extend(part for part in parts if part not in kept)
+    return tuple(kept)
