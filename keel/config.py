@@ -222,8 +222,7 @@ class ContextSettings(BaseModel):
     keep_last: int = Field(default=8, ge=2)                   # recent messages kept verbatim
     summarizer: Literal["model", "deterministic"] = "model"   # deterministic: no summarising model call
     max_failed_compactions: int = Field(default=3, ge=1)      # circuit breaker: then stop with limit:context
-    # the project overview in the first message (keel.context.overview): tokens at most, and at most
-    # OVERVIEW_SHARE of the window; 0 = none
+    # the project overview in the first message (keel.context.overview): at most OVERVIEW_SHARE of the window; 0 = none
     overview_tokens: int = Field(default=1200, ge=0)
     budget: BudgetShares = Field(default_factory=BudgetShares)
 
@@ -257,6 +256,7 @@ class AssistSettings(_Section):
     variety: Switch = "auto"
     reply_watch: Switch = "auto"
     contract_review: Switch = "auto"
+    trial_calls: Switch = "auto"
     spec_probes: Switch = "auto"
 
     def switches(self) -> dict[str, Switch]:

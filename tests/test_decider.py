@@ -221,3 +221,25 @@ def _answer_state(task: str, *, gate: bool, rechecked: int = 0) -> TaskState:
 def test_an_all_clear_to_a_request_about_flaws(task: str, gate: bool, rechecked: int, verdict: str, reason: str):
     d = decide(ALL_CLEAR, _answer_state(task, gate=gate, rechecked=rechecked), L, U, attended=False)
     assert (d.verdict, d.reason) == (verdict, reason)
+
+
+WRITE_TESTS = "Please write node:test tests for humanDuration() in test/duration.test.js. Don't touch duration.js."
+
+
+@pytest.mark.parametrize(("task", "changed", "theirs"), [
+    (WRITE_TESTS, ["test/duration.test.js"], True),
+    (WRITE_TESTS, ["test/duration.test.js", "duration.js"], False),   # it changed code too: the usual words
+    ("Fix humanDuration() in duration.js.", ["test/duration.test.js"], False),   # tests not asked for
+    (WRITE_TESTS, [], False),
+])
+def test_failing_checks_after_writing_only_tests_point_at_the_tests(task: str, changed: list[str], theirs: bool):
+    """js-write-tests on the 1.5B: its new test expected humanDuration(-1) to return where the code throws;
+    told to fix the code (which the task keeps), it claimed done three times with its test failing."""
+    from keel.loop.pushback import pushback_text
+
+    state = TaskState(task=task, files_changed=changed)
+    for level in range(3):
+        text = pushback_text("verification_failed", level, state, "1 test failed: negative seconds")
+        said = ("tests you wrote fail", "your tests still fail", "your tests fail")
+        assert any(words in text.lower() for words in said) is theirs, text
+        assert "1 test failed: negative seconds" in text

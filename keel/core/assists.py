@@ -63,6 +63,8 @@ ASSISTS: tuple[Assist, ...] = (
            "a reply restated its plan for 406 s up to the token cap"),
     Assist("contract_review", "spec", "the decider, on a claim", SMALL,
            "the tests passed where the comment's rule the task pointed at was not done (a false done)"),
+    Assist("trial_calls", "spec", "the gate's pushback, on an all-clear answer to \"what is wrong\"", SMALL,
+           "told to try the edge cases in its head, the 1.5B said \"correct\" three times; paginate(.., 1, 3) was [3, 4, 5]"),
     # On for every profile: a probe is evidence (a comment's example run, as an acceptance command is), and a
     # claim it refutes is a false done whatever the model; off with the rest under `all = false`.
     Assist("spec_probes", "spec", "the gate, on a claim", frozenset({"small", "full"}),

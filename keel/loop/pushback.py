@@ -4,6 +4,7 @@ a model that ignored a gentle nudge usually needs the exact next action spelled 
 from __future__ import annotations
 
 from keel.core.state import TaskState
+from keel.verify.selfcheck import is_test_file
 
 
 def _todo_lines(state: TaskState) -> str:
@@ -86,6 +87,12 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _wrote_only_tests(state: TaskState) -> bool:
+    """The task asks for tests, and every file the run changed is a test: failing checks are its tests' fault."""
+    return (state.request.allows_test_changes and bool(state.files_changed)
+            and all(is_test_file(f) for f in state.files_changed))
+
+
 def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
     """Pushback for a completion claim the verification gate refused."""
     facts = f"\n{detail}" if detail else ""
@@ -125,10 +132,10 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
             "The request says something is wrong, and your answer says nothing is. Nothing can show that code "
             "has no flaw. Read the code again against its docstrings and comments, sentence by sentence, and "
             "try the edge cases in your head (the first and the last item, page or index 1, an empty input). "
-            "Then name what is wrong, with the line. Change no file.",
+            "Then name what is wrong, with the line. Change no file." + facts,
             "Still no flaw named. Compare each line with what its docstring promises for the smallest inputs, "
-            "and say which line breaks that promise and how.",
-            "Finishing with \"nothing is wrong\" is refused: the request says there is a flaw.",
+            "and say which line breaks that promise and how." + facts,
+            "Finishing with \"nothing is wrong\" is refused: the request says there is a flaw." + facts,
         ][level]
     if kind == "no_evidence":
         return [
@@ -147,6 +154,19 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
             "The original tests still decide. Put the tests back as they were and change the code under "
             "test." + facts,
             "Finishing is refused while tests are edited. Restore them, then fix the code." + facts,
+        ][level]
+    if _wrote_only_tests(state):
+        # Measured (js-write-tests, 1.5B): its new test expected humanDuration(-1) to return where the code
+        # throws; told to fix the code, which the task keeps, it claimed done three times with the test failing.
+        return [
+            "Not done yet: the tests you wrote fail on the code as it is." + facts + "\nThe task asks for tests, "
+            "not a change to the code: a new test that fails expects something the code does not do. Read what "
+            "the failure says the code returned or threw, check it against the doc comment, and change that "
+            "test's expectation to match.",
+            "Your tests still fail on the unchanged code." + facts + "\nChange the failing test itself: expect "
+            "what the failure shows (an error the code throws is expected with assert.throws or pytest.raises).",
+            "Finishing is refused while your tests fail." + facts + "\nFix the failing test's expectation, or "
+            "remove that test.",
         ][level]
     return [
         "Not done yet: the project's checks fail on the current files." + facts + "\nFind the root cause "

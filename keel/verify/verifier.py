@@ -42,6 +42,7 @@ from keel.verify.scratch import copy_workspace, scratch_context
 from keel.verify.selfcheck import (
     change_summary,
     debug_leftovers,
+    is_code_file,
     is_test_file,
     render_changes,
     stray_files,
@@ -49,6 +50,7 @@ from keel.verify.selfcheck import (
     unrelated_changes,
 )
 from keel.verify.snapshot import FileChange, Snapshot, diff_snapshots, take_snapshot
+from keel.verify.trial import MAX_FILES, module_name, trial_calls, trial_command, trial_text
 
 # Dependency folders a scratch copy links to instead of copying (big, and not what the agent edits).
 CHECK_OUTPUT_CAP = 2_000_000     # the saved log keeps this much; the model sees only the summary
@@ -177,10 +179,32 @@ class Verifier:
             results = tuple(self._run(c, snap.digest, self.ctx) for c in self._inferred())
         failing = tuple(o for o in results if o.ran and not o.passed)
         feedback = ", ".join(changed[:12]) if changed else render_feedback(failing, ())
+        unfounded = clears and self.request.presumes_flaw
+        if unfounded and not failing and "trial_calls" in self.assists:
+            feedback = self._trial_calls(snap)
         self.last = GateFacts(digest=snap.digest, results=results, unchanged=unchanged, kind="answer",
                               changed=changed, forbidden=self.request.forbids_change, feedback=feedback,
-                              contradicted=bool(failing), unfounded=clears and self.request.presumes_flaw)
+                              contradicted=bool(failing), unfounded=unfounded)
         return self.last
+
+    def _trial_calls(self, snap: Snapshot) -> str:
+        """What the reviewed files' functions return on small inputs (keel.verify.trial), run in a scratch
+        copy: the files the request names, else the project's code files when there are few."""
+        named = [f for f in self.request.files if f in snap.files]
+        code = [f for f in sorted(snap.files) if f.endswith(".py") and is_code_file(f)]
+        files = [f for f in named or (code if len(code) <= MAX_FILES else []) if is_code_file(f)][:MAX_FILES]
+        planned = [(f, module, calls) for f in files if (module := module_name(f))
+                   and (calls := trial_calls(snap.text(f) or ""))]
+        if not planned:
+            return ""
+        shown = []
+        with self._scratch("trial-") as (_, ctx):
+            for path, module, calls in planned:
+                result = run_shell(RunShellArgs(command=trial_command(module, calls), timeout=10), _checks_context(ctx))
+                if result.check is not None and result.check.exit_code == 0:
+                    shown.append((path, _STATUS_LINE.sub("", result.output, count=1)))
+        assist_acted(self.ctx, "trial_calls", ", ".join(p for p, _ in shown) or "nothing ran")
+        return trial_text(shown)
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None,
                  limit_s: float | None = None) -> tuple[CheckOutcome, ...]:
