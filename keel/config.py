@@ -49,8 +49,7 @@ class EngineSettings(_Section):
     # In-process engine (keel.engine.local): a GGUF path or Hugging Face "repo:file"; set = used.
     local_model: str | None = None
     local_context: int = Field(default=8192, ge=512)   # tokens of KV cache kept across steps
-    # "auto" (or unset): the physical cores other processes leave free, at start and between steps
-    # (keel/engine/local_cpu.py); a number is used as given.
+    # "auto" (or unset): the cores other processes leave free (keel/engine/local_cpu.py); a number as given.
     local_threads: Annotated[int, Field(ge=1)] | Literal["auto"] | None = "auto"
     # The static prompt prefix's KV state kept on disk across runs (keel/engine/prefix_cache.py);
     # MiB in all, least recently used evicted first; 0 = off.
@@ -237,8 +236,8 @@ Switch = bool | Literal["auto"]
 
 
 class AssistSettings(_Section):
-    """``[assists]`` (keel.core.assists): each assist's switch, "auto" (its measured profiles), true or
-    false; ``all = false`` turns every one off. The keys are the registry's names (a test keeps them in step)."""
+    """``[assists]`` (keel.core.assists): each assist's switch, "auto" (its measured profiles), true or false;
+    ``all = false`` turns every one off. The keys are the registry's names (a test keeps them in step)."""
 
     all: bool = True
     preload: Switch = "auto"
@@ -246,6 +245,7 @@ class AssistSettings(_Section):
     whole_file_editor: Switch = "auto"
     editor_checks: Switch = "auto"
     python_edit_undo: Switch = "auto"
+    expected_values: Switch = "auto"
     test_redirect: Switch = "auto"
     callee_change: Switch = "auto"
     rename_spread: Switch = "auto"

@@ -53,7 +53,8 @@ def test_assists_are_for_the_small_profile_unless_measured_elsewhere():
 def test_the_run_flag_reads_names_and_families():
     assert parse_switches("off") == {"all": False}
     assert parse_switches("variety=off, editor=on") == {"variety": False, "whole_file_editor": True,
-                                                        "editor_checks": True, "python_edit_undo": True}
+                                                        "editor_checks": True, "python_edit_undo": True,
+                                                        "expected_values": True}
     with pytest.raises(ValueError, match="no assist or family named 'varietty'"):
         parse_switches("varietty=off")
     with pytest.raises(ValueError, match="NAME=on"):

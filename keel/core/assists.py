@@ -42,6 +42,8 @@ ASSISTS: tuple[Assist, ...] = (
            "the editor wrote a module with the test file's text, and a module that imported itself"),
     Assist("python_edit_undo", "editor", "edit_file, after an edit", SMALL,
            "new_text glued the old body onto the new signature; six turns went to an unimportable file"),
+    Assist("expected_values", "editor", "change_file, a test file's rewrite when the task keeps the code", SMALL,
+           "asked for tests of kept code, the 1.5B wrote is_leap_year(2023) == True; every rewrite failed on the code"),
     Assist("test_redirect", "redirect", "change_file on a test file or the task's spec document", SMALL,
            "refused a change to a test, the 1.5B sent it again four times; it follows a concrete next step"),
     Assist("callee_change", "cause", "change_file, when a rewrite left the checks failing", SMALL,

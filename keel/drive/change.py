@@ -40,6 +40,7 @@ from keel.drive.check_text import (
     render_checks_after,
     saved_tail,
 )
+from keel.drive.expect import from_code
 from keel.drive.move import asked_move
 from keel.drive.rewrite import (
     GROWTH,
@@ -330,6 +331,10 @@ def make_change_tool(candidates: int = 2) -> Tool:
                 if (problem := rewrite_problem(shown, current, new, note or args.change, tests)) is not None:
                     assist_acted(ctx, "editor_checks", problem)
                     return Reply(None, problem, checked=True), restored
+            if new is not None and verifier is not None and "expected_values" in assists and \
+                    (fixed := from_code(shown, new, request, lambda c: verifier.outputs_in_copy([c])[0])) is not None:
+                new = fixed[0]   # the task keeps the code and asks for tests: the code says what to expect
+                assist_acted(ctx, "expected_values", f"{shown}: {'; '.join(fixed[1])}")
             return judge(current, new, shown, turn.finish_reason == "length", held), restored
 
         def write(text: str) -> ToolResult:

@@ -197,14 +197,22 @@ class Verifier:
                    and (calls := trial_calls(snap.text(f) or ""))]
         if not planned:
             return ""
-        shown = []
-        with self._scratch("trial-") as (_, ctx):
-            for path, module, calls in planned:
-                result = run_shell(RunShellArgs(command=trial_command(module, calls), timeout=10), _checks_context(ctx))
-                if result.check is not None and result.check.exit_code == 0:
-                    shown.append((path, _STATUS_LINE.sub("", result.output, count=1)))
+        printed = self.outputs_in_copy([trial_command(module, calls) for _, module, calls in planned])
+        shown = [(path, out) for (path, _, _), out in zip(planned, printed, strict=True) if out is not None]
         assist_acted(self.ctx, "trial_calls", ", ".join(p for p, _ in shown) or "nothing ran")
         return trial_text(shown)
+
+    def outputs_in_copy(self, commands: list[str], timeout_s: int = 10) -> list[str | None]:
+        """What each command prints, run in one scratch copy of the workspace (inside the sandbox, through
+        the runner; the real workspace neither changed nor visible); None for one that failed or was refused."""
+        printed: list[str | None] = []
+        with self._scratch("run-") as (_, ctx):
+            for command in commands:
+                result = run_shell(RunShellArgs(command=command, timeout=timeout_s), _checks_context(ctx))
+                ran = result.check
+                ok = ran is not None and ran.exit_code == 0 and not ran.timed_out
+                printed.append(_STATUS_LINE.sub("", result.output, count=1) if ok else None)
+        return printed
 
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None,
                  limit_s: float | None = None) -> tuple[CheckOutcome, ...]:
