@@ -95,8 +95,7 @@ class PriceSettings(_Section):
 class ShellSettings(_Section):
     timeout_s: float = Field(default=120.0, gt=0)
     output_cap_bytes: int = Field(default=30_000, ge=1)
-    # "auto": the strongest tier that works here; naming a tier takes only that one (tests, or a
-    # machine where bubblewrap misbehaves); "off": rlimits and process-group kill only. User config only.
+    # "auto": the strongest tier here; a named tier only that one; "off": rlimits and group kill. User config only.
     sandbox: Literal["auto", "bubblewrap", "landlock", "off"] = "auto"
     network: bool = False
     # host unix socket files commands may still connect to under bubblewrap (by path). User config only.
@@ -248,6 +247,7 @@ class AssistSettings(_Section):
     expected_values: Switch = "auto"
     test_redirect: Switch = "auto"
     callee_change: Switch = "auto"
+    call_trace: Switch = "auto"
     rename_spread: Switch = "auto"
     moves: Switch = "auto"
     candidates: Switch = "auto"

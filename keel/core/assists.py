@@ -48,6 +48,8 @@ ASSISTS: tuple[Assist, ...] = (
            "refused a change to a test, the 1.5B sent it again four times; it follows a concrete next step"),
     Assist("callee_change", "cause", "change_file, when a rewrite left the checks failing", SMALL,
            "the bug was in the helper a module calls; the 1.5B changed the caller's constants four times"),
+    Assist("call_trace", "cause", "change_file's editor request, when tests fail", SMALL,
+           "parseDate read March as April; shown only dueDate's wrong result, the editor rewrote the wrong file 8 times"),
     Assist("rename_spread", "refactor", "change_file, after a rewrite that renames", SMALL,
            "a rename stopped half-way: the constant was renamed in one file, never in its user"),
     Assist("moves", "refactor", "change_file, when the note asks for a move", SMALL,

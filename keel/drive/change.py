@@ -283,6 +283,10 @@ def make_change_tool(candidates: int = 2) -> Tool:
             return replace(done, output=redirect_notice(shown, target) + done.output,
                            meta={**done.meta, "rewritten": target})   # callee_change goes on from there
         failures = failing_output(known, saved_tail) if known is not None else ""
+        if failures and known is not None and verifier is not None and "call_trace" in assists and \
+                (trace := verifier.call_trace(known)):
+            failures += "\n\n" + trace   # the cause is often a call deeper than the failing line
+            assist_acted(ctx, "call_trace", f"{shown}: {trace.count(chr(10))} lines")
         window = run.window_tokens
         files, _ = collect(ctx.workspace, shows(ctx.approval))
         others = [f for f in files if f.path != shown and f.text is not None]

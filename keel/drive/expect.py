@@ -30,10 +30,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from keel.core.request import Request
+from keel.verify.calltrace import NODE_SUFFIXES
 from keel.verify.selfcheck import is_test_file
 
 MAX_EXPECTS = 40
-JS_SUFFIXES = (".js", ".cjs", ".mjs")
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ def _javascript(text: str) -> tuple[list[Expect], str]:
 def expectations(text: str, path: str = "test_x.py") -> tuple[list[Expect], str]:
     """The assertions keel can check in test source ``text`` (Python, or JavaScript by ``path``), and the
     source its calls need (the imports, the relative requires). Source that does not parse gives none."""
-    found, needs = _javascript(text) if path.endswith(JS_SUFFIXES) else _python(text)
+    found, needs = _javascript(text) if path.endswith(NODE_SUFFIXES) else _python(text)
     return sorted(found, key=lambda e: (e.line, e.span))[:MAX_EXPECTS], needs
 
 
@@ -210,7 +210,7 @@ def evaluation_command(needs: str, found: Sequence[Expect], path: str = "test_x.
     ``[i, "ok", value, holds]`` (value: a Python repr or JSON; holds: the assertion passes already) or
     ``[i, "raised", error name, is built in]``."""
     calls = [e.call for e in found]
-    if path.endswith(JS_SUFFIXES):
+    if path.endswith(NODE_SUFFIXES):
         wanted = [e.written for e in found]
         lines = ["const path = require('path'), assert = require('assert');",
                  f"const req = require('module').createRequire(path.resolve({json.dumps(path)}));",
@@ -306,7 +306,7 @@ def corrected(text: str, found: Sequence[Expect], output: str, path: str = "test
         lines[e.line] = (raw[:start] + new.encode() + raw[end:]).decode()
         notes.append(f"{e.call}: {e.written} -> {new}" if (start, end) == e.span else f"{e.call}: {new}")
     new_text = "".join(lines)
-    if "pytest.raises(" in new_text and not path.endswith(JS_SUFFIXES) and \
+    if "pytest.raises(" in new_text and not path.endswith(NODE_SUFFIXES) and \
             not re.search(r"^import pytest\b", new_text, re.MULTILINE):
         new_text = "import pytest\n" + new_text
     return new_text, notes
@@ -317,7 +317,7 @@ def from_code(path: str, text: str, request: Request,
     """``text``, a rewrite of test file ``path``, with its expectations set from the code, and the notes;
     None when the task does not both ask for tests and keep the code, or nothing changed. ``run_in_copy``:
     what a command prints in a scratch copy of the workspace (None: it failed)."""
-    if not (path.endswith((".py", *JS_SUFFIXES)) and is_test_file(path) and request.allows_test_changes
+    if not (path.endswith((".py", *NODE_SUFFIXES)) and is_test_file(path) and request.allows_test_changes
             and request.kept_files):
         return None
     found, needs = expectations(text, path)

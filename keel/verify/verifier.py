@@ -19,7 +19,7 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from keel.policy.leftovers import asks_about
 from keel.tools.base import CheckRun, ToolContext, assist_acted
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
 from keel.verify.answer import clears_the_code
+from keel.verify.calltrace import MAX_TESTS, NODE_SUFFIXES, javascript_command, python_command, render
 from keel.verify.contract import promises
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
 from keel.verify.plan import CheckSet, PlannedCheck
@@ -102,6 +103,7 @@ class Verifier:
         self.last: GateFacts | None = None
         self._cache: dict[tuple[str, str], CheckOutcome] = {}
         self._saved = 0
+        self._traces: dict[tuple[str, tuple[str, ...]], str] = {}
 
     @property
     def plan(self) -> CheckSet:
@@ -202,15 +204,32 @@ class Verifier:
         assist_acted(self.ctx, "trial_calls", ", ".join(p for p, _ in shown) or "nothing ran")
         return trial_text(shown)
 
-    def outputs_in_copy(self, commands: list[str], timeout_s: int = 10) -> list[str | None]:
+    def call_trace(self, outcomes: Sequence[CheckOutcome]) -> str:
+        """What the project's functions got and returned while the failing tests of ``outcomes`` ran
+        (keel.verify.calltrace), run again in a scratch copy; empty when there is nothing to show."""
+        failing = [t for o in outcomes if o.ran and not o.passed for t in o.failing_tests if t not in o.unloaded]
+        if not failing:
+            return ""
+        key = (take_snapshot(self.ctx.workspace).digest, tuple(failing))
+        if key not in self._traces:
+            ids = [t for t in failing if "::" in t and t.split("::")[0].endswith(".py")][:MAX_TESTS]
+            js = [f for f in sorted(self.start.files) if is_test_file(f) and f.endswith(NODE_SUFFIXES)][:MAX_TESTS]
+            commands = [python_command(ids)] if ids else [javascript_command(f) for f in js]
+            printed = self.outputs_in_copy(commands, timeout_s=20, ok_codes=None) if commands else []
+            self._traces[key] = render("".join(out or "" for out in printed), failing)
+        return self._traces[key]
+
+    def outputs_in_copy(self, commands: list[str], timeout_s: int = 10,
+                        ok_codes: tuple[int, ...] | None = (0,)) -> list[str | None]:
         """What each command prints, run in one scratch copy of the workspace (inside the sandbox, through
-        the runner; the real workspace neither changed nor visible); None for one that failed or was refused."""
+        the runner; the real workspace neither changed nor visible); None for one that failed (an exit code not
+        in ``ok_codes``; None: any), timed out or was refused."""
         printed: list[str | None] = []
         with self._scratch("run-") as (_, ctx):
             for command in commands:
                 result = run_shell(RunShellArgs(command=command, timeout=timeout_s), _checks_context(ctx))
                 ran = result.check
-                ok = ran is not None and ran.exit_code == 0 and not ran.timed_out
+                ok = ran is not None and not ran.timed_out and (ok_codes is None or ran.exit_code in ok_codes)
                 printed.append(_STATUS_LINE.sub("", result.output, count=1) if ok else None)
         return printed
 
