@@ -93,9 +93,12 @@ def test_control_with_the_assist_off_the_wrong_tests_stay_and_fail(leap: Path) -
     assert result.status != "complete"
 
 
-def test_a_task_that_does_not_keep_the_code_is_left_alone(leap: Path) -> None:
-    """Tests asked for, the code not kept: a failing test may be the bug report, so nothing is set."""
-    task = "Write pytest tests for is_leap_year in test_leap.py and fix what they find in leap.py."
+@pytest.mark.parametrize("task", [
+    "Write pytest tests for is_leap_year in test_leap.py and fix what they find in leap.py.",
+    "Write pytest tests for is_leap_year in test_leap.py. Don't change check.py.",   # another file kept
+])
+def test_a_task_that_does_not_keep_the_code_is_left_alone(leap: Path, task: str) -> None:
+    """Tests asked for, the code they call not kept: a failing test may be the bug report, so nothing is set."""
     result, events = run(leap, _script(3), task=task)
     assert (leap / "test_leap.py").read_text() == WRONG
     assert not [e for e in events if e["type"] == "assist" and e["name"] == "expected_values"]

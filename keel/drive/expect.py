@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import builtins
 import json
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -312,6 +313,19 @@ def corrected(text: str, found: Sequence[Expect], output: str, path: str = "test
     return new_text, notes
 
 
+def _modules(needs: str, path: str) -> list[str]:
+    """The workspace files the test's imports (Python) or relative requires (JavaScript) may load."""
+    if path.endswith(NODE_SUFFIXES):
+        found = []
+        for line in needs.splitlines():
+            if (m := _REQUIRE.match(line)) is not None:
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(path), m.group(3)))
+                found += [target, target + ".js", posixpath.join(target, "index.js")]
+        return found
+    names = [n for line in needs.splitlines() if (m := re.match(r"(?:from|import)\s+([\w.]+)", line)) for n in [m.group(1)]]
+    return [f"{root}{n.replace('.', '/')}{end}" for n in names for root in ("", "src/") for end in (".py", "/__init__.py")]
+
+
 def from_code(path: str, text: str, request: Request,
               run_in_copy: Callable[[str], str | None]) -> tuple[str, list[str]] | None:
     """``text``, a rewrite of test file ``path``, with its expectations set from the code, and the notes;
@@ -321,8 +335,8 @@ def from_code(path: str, text: str, request: Request,
             and request.kept_files):
         return None
     found, needs = expectations(text, path)
-    if not found or not needs:
-        return None
+    if not found or not needs or not set(_modules(needs, path)) & set(request.kept_files):
+        return None   # the code the tests call is not what the task keeps: a failing test may be the bug report
     output = run_in_copy(evaluation_command(needs, found, path))
     if output is None:
         return None
