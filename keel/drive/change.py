@@ -307,10 +307,10 @@ def make_change_tool(candidates: int = 2) -> Tool:
             assist_acted(ctx, "again", f"{shown}: round {round_ + 1} of this change")
         lead = Rounds.variant(round_, 0, candidates + 2)   # the note's and the task's requests: greedy in round 0
 
-        def ask(note: str | None, refused: str = "", variant: int = 0, base: str | None = None,
+        def ask(note: str | None, refused: str = "", variant: int = 0, start: str | None = None,
                 focus: str = "") -> tuple[Reply, list[str]]:
             started = time.monotonic()
-            messages = change_request(task, note, shown, base or current, related, failures, refused, focus)
+            messages = change_request(task, note, shown, start or current, related, failures, refused, focus)
             # a cap or variant of its own only when set: an engine without the keywords still serves
             sampled: dict[str, Any] = {"variant": variant} if variant else {}
             turn = engine.complete(messages, [], max_tokens=cap, **sampled) if cap != base else \
