@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from keel.core.request import Request
 from keel.verify.calltrace import NODE_SUFFIXES
+from keel.verify.probes import balanced, split_raw
 from keel.verify.selfcheck import is_test_file
 
 MAX_EXPECTS = 40
@@ -48,11 +49,10 @@ class Expect:
 
 
 # -- Python ------------------------------------------------------------------------------------------
-def _imported(body: list[ast.stmt]) -> tuple[set[str], list[ast.stmt]]:
+def _imported(body: list[ast.stmt]) -> tuple[set[str], list[ast.Import | ast.ImportFrom]]:
     names: set[str] = set()
-    imports: list[ast.stmt] = [s for s in body if isinstance(s, ast.Import | ast.ImportFrom)]
+    imports = [s for s in body if isinstance(s, ast.Import | ast.ImportFrom)]
     for s in imports:
-        assert isinstance(s, ast.Import | ast.ImportFrom)
         for alias in s.names:
             names.add((alias.asname or alias.name).split(".")[0])
     return names, imports
@@ -70,12 +70,12 @@ def _plain_call(node: ast.expr, known: set[str]) -> bool:
     return True
 
 
-def _literal(node: ast.expr) -> bool:
+def _literal(source: str | ast.expr) -> tuple[bool, object]:
+    """Whether ``source`` is a literal, and its value."""
     try:
-        ast.literal_eval(node)
+        return True, ast.literal_eval(source)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
+        return False, None
 
 
 def _one(test: ast.expr, known: set[str]) -> tuple[ast.expr, ast.expr, str] | None:
@@ -85,7 +85,7 @@ def _one(test: ast.expr, known: set[str]) -> tuple[ast.expr, ast.expr, str] | No
         for call, other in ((left, right), (right, left)):
             if not _plain_call(call, known):
                 continue
-            if isinstance(op, ast.Eq) and _literal(other):
+            if isinstance(op, ast.Eq) and _literal(other)[0]:
                 return call, other, "eq"
             if isinstance(op, ast.Is) and other is right and isinstance(other, ast.Constant) and \
                     other.value in (True, False, None):
@@ -123,73 +123,22 @@ _JS_ASSERT = re.compile(r"\bassert\.(strictEqual|equal|deepStrictEqual|deepEqual
 _JS_CALL = re.compile(r"\s*([A-Za-z_$][\w$]*)(?:\.[A-Za-z_$][\w$]*)*\(")
 
 
-def _balanced_end(text: str, open_at: int) -> int | None:
-    """The index after the bracket closing the one at ``open_at``, skipping strings; None if unclosed."""
-    depth, i, quote = 0, open_at, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return None
-
-
-def _top_level_split(args: str) -> list[str]:
-    parts, start, i = [], 0, 0
-    while i < len(args):
-        if args[i] in "([{'\"`":
-            end = _balanced_end(args, i) if args[i] in "([{" else _string_end(args, i)
-            i = end if end is not None else len(args)
-            continue
-        if args[i] == ",":
-            parts.append(args[start:i])
-            start = i + 1
-        i += 1
-    return [*parts, args[start:]]
-
-
-def _string_end(text: str, at: int) -> int | None:
-    i = at + 1
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text[i] == text[at]:
-            return i + 1
-        i += 1
-    return None
-
-
 def _bytes(line: str, start: int, end: int) -> tuple[int, int]:
     """Character offsets in ``line`` as byte offsets (what Python's ast gives, and what ``corrected`` cuts)."""
     return len(line[:start].encode()), len(line[:end].encode())
 
 
 def _javascript(text: str) -> tuple[list[Expect], str]:
-    requires, names = [], set()
-    for line in text.splitlines():
-        if (m := _REQUIRE.match(line)) is not None and m.group(3).startswith("."):
-            requires.append(line.strip())
-            bound = m.group(1).strip("{} ")
-            names |= {part.split(":")[-1].strip() for part in bound.split(",") if part.strip()}
+    requires = [line.strip() for line in text.splitlines()
+                if (m := _REQUIRE.match(line)) is not None and m.group(3).startswith(".")]
+    names = _js_names("\n".join(requires))
     found: list[Expect] = []
     for n, line in enumerate(text.splitlines(keepends=True)):
         for m in _JS_ASSERT.finditer(line):
-            end = _balanced_end(line, m.end() - 1)
-            args = _top_level_split(line[m.end():end - 1]) if end is not None else []
+            end = balanced(line, m.end() - 1)
+            args = split_raw(line[m.end():end - 1]) if end is not None else []
             if end is None or len(args) not in (2, 3) or (c := _JS_CALL.match(args[0])) is None or \
-                    c.group(1) not in names or _balanced_end(args[0], c.end() - 1) != len(args[0].rstrip()):
+                    c.group(1) not in names or balanced(args[0], c.end() - 1) != len(args[0].rstrip()):
                 continue
             first = m.end() + len(args[0]) + 1          # the expected value: the second argument, trimmed
             at, to = first + len(args[1]) - len(args[1].lstrip()), first + len(args[1].rstrip())
@@ -260,13 +209,6 @@ def _results(output: str) -> dict[int, tuple[str, str, bool]]:
     return got
 
 
-def _literal_value(text: str) -> tuple[bool, object]:
-    try:
-        return True, ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False, None
-
-
 def _replacement(e: Expect, status: str, value: str, flag: bool) -> tuple[tuple[int, int], str] | None:
     """Where and what to write so the assertion expects what the code did, or None to leave it."""
     js = e.kind.startswith("js:")
@@ -279,11 +221,11 @@ def _replacement(e: Expect, status: str, value: str, flag: bool) -> tuple[tuple[
     if js:
         shaped = value.startswith(("[", "{")) and e.kind in ("js:strictEqual", "js:equal")   # compared by reference
         return None if flag or shaped else (e.span, value)
-    plain, returned = _literal_value(value)
+    plain, returned = _literal(value)
     if not plain:
         return None   # not a literal (an object): nothing to write
     if e.kind == "eq":
-        return None if _literal_value(e.written)[1] == returned else (e.span, value)   # holds already: as written
+        return None if _literal(e.written)[1] == returned else (e.span, value)   # holds already: as written
     if e.kind == "is":
         return (e.span, value) if returned in (True, False, None) and repr(returned) != e.written else None
     negated = e.written.startswith("not ")

@@ -14,7 +14,7 @@ by default, and returned the file unchanged twelve times. A trace shows it in on
       __init__(title='second', tags=['news']) returned None
 
 Python: the failing pytest tests run again under ``sys.settrace`` (functions in the workspace's own
-files, not its tests or installed packages). JavaScript: the test file runs again under a ``require``
+files, not its tests, as keel.verify.selfcheck names them, or installed packages). JavaScript: the test file runs again under a ``require``
 hook that wraps the functions each workspace module exports, and node:test's ``test`` to mark each test.
 keel.verify.verifier runs the command in a scratch copy inside the sandbox. Pure: the commands and
 ``render``.
@@ -23,8 +23,11 @@ keel.verify.verifier runs the command in a scratch copy inside the sandbox. Pure
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Sequence
+
+from keel.verify.selfcheck import TEST_DIRS, TEST_NAMES
 
 MARK = "@@keel-trace@@"
 NODE_SUFFIXES = (".js", ".cjs", ".mjs")   # what node runs as it is
@@ -35,15 +38,14 @@ MAX_CALLS = 400         # recorded per run: a loop in the code must not fill mem
 _PY = r'''
 import fnmatch, json, os, reprlib, sys
 root = os.path.realpath(os.getcwd())
-tests = ("test_*.py", "*_test.py", "conftest.py")
 rep = reprlib.Repr(); rep.maxstring = 60; rep.maxother = 60; rep.maxlist = 6; rep.maxdict = 6; rep.maxlevel = 3
 calls, stack, mine = [], [], {}
 def ours(path):
     if path not in mine:
         real = os.path.realpath(path); rel = real[len(root) + 1:]
         mine[path] = not path.startswith("<") and real.startswith(root + os.sep) and "site-packages" not in rel and \
-            not any(fnmatch.fnmatch(os.path.basename(rel), t) for t in tests) and \
-            not any(part in ("tests", "test") or part.startswith(".") for part in rel.split(os.sep)[:-1])
+            not any(fnmatch.fnmatch(os.path.basename(rel), t) for t in TEST_NAMES) and \
+            not any(part in TEST_DIRS or part.startswith(".") for part in rel.split(os.sep)[:-1])
     return mine[path]
 def show(value):
     try:
@@ -90,8 +92,8 @@ const Module = require("module"), path = require("path"), util = require("util")
 const root = process.cwd(), calls = [], done = new Set();
 const show = (v) => { try { return util.inspect(v, { depth: 2, breakLength: Infinity, maxArrayLength: 6, maxStringLength: 60 }); } catch (e) { return "?"; } };
 const ours = (file) => { const rel = path.relative(root, file); return !rel.startsWith("..") && !path.isAbsolute(rel) &&
-  !rel.split(path.sep).some((p) => p === "node_modules" || p === "test" || p === "tests" || p.startsWith(".")) &&
-  !/\.(test|spec)\.[cm]?js$/.test(rel) && !/^test_/.test(path.basename(rel)); };
+  !rel.split(path.sep).some((p) => p === "node_modules" || TEST_DIRS.includes(p) || p.startsWith(".")) &&
+  !TEST_NAMES.some((r) => new RegExp(r).test(path.basename(rel))); };
 let depth = 0;
 const wrap = (fn, name) => function (...args) {
   if (calls.length >= MAX_CALLS) return fn.apply(this, args);
@@ -120,14 +122,17 @@ require(path.resolve(FILE));
 def python_command(test_ids: Sequence[str]) -> str:
     """Run pytest on ``test_ids`` under the tracer; the calls are printed after MARK as JSON."""
     code = _PY.replace("MAX_CALLS", str(MAX_CALLS)).replace("MARK", repr(MARK)).replace(
-        "*IDS", ", ".join(repr(t) for t in test_ids[:MAX_TESTS]))
+        "*IDS", ", ".join(repr(t) for t in test_ids[:MAX_TESTS])).replace(
+        "TEST_NAMES", repr(TEST_NAMES)).replace("TEST_DIRS", repr(sorted(TEST_DIRS)))
     return "python3 -c " + shlex.quote(code)
 
 
 def javascript_command(test_file: str) -> str:
     """Run a node:test file in process under the require hook; the calls are printed after MARK as JSON."""
+    names = [f"^{re.escape(glob).replace(chr(92) + '*', '.*')}$" for glob in TEST_NAMES]   # keel's test files, as JS regexes
     code = _JS.replace("MAX_CALLS", str(MAX_CALLS)).replace("MARK", json.dumps(MARK)).replace(
-        "FILE", json.dumps(test_file))
+        "FILE", json.dumps(test_file)).replace("TEST_NAMES", json.dumps(names)).replace(
+        "TEST_DIRS", json.dumps(sorted(TEST_DIRS)))
     return "node -e " + shlex.quote(code)
 
 

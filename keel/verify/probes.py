@@ -73,7 +73,7 @@ def probes(name: str, doc: str, params: Sequence[str], required: int, rules: Seq
 def _examples(name: str, doc: str, required: int) -> list[Probe]:
     found: list[Probe] = []
     for m in re.finditer(rf"(?:>>>\s*)?(?<![\w$.]){re.escape(name)}\(", doc):
-        end = _balanced(doc, m.end() - 1)
+        end = balanced(doc, m.end() - 1)
         if end is None:
             continue
         call = doc[m.start():end].removeprefix(">>>").strip()
@@ -92,7 +92,7 @@ def _examples(name: str, doc: str, required: int) -> list[Probe]:
     return found
 
 
-def _balanced(text: str, i: int) -> int | None:
+def balanced(text: str, i: int) -> int | None:
     """The end of the bracketed (or quoted) expression opening at ``i``; None when its brackets do not match."""
     stack: list[str] = []
     quote = ""
@@ -119,7 +119,7 @@ def _value_end(text: str, i: int) -> int | None:
     if i >= len(text):
         return None
     if text[i] in _OPEN or text[i] in "\"'":
-        return _balanced(text, i)
+        return balanced(text, i)
     m = _ATOM.match(text, i)
     return m.end() if m and m.group(0).rstrip(".") else None
 
@@ -132,8 +132,10 @@ def _value(text: str, i: int) -> str | None:
     return value.rstrip(".") if not (value[0] in _OPEN or value[0] in "\"'") else value
 
 
-def _split_args(text: str) -> list[str]:
-    args, depth, quote, start = [], 0, "", 0
+def split_raw(text: str) -> list[str]:
+    """``text`` cut at its top-level commas (not inside brackets or quotes), each piece as written: its
+    spaces kept, so a caller can find where each one starts."""
+    pieces, depth, quote, start = [], 0, "", 0
     for j, c in enumerate(text):
         if quote:
             if c == quote and text[j - 1] != "\\":
@@ -145,9 +147,13 @@ def _split_args(text: str) -> list[str]:
         elif c in _CLOSE:
             depth -= 1
         elif c == "," and depth == 0:
-            args.append(text[start:j].strip())
+            pieces.append(text[start:j])
             start = j + 1
-    return [*args, text[start:].strip()] if text.strip() else args
+    return [*pieces, text[start:]]
+
+
+def _split_args(text: str) -> list[str]:
+    return [a.strip() for a in split_raw(text)] if text.strip() else []
 
 
 def _param_in(rule: str, params: Sequence[str]) -> str | None:

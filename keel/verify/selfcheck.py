@@ -18,8 +18,8 @@ from keel.core.request.names import DOC_SUFFIXES
 from keel.verify.snapshot import FileChange, Snapshot
 
 # -- which files are tests, scripts, or tooling ----------------------------------------------------
-_TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py", "*_test.go", "*.test.*", "*.spec.*", "*_spec.rb")
-_TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec"})
+TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py", "*_test.go", "*.test.*", "*.spec.*", "*_spec.rb")
+TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec"})
 # Files whose job is to print: a print() added there is output, not a leftover.
 _SCRIPT_DIRS = frozenset({"scripts", "script", "bin", "tools", "examples", "example", "bench", "benchmarks",
                           "docs", "cli", "cmd"})
@@ -29,7 +29,7 @@ _SCRIPT_NAMES = ("__main__.py", "setup.py", "manage.py", "cli.py", "main.py", "n
 
 def is_test_file(path: str) -> bool:
     p = PurePosixPath(path)
-    return any(fnmatch.fnmatch(p.name, pat) for pat in _TEST_NAMES) or any(d in _TEST_DIRS for d in p.parts[:-1])
+    return any(fnmatch.fnmatch(p.name, pat) for pat in TEST_NAMES) or any(d in TEST_DIRS for d in p.parts[:-1])
 
 
 def is_code_file(path: str) -> bool:
