@@ -145,11 +145,15 @@ def test_task_file_problems(calc_repo, run_keel, tmp_path):
 # -- the workspace guard ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("where", ["/", "/etc", "/usr/lib", "/tmp", "/var", "/proc", "/home"])
-def test_system_directories_are_refused_for_run_and_tool(run_keel, where):
-    # "/" and "/home" may also hold a credential folder (~/.ssh …), which no flag lifts (issue 35)
+def test_system_directories_are_refused_for_run_and_tool(tmp_path, run_keel, keel_env, where):
+    # "/" and "/home" may also hold a credential folder (~/.ssh …), which no flag lifts (issue 35). HOME is
+    # an empty folder of the test's own: where CI's HOME lives under /tmp with keel's data in it, /tmp holds
+    # a credential folder and rightly gets no flag to offer
+    env = dict(keel_env, HOME=str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
     lifted = () if where in ("/", "/home") else ("--allow-any-cwd",)
-    usage_error(run_keel("run", "x", "--cwd", where, *NO_ENGINE), "refusing", *lifted)
-    usage_error(run_keel("tool", "list_dir", "{}", "--cwd", where), "refusing")
+    usage_error(run_keel("run", "x", "--cwd", where, *NO_ENGINE, env=env), "refusing", *lifted)
+    usage_error(run_keel("tool", "list_dir", "{}", "--cwd", where, env=env), "refusing")
 
 
 def test_home_and_its_ancestors_are_refused_unless_overridden(tmp_path, run_keel, keel_env):
