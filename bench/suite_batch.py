@@ -23,7 +23,6 @@ import argparse
 import gzip
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -121,9 +120,12 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(20)
             sync(out, saved, seed=False)
     finally:   # keel eval saves each finished case and says how to resume; the records made so far are kept
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=120)
+        if proc.poll() is None:   # SIGTERM: started in the background, keel eval inherits SIGINT ignored
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         sync(out, saved, seed=False)
     print(f"suite_batch: records in {saved.relative_to(REPO)}", file=sys.stderr)
     return proc.returncode

@@ -57,10 +57,9 @@ class EngineSettings(_Section):
     # llama.cpp's weight repacking and AMX kernels; auto = off where the CPU advertises AMX, whose
     # kernels crash the process on VMs without AMX state (keel/engine/local_cpu.py).
     local_extra_buffers: Literal["auto", "on", "off"] = "auto"
-    # Prompt-lookup decoding at temperature 0 (keel/engine/local_draft.py): "rewrite" = change_file's
-    # editor requests, whose reply copies the file (measured 1.1-1.3x faster generation on 2 cores);
-    # "all" adds the conversation's steps; "off": llama-cpp-python's own decoding loop (no guesses, and
-    # the grammar applied to every candidate of every token instead of checked on the argmax first).
+    # Prompt-lookup decoding at temperature 0 (keel/engine/local_draft.py): "rewrite" = change_file's editor
+    # requests, whose reply copies the file (1.1-1.3x faster on 2 cores); "all" adds the conversation's steps;
+    # "off": llama-cpp-python's own loop (no guesses; the grammar on every candidate, not the argmax first).
     local_lookup: Literal["rewrite", "all", "off"] = "rewrite"
     # In process: a grammar (keel/engine/grammar.py); auto = on. HTTP servers: "on" sends tool_choice
     # "required" when a finish tool is offered (vLLM >= 0.8.3, llama.cpp --jinja; a server answering 400
@@ -248,6 +247,7 @@ class AssistSettings(_Section):
     test_redirect: Switch = "auto"
     callee_change: Switch = "auto"
     call_trace: Switch = "auto"
+    put_back: Switch = "auto"
     rename_spread: Switch = "auto"
     moves: Switch = "auto"
     candidates: Switch = "auto"

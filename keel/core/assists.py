@@ -50,6 +50,8 @@ ASSISTS: tuple[Assist, ...] = (
            "the bug was in the helper a module calls; the 1.5B changed the caller's constants four times"),
     Assist("call_trace", "cause", "change_file's editor request, when tests fail", SMALL,
            "parseDate read March as April; shown only dueDate's wrong result, the editor rewrote the wrong file 8 times"),
+    Assist("put_back", "cause", "change_file, when the checks still fail after the run changed two code files", SMALL,
+           "a guess (now: 0 -> 4) stayed, as it failed no more tests; once dates.js was fixed it was all that failed"),
     Assist("rename_spread", "refactor", "change_file, after a rewrite that renames", SMALL,
            "a rename stopped half-way: the constant was renamed in one file, never in its user"),
     Assist("moves", "refactor", "change_file, when the note asks for a move", SMALL,

@@ -116,7 +116,7 @@ def _carried(shown: str, first: ToolResult, targets: Sequence[UnderTest], ctx: T
         return last
     for path, original in originals.items():
         if _bytes(ctx, path) != original:   # no better: the module goes back as it was
-            _put_back(ctx, path, original)
+            put_back_file(ctx, path, original)
     if originals:
         first.output += (f"\n\nkeel also tried the change in {names}, {which}; the checks did not fail less, "
                          f"so {'it is as it was' if len(originals) == 1 else 'they are as they were'}.")
@@ -144,7 +144,8 @@ def _text(ctx: ToolContext, path: str) -> str | None:
         return None
 
 
-def _put_back(ctx: ToolContext, path: str, original: bytes) -> None:
+def put_back_file(ctx: ToolContext, path: str, original: bytes) -> None:
+    """``path`` written back to ``original`` through write_file (so the run's undo and checkpoints hold it)."""
     from keel.tools.files import WRITE_FILE, file_session
 
     current = _bytes(ctx, path)

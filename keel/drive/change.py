@@ -42,6 +42,7 @@ from keel.drive.check_text import (
 )
 from keel.drive.expect import from_code
 from keel.drive.move import asked_move
+from keel.drive.putback import put_back
 from keel.drive.rewrite import (
     GROWTH,
     editor_cap,
@@ -231,6 +232,8 @@ def make_change_tool(candidates: int = 2) -> Tool:
         if after and "callee_change" in ctx.assists and ctx.run is not None:   # the rest may be in another file
             result = where_else(result.meta.get("rewritten", args.path), result, ctx,
                                 lambda path, note, c: change_one(ChangeArgs.model_construct(path=path, change=note), c))
+        if (result.meta.get("failing") or (0, 0))[1] and "put_back" in ctx.assists and ctx.run is not None:
+            result = put_back(result, ctx, lambda o: latest.update(outcomes=o, gate=ctx.run and ctx.run.verifier.last))
         return result
 
     def change_one(args: ChangeArgs, ctx: ToolContext) -> ToolResult:
