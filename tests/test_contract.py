@@ -146,10 +146,10 @@ STRICT = ('def double(n):\n    """Twice n. A negative n raises ValueError."""\n 
           '        raise ValueError(n)\n    return 2 * n\n')
 
 
-def _run(run_keel, repo: Path, task: str, script: list[dict]) -> tuple[object, list[dict]]:
+def _run(run_keel, repo: Path, task: str, script: list[dict], *extra: str) -> tuple[object, list[dict]]:
     with ScriptedEngineServer(script) as server:
         r = run_keel("run", task, "--cwd", str(repo), "--base-url", server.base_url, "--model", "scripted",
-                     "--output-format", "json", timeout=120)
+                     "--output-format", "json", *extra, timeout=120)
         return r, server.requests
 
 
@@ -170,6 +170,30 @@ def test_a_claim_is_checked_once_against_the_docstring_the_task_points_at(tmp_pa
     kinds = [e.get("pushback_kind") for e in r.events() if e["type"] == "decision"]
     assert kinds.count("contract_review") == 1
     assert [e["name"] for e in r.events() if e["type"] == "assist"] == ["contract_review"]
+
+
+@pytest.mark.parametrize("after_review", ["reads", "edits"])
+def test_a_reviewed_claim_stands_when_a_limit_comes_first(tmp_path: Path, run_keel, keel_env, after_review: str):
+    """js-implement-function on the 1.5B: the claim passed the tests and the probes at 340 s, the review's
+    change came back unchanged, and the run ended on the wall clock with the task done. A claim the gate
+    passed stands at a limit while the workspace is as it was then; a change since is judged as usual."""
+    add_user_config(keel_env, "[assists]\ncontract_review = true")
+    repo = make_repo(tmp_path / "repo", {"mathx.py": DOUBLE, "test_mathx.py": TEST_DOUBLE})
+    later = call("read_file", path="mathx.py") if after_review == "reads" else \
+        call("edit_file", path="mathx.py", old_text="    return 2 * n", new_text="    return n + n")
+    script = [{"tool_calls": [call("edit_file", path="mathx.py", old_text="    raise NotImplementedError",
+                                   new_text="    return 2 * n")]},
+              {"tool_calls": [call("finish", summary="double() doubles; the test passes")]},
+              {"tool_calls": [later]}]
+    r, requests = _run(run_keel, repo, "Implement double() in mathx.py as its docstring says.", script,
+                       "--max-steps", "3")
+    assert len(requests) == 3 and "The checks pass." in requests[2]["messages"][-1]["content"]   # the review
+    if after_review == "reads":
+        assert r.code == 0, r.stdout + r.stderr
+        assert r.result["status"] == "complete" and r.result["stop_reason"] == "complete"
+        assert r.result["summary"] == "double() doubles; the test passes"
+    else:
+        assert r.result["status"] == "incomplete" and r.result["stop_reason"] == "limit:steps"
 
 
 def test_the_full_profile_has_no_contract_review_unless_switched_on(tmp_path: Path, run_keel):

@@ -34,6 +34,7 @@ QUESTION = TurnOutcome(text="Should I also update the docs?")
 PERMISSION = TurnOutcome(text="I can refactor the module. Let me know if you want me to proceed.")
 ASK_TOOL = TurnOutcome(tool_calls=1, progress=True, asked_user="Which database?")
 EMPTY = TurnOutcome(text="   ")
+STANDS = TurnOutcome(text="", tool_calls=1, progress=True, claim_stands=True)
 L = Limits(max_steps=50)
 U = Consumed(steps=3)
 
@@ -87,6 +88,15 @@ CASES = [
     ("cost", WORKING, state(), Limits(max_cost_usd=0.5), Consumed(steps=1, cost_usd=0.6), False, False,
      "stop", "limit:cost"),
     ("repetition", WORKING, state(strikes=2), L, U, False, False, "stop", "limit:repetition"),
+    # a claim the gate passed and the contract review held, with the workspace as it was then: it stands
+    ("a reviewed claim stands at the wall clock", STANDS, state(), Limits(max_seconds=10),
+     Consumed(steps=1, elapsed_s=11), False, False, "stop", "complete"),
+    ("a reviewed claim stands at the step limit", STANDS, state(), Limits(max_steps=3), Consumed(steps=3), False,
+     False, "stop", "complete"),
+    ("a reviewed claim stands when the run loops", STANDS, state(strikes=2), L, U, False, False, "stop", "complete"),
+    ("a reviewed claim stands when the engine fails", TurnOutcome(engine_failure="retries", claim_stands=True),
+     state(), L, U, False, False, "stop", "complete"),
+    ("before a limit a reviewed claim is no reason to stop", STANDS, state(), L, U, False, False, "continue", ""),
     ("one repeat is only refused", WORKING, state(strikes=1), L, U, False, False, "continue", ""),
     ("no progress after pushbacks", QUESTION, state(streak=3), L, U, False, False, "stop", "limit:no_progress"),
     ("progress resets the streak", FINISH, state(changed=True, streak=3), L, U, False, False, "continue",

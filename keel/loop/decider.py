@@ -12,6 +12,13 @@ without them it answers ``verify``, the runner runs the checks and asks again wi
 ``limits.max_repair_rounds`` refusals of the same kind (per failing check category) the run stops
 with ``limit:verification`` instead of looping.
 
+A claim the gate passed and only the contract review held (a small model's assist, asked once) stands
+when the run then reaches a limit with the workspace as it was at that claim (``claim_stands``, which
+the runner fills): the evidence is still fresh, and a review cut by the clock is no reason to call a
+verified change incomplete. Measured on the 1.5B (js-implement-function): the claim passed the tests
+and the spec probes at 340 s, the review's change came back unchanged, and the run ended
+``limit:wall_clock`` at 420 s with the task done.
+
 No I/O, no clock, no model call: every input arrives as an argument, so the table-driven
 tests in tests/test_decider.py can cover every branch.
 """
@@ -52,6 +59,7 @@ class TurnOutcome:
     malformed_call: bool = False     # no call was recovered, but the text carries an attempted one
     engine_failure: Literal["context", "retries"] | None = None
     verification: GateFacts | None = None  # the gate's facts for this claim, once the runner ran it
+    claim_stands: bool = False       # the workspace is as it was when the gate passed the claim the review held
 
 
 @dataclass(frozen=True)
@@ -94,9 +102,9 @@ def decide(outcome: TurnOutcome, state: TaskState, limits: Limits, used: Consume
            attended: bool, plan_mode: bool = False) -> Decision:
     """CONTINUE (maybe with pushback) or STOP with a reason, from this turn's facts alone."""
     if outcome.engine_failure is not None:
-        return Decision("stop", f"limit:{outcome.engine_failure}")
+        return _limit(f"limit:{outcome.engine_failure}", outcome)
     if state.repetition_strikes >= limits.max_repeats:
-        return Decision("stop", "limit:repetition")
+        return _limit("limit:repetition", outcome)
 
     verdict = _judge_turn(outcome, state, limits, attended=attended, plan_mode=plan_mode)
     if verdict.stop or verdict.verdict == "verify":
@@ -104,15 +112,20 @@ def decide(outcome: TurnOutcome, state: TaskState, limits: Limits, used: Consume
 
     limit = exceeded_limit(limits, used)
     if limit is not None:
-        return Decision("stop", limit)
+        return _limit(limit, outcome)
 
     if verdict.pushback is not None:
         streak = 0 if outcome.progress else state.pushback_streak
         if streak >= limits.max_pushbacks_without_progress:
-            return Decision("stop", "limit:no_progress")
+            return _limit("limit:no_progress", outcome)
     if not outcome.progress and state.idle_turns + 1 >= limits.max_idle_turns:
-        return Decision("stop", "limit:no_progress")
+        return _limit("limit:no_progress", outcome)
     return verdict
+
+
+def _limit(reason: str, outcome: TurnOutcome) -> Decision:
+    """A stop on a limit, or ``complete`` when a claim the gate passed stands (see the module docstring)."""
+    return Decision("stop", "complete" if outcome.claim_stands else reason)
 
 
 def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, attended: bool,

@@ -81,6 +81,7 @@ class Runner:
         self.repeats = RepetitionGuard()
         self.usage = Usage()
         self.steps = 0
+        self._stood = False   # the last decision: a claim the review held, standing at a limit
         # called with (runner, messages, decision) after each reply (decision None) and each decision:
         # the session recorder saves the run there (keel.trace.sessions)
         self.on_step: Callable[[Runner, list[dict[str, Any]], Decision | None], None] | None = None
@@ -150,6 +151,8 @@ class Runner:
         except KeyboardInterrupt:
             return self._result(messages, started, "incomplete", "interrupted", summary)
         status = "complete" if decision.reason == "complete" else "incomplete"
+        if status == "complete" and self._stood:   # the claim the review held is what was done
+            summary = self.state.reviewed_summary or summary
         result = self._result(messages, started, status, decision.reason, summary, engine_error)
         result.question = question
         return result
@@ -303,6 +306,8 @@ class Runner:
     def _decide(self, outcome: TurnOutcome, started: float) -> Decision:
         used = lim.Consumed(steps=self.steps, elapsed_s=self.clock() - started, tokens=self.usage.total,
                          cost_usd=self.cost_usd())
+        if self.state.reviewed is not None and self.verifier is not None:   # a claim the review held: still so?
+            outcome = dataclasses.replace(outcome, claim_stands=self.verifier.digest() == self.state.reviewed)
         decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                           plan_mode=self.plan_mode)
         if decision.verdict == "verify" and self.verifier is not None:
@@ -317,9 +322,13 @@ class Runner:
                               plan_mode=self.plan_mode)
             if decision.pushback is not None:
                 self.state.repair_rounds.update(facts.round_keys)
+        # a claim the review held, standing at a limit (keel.loop.decider): the limit is still reached
+        self._stood = decision.reason == "complete" and outcome.claim_stands and outcome.verification is None
         if decision.reason == "complete" and self.on_stop is not None and \
                 (objection := self.on_stop(outcome.text)) is not None:  # a Stop hook may only say "not yet"
-            decision = Decision("continue", "stop_hook", objection)
+            decision = Decision("continue", "stop_hook", objection) if not self._stood else \
+                decide(dataclasses.replace(outcome, claim_stands=False), self.state, self.limits, used,
+                       attended=self.attended, plan_mode=self.plan_mode)   # not yet, and no time left: the limit
         self.state.idle_turns = 0 if outcome.progress else self.state.idle_turns + 1
         if decision.pushback is not None:
             self.state.pushback_counts[decision.reason] += 1
@@ -328,8 +337,10 @@ class Runner:
             self.state.pushback_streak = 0
         self.bus.emit("decision", step=self.steps, verdict=decision.verdict, reason=decision.reason,
                       pushback_kind=decision.pushback_kind, pushback=decision.pushback)
-        if decision.pushback_kind == "contract_review":   # only given facts.contract, which the assist fills
+        if decision.pushback_kind == "contract_review" and outcome.verification is not None:
             self._assisted("contract_review", "the comments the task points at, asked to be checked")
+            self.state.reviewed = outcome.verification.digest   # the claim stands if a limit comes first
+            self.state.reviewed_summary = outcome.summary or outcome.text
         return decision
 
     def _baseline(self) -> bool:
