@@ -61,9 +61,8 @@ class EngineSettings(_Section):
     # requests, whose reply copies the file (1.1-1.3x faster on 2 cores); "all" adds the conversation's steps;
     # "off": llama-cpp-python's own loop (no guesses; the grammar on every candidate, not the argmax first).
     local_lookup: Literal["rewrite", "all", "off"] = "rewrite"
-    # In process: a grammar (keel/engine/grammar.py); auto = on. HTTP servers: "on" sends tool_choice
-    # "required" when a finish tool is offered (vLLM >= 0.8.3, llama.cpp --jinja; a server answering 400
-    # is asked again without it, for the rest of the session); auto = off there (keel/engine/constrain.py).
+    # In process: a grammar (keel/engine/grammar.py); auto = on. Servers: "on" sends tool_choice "required" with a
+    # finish tool (vLLM >= 0.8.3, llama.cpp --jinja; after a 400, never again); auto = off (keel/engine/constrain.py).
     constrain_tool_calls: Literal["auto", "on", "off"] = "auto"
     # The tools and prompt the model sees. small: five tools with only required arguments, a short
     # prompt, the project's files in the first message (keel.tools.small, keel.context.preload);
@@ -253,6 +252,7 @@ class AssistSettings(_Section):
     candidates: Switch = "auto"
     focus: Switch = "auto"
     again: Switch = "auto"
+    claim_repair: Switch = "auto"
     variety: Switch = "auto"
     reply_watch: Switch = "auto"
     contract_review: Switch = "auto"

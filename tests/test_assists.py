@@ -35,16 +35,20 @@ SCRIPT = [
 
 def test_the_config_has_one_switch_per_assist_and_one_for_all():
     assert [k for k in AssistSettings.model_fields if k != "all"] == list(NAMES)
-    assert len(set(NAMES)) == len(NAMES) and all(a.reason and a.point and a.profiles for a in ASSISTS)
+    assert len(set(NAMES)) == len(NAMES) and all(a.reason and a.point for a in ASSISTS)
+    # off for every profile until measured: each one a choice, named here
+    assert [a.name for a in ASSISTS if not a.profiles] == ["claim_repair"]
     assert set(FAMILIES) == {a.family for a in ASSISTS}
 
 
 def test_assists_are_for_the_small_profile_unless_measured_elsewhere():
     small, full = choose("small", {}), choose("full", {})
-    assert small.names() == list(NAMES)
+    assert small.names() == [n for n in NAMES if n != "claim_repair"]   # claim_repair: off until measured
     assert full.names() == ["spec_probes"]   # evidence for the gate, not help for the model
+    assert "claim_repair" in choose("small", {"claim_repair": True})
     assert choose("full", {"variety": True}).names() == ["variety", "spec_probes"]
-    assert choose("small", {"variety": False, "preload": "auto"}).names() == [n for n in NAMES if n != "variety"]
+    assert choose("small", {"variety": False, "preload": "auto"}).names() == [
+        n for n in NAMES if n not in ("variety", "claim_repair")]
     assert choose("small", {}, everything=False).names() == []
     with pytest.raises(KeyError):
         _ = "varietty" in small   # a typo at a site is an error, not "off"

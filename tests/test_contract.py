@@ -172,15 +172,16 @@ def test_a_claim_is_checked_once_against_the_docstring_the_task_points_at(tmp_pa
     assert [e["name"] for e in r.events() if e["type"] == "assist"] == ["contract_review"]
 
 
-@pytest.mark.parametrize("after_review", ["reads", "edits"])
+@pytest.mark.parametrize("after_review", ["reads", "keeps it passing", "breaks it"])
 def test_a_reviewed_claim_stands_when_a_limit_comes_first(tmp_path: Path, run_keel, keel_env, after_review: str):
     """js-implement-function on the 1.5B: the claim passed the tests and the probes at 340 s, the review's
     change came back unchanged, and the run ended on the wall clock with the task done. A claim the gate
-    passed stands at a limit while the workspace is as it was then; a change since is judged as usual."""
+    passed stands at a limit while the workspace is as it was then, or passes the gate again then."""
     add_user_config(keel_env, "[assists]\ncontract_review = true")
     repo = make_repo(tmp_path / "repo", {"mathx.py": DOUBLE, "test_mathx.py": TEST_DOUBLE})
     later = call("read_file", path="mathx.py") if after_review == "reads" else \
-        call("edit_file", path="mathx.py", old_text="    return 2 * n", new_text="    return n + n")
+        call("edit_file", path="mathx.py", old_text="    return 2 * n",
+             new_text="    return n + n" if after_review == "keeps it passing" else "    return n + 1")
     script = [{"tool_calls": [call("edit_file", path="mathx.py", old_text="    raise NotImplementedError",
                                    new_text="    return 2 * n")]},
               {"tool_calls": [call("finish", summary="double() doubles; the test passes")]},
@@ -188,7 +189,7 @@ def test_a_reviewed_claim_stands_when_a_limit_comes_first(tmp_path: Path, run_ke
     r, requests = _run(run_keel, repo, "Implement double() in mathx.py as its docstring says.", script,
                        "--max-steps", "3")
     assert len(requests) == 3 and "The checks pass." in requests[2]["messages"][-1]["content"]   # the review
-    if after_review == "reads":
+    if after_review != "breaks it":   # unchanged since the claim, or changed and passing the gate again at the limit
         assert r.code == 0, r.stdout + r.stderr
         assert r.result["status"] == "complete" and r.result["stop_reason"] == "complete"
         assert r.result["summary"] == "double() doubles; the test passes"

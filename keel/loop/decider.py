@@ -13,9 +13,9 @@ without them it answers ``verify``, the runner runs the checks and asks again wi
 with ``limit:verification`` instead of looping.
 
 A claim the gate passed and only the contract review held (a small model's assist, asked once) stands
-when the run then reaches a limit with the workspace as it was at that claim (``claim_stands``, which
-the runner fills): the evidence is still fresh, and a review cut by the clock is no reason to call a
-verified change incomplete. Measured on the 1.5B (js-implement-function): the claim passed the tests
+when the run then reaches a limit with the workspace as it was at that claim, or passing the gate again
+then (``claim_stands``, which the runner fills): the evidence is fresh, and a review cut by the clock is
+no reason to call a verified change incomplete. Measured on the 1.5B (js-implement-function): the claim passed the tests
 and the spec probes at 340 s, the review's change came back unchanged, and the run ended
 ``limit:wall_clock`` at 420 s with the task done.
 

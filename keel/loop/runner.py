@@ -21,6 +21,7 @@ from keel.engine.types import AssistantTurn, Engine, EngineError, StreamDelta, T
 from keel.loop import limits as lim
 from keel.loop.decider import Decision, TurnOutcome, decide
 from keel.loop.handle import RunView
+from keel.loop.repair import repair
 from keel.loop.repetition import UNGUARDED, RepetitionGuard, Skip, canonical_call, ran_again_text
 from keel.loop.result import RunResult
 from keel.loop.variety import NORMAL, Variant, Variety, called_tools, fingerprint, turned_down, variant_json
@@ -82,6 +83,7 @@ class Runner:
         self.usage = Usage()
         self.steps = 0
         self._stood = False   # the last decision: a claim the review held, standing at a limit
+        self._refused: str | None = None   # the workspace digest of the last claim the gate refused
         # called with (runner, messages, decision) after each reply (decision None) and each decision:
         # the session recorder saves the run there (keel.trace.sessions)
         self.on_step: Callable[[Runner, list[dict[str, Any]], Decision | None], None] | None = None
@@ -322,13 +324,24 @@ class Runner:
                               plan_mode=self.plan_mode)
             if decision.pushback is not None:
                 self.state.repair_rounds.update(facts.round_keys)
+        if decision.stop and decision.reason.startswith("limit:") and self.state.reviewed is not None and \
+                self.verifier is not None:   # changed since the claim the review held: the gate judges it now
+            began = time.monotonic()
+            facts = self.verifier.verify(self.state.reviewed_summary)
+            self.bus.emit("verification", step=self.steps, **facts.to_json(),
+                          elapsed_s=round(time.monotonic() - began, 3))
+            if facts.status == "passed":
+                decision = decide(dataclasses.replace(outcome, claim_stands=True), self.state, self.limits, used,
+                                  attended=self.attended, plan_mode=self.plan_mode)
         # a claim the review held, standing at a limit (keel.loop.decider): the limit is still reached
-        self._stood = decision.reason == "complete" and outcome.claim_stands and outcome.verification is None
+        self._stood = decision.reason == "complete" and outcome.verification is None and bool(self.state.reviewed)
         if decision.reason == "complete" and self.on_stop is not None and \
                 (objection := self.on_stop(outcome.text)) is not None:  # a Stop hook may only say "not yet"
             decision = Decision("continue", "stop_hook", objection) if not self._stood else \
                 decide(dataclasses.replace(outcome, claim_stands=False), self.state, self.limits, used,
                        attended=self.attended, plan_mode=self.plan_mode)   # not yet, and no time left: the limit
+        if decision.pushback_kind == "verification_failed" and outcome.verification is not None:
+            decision = self._repaired(decision, outcome.verification.digest)
         self.state.idle_turns = 0 if outcome.progress else self.state.idle_turns + 1
         if decision.pushback is not None:
             self.state.pushback_counts[decision.reason] += 1
@@ -342,6 +355,19 @@ class Runner:
             self.state.reviewed = outcome.verification.digest   # the claim stands if a limit comes first
             self.state.reviewed_summary = outcome.summary or outcome.text
         return decision
+
+    def _repaired(self, decision: Decision, digest: str) -> Decision:
+        """A claim refused again with nothing changed since the last refused one: keel asks for the change
+        itself (keel.loop.repair, the claim_repair assist) and the pushback carries what came of it."""
+        again, self._refused = digest == self._refused, digest
+        if not again or "claim_repair" not in self.assists or (done := repair(
+                self.registry, self.ctx, self.state.files_changed, self.state.task, self.steps)) is None:
+            return decision
+        result, words = done
+        self._absorb(result)
+        if isinstance(spent := result.meta.get("usage"), Usage):
+            self.usage.add(spent)
+        return dataclasses.replace(decision, pushback=f"{decision.pushback}\n\n{words}")
 
     def _baseline(self) -> bool:
         """Which checks fail before anything changes, run once, just before the first change (after
