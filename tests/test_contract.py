@@ -6,6 +6,7 @@ while the comment's "`size` must be a positive integer (RangeError otherwise)" w
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,6 +196,20 @@ def test_a_reviewed_claim_stands_when_a_limit_comes_first(tmp_path: Path, run_ke
         assert r.result["summary"] == "double() doubles; the test passes"
     else:
         assert r.result["status"] == "incomplete" and r.result["stop_reason"] == "limit:steps"
+
+
+def test_a_stop_hook_that_says_not_yet_keeps_the_limit(tmp_path: Path, run_keel, keel_env):
+    """A claim that would stand at a limit still asks the Stop hooks; "not yet" with no time left is the limit."""
+    hook = tmp_path / "stop.py"
+    hook.write_text("import sys\nsys.stderr.write('not yet')\nsys.exit(2)\n")
+    add_user_config(keel_env, f'[assists]\ncontract_review = true\n[[hooks.Stop]]\ncommand = "{sys.executable} {hook}"')
+    repo = make_repo(tmp_path / "repo", {"mathx.py": DOUBLE, "test_mathx.py": TEST_DOUBLE})
+    script = [{"tool_calls": [call("edit_file", path="mathx.py", old_text="    raise NotImplementedError",
+                                   new_text="    return 2 * n")]},
+              {"tool_calls": [call("finish", summary="double() doubles; the test passes")]},
+              {"tool_calls": [call("read_file", path="mathx.py")]}]
+    r, _ = _run(run_keel, repo, "Implement double() in mathx.py as its docstring says.", script, "--max-steps", "3")
+    assert r.result["status"] == "incomplete" and r.result["stop_reason"] == "limit:steps"
 
 
 def test_the_full_profile_has_no_contract_review_unless_switched_on(tmp_path: Path, run_keel):

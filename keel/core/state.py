@@ -74,9 +74,8 @@ class TaskState:
     # the run ends with an answer in words, and is judged as one
     read_only: bool = False
     repair_rounds: Counter[str] = field(default_factory=Counter)
-    # a claim the gate passed and the contract review held: the workspace's digest then, and its summary
+    # the summary of a claim the gate passed and the contract review held (it stands if a limit comes first)
     reviewed: str | None = None
-    reviewed_summary: str = ""
 
     @property
     def request(self) -> Request:

@@ -13,9 +13,9 @@ without them it answers ``verify``, the runner runs the checks and asks again wi
 with ``limit:verification`` instead of looping.
 
 A claim the gate passed and only the contract review held (a small model's assist, asked once) stands
-when the run then reaches a limit with the workspace as it was at that claim, or passing the gate again
-then (``claim_stands``, which the runner fills): the evidence is fresh, and a review cut by the clock is
-no reason to call a verified change incomplete. Measured on the 1.5B (js-implement-function): the claim passed the tests
+when the run then reaches a limit and the gate passes the files again there (``claim_stands``, which
+the runner fills): the evidence is fresh, and a review cut by the clock is no reason to call a verified
+change incomplete. Measured on the 1.5B (js-implement-function): the claim passed the tests
 and the spec probes at 340 s, the review's change came back unchanged, and the run ended
 ``limit:wall_clock`` at 420 s with the task done.
 
@@ -59,7 +59,7 @@ class TurnOutcome:
     malformed_call: bool = False     # no call was recovered, but the text carries an attempted one
     engine_failure: Literal["context", "retries"] | None = None
     verification: GateFacts | None = None  # the gate's facts for this claim, once the runner ran it
-    claim_stands: bool = False       # the workspace is as it was when the gate passed the claim the review held
+    claim_stands: bool = False       # at a limit, the gate passed the claim the review held once more
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from keel.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from keel.context.manager import ContextManager
+    from keel.verify.gate import GateFacts
     from keel.verify.verifier import Verifier
 
 # keel's own tools that report every file they change (run_shell through the workspace watch)
@@ -82,7 +83,7 @@ class Runner:
         self.repeats = RepetitionGuard()
         self.usage = Usage()
         self.steps = 0
-        self._stood = False   # the last decision: a claim the review held, standing at a limit
+        self._stood = False   # the last decision: a claim the review held, standing at a limit (the gate passed it)
         self._refused: str | None = None   # the workspace digest of the last claim the gate refused
         # called with (runner, messages, decision) after each reply (decision None) and each decision:
         # the session recorder saves the run there (keel.trace.sessions)
@@ -154,7 +155,7 @@ class Runner:
             return self._result(messages, started, "incomplete", "interrupted", summary)
         status = "complete" if decision.reason == "complete" else "incomplete"
         if status == "complete" and self._stood:   # the claim the review held is what was done
-            summary = self.state.reviewed_summary or summary
+            summary = self.state.reviewed or summary
         result = self._result(messages, started, status, decision.reason, summary, engine_error)
         result.question = question
         return result
@@ -308,38 +309,28 @@ class Runner:
     def _decide(self, outcome: TurnOutcome, started: float) -> Decision:
         used = lim.Consumed(steps=self.steps, elapsed_s=self.clock() - started, tokens=self.usage.total,
                          cost_usd=self.cost_usd())
-        if self.state.reviewed is not None and self.verifier is not None:   # a claim the review held: still so?
-            outcome = dataclasses.replace(outcome, claim_stands=self.verifier.digest() == self.state.reviewed)
         decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                           plan_mode=self.plan_mode)
         if decision.verdict == "verify" and self.verifier is not None:
-            self.bus.emit("checks_start", step=self.steps, phase="verify",
-                          commands=[c.command for c in self.verifier.plan.ordered()])
-            began = time.monotonic()
-            facts = self.verifier.verify(outcome.summary or outcome.text)
-            self.bus.emit("verification", step=self.steps, **facts.to_json(),
-                          elapsed_s=round(time.monotonic() - began, 3))
+            facts = self._verify(self.verifier, outcome.summary or outcome.text)
             outcome = dataclasses.replace(outcome, verification=facts)
             decision = decide(outcome, self.state, self.limits, used, attended=self.attended,
                               plan_mode=self.plan_mode)
             if decision.pushback is not None:
                 self.state.repair_rounds.update(facts.round_keys)
+        limit, self._stood = decision, False
+        # at a limit, the claim the review held: the gate judges the files once more (unchanged since, its
+        # checks come from the verifier's cache by digest)
         if decision.stop and decision.reason.startswith("limit:") and self.state.reviewed is not None and \
-                self.verifier is not None:   # changed since the claim the review held: the gate judges it now
-            began = time.monotonic()
-            facts = self.verifier.verify(self.state.reviewed_summary)
-            self.bus.emit("verification", step=self.steps, **facts.to_json(),
-                          elapsed_s=round(time.monotonic() - began, 3))
-            if facts.status == "passed":
-                decision = decide(dataclasses.replace(outcome, claim_stands=True), self.state, self.limits, used,
-                                  attended=self.attended, plan_mode=self.plan_mode)
-        # a claim the review held, standing at a limit (keel.loop.decider): the limit is still reached
-        self._stood = decision.reason == "complete" and outcome.verification is None and bool(self.state.reviewed)
+                self.verifier is not None and self._verify(self.verifier, self.state.reviewed).status == "passed":
+            decision = decide(dataclasses.replace(outcome, claim_stands=True), self.state, self.limits, used,
+                              attended=self.attended, plan_mode=self.plan_mode)
+            self._stood = decision.reason == "complete"
         if decision.reason == "complete" and self.on_stop is not None and \
                 (objection := self.on_stop(outcome.text)) is not None:  # a Stop hook may only say "not yet"
-            decision = Decision("continue", "stop_hook", objection) if not self._stood else \
-                decide(dataclasses.replace(outcome, claim_stands=False), self.state, self.limits, used,
-                       attended=self.attended, plan_mode=self.plan_mode)   # not yet, and no time left: the limit
+            # a claim standing at a limit: not yet, and no time left, so the limit stands
+            decision = limit if self._stood else Decision("continue", "stop_hook", objection)
+            self._stood = False
         if decision.pushback_kind == "verification_failed" and outcome.verification is not None:
             decision = self._repaired(decision, outcome.verification.digest)
         self.state.idle_turns = 0 if outcome.progress else self.state.idle_turns + 1
@@ -352,9 +343,18 @@ class Runner:
                       pushback_kind=decision.pushback_kind, pushback=decision.pushback)
         if decision.pushback_kind == "contract_review" and outcome.verification is not None:
             self._assisted("contract_review", "the comments the task points at, asked to be checked")
-            self.state.reviewed = outcome.verification.digest   # the claim stands if a limit comes first
-            self.state.reviewed_summary = outcome.summary or outcome.text
+            self.state.reviewed = outcome.summary or outcome.text   # the claim stands if a limit comes first
         return decision
+
+    def _verify(self, verifier: Verifier, claim: str) -> GateFacts:
+        """The gate on ``claim`` and the files as they are, with its events."""
+        self.bus.emit("checks_start", step=self.steps, phase="verify",
+                      commands=[c.command for c in verifier.plan.ordered()])
+        began = time.monotonic()
+        facts = verifier.verify(claim)
+        self.bus.emit("verification", step=self.steps, **facts.to_json(),
+                      elapsed_s=round(time.monotonic() - began, 3))
+        return facts
 
     def _repaired(self, decision: Decision, digest: str) -> Decision:
         """A claim refused again with nothing changed since the last refused one: keel asks for the change

@@ -233,10 +233,6 @@ class Verifier:
                 printed.append(_STATUS_LINE.sub("", result.output, count=1) if ok else None)
         return printed
 
-    def digest(self) -> str:
-        """The workspace's digest now (what a claim's facts were judged on, when nothing changed since)."""
-        return take_snapshot(self.ctx.workspace).digest
-
     def run_plan(self, on_result: Callable[[CheckOutcome], object] | None = None,
                  limit_s: float | None = None) -> tuple[CheckOutcome, ...]:
         """Every planned check once on the current files, in gate order (`keel checks --run`). ``limit_s``:
