@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+from keel.agent import Agent
+from keel.config import Config
+from keel.testing import ScriptedEngineServer
+
 CALC = "def add(a, b):\n    return a - b\n"
 TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
@@ -119,6 +123,24 @@ def smoke_model() -> Path:
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
+
+
+def run_small(ws: Path, task: str, script: list[dict[str, Any]], *, max_steps: int | None = None,
+              **assists: bool) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    """keel's library on ``ws`` with the small profile against the scripted engine, whose ``script`` also
+    answers change_file's editor requests in order: so ``candidates`` is off unless named (one editor
+    reply per request); ``assists`` switch the others. (result, the session's events, the requests.)"""
+    log = ws.parent / "session.jsonl"
+    with ScriptedEngineServer(script) as server:
+        cfg = Config()
+        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
+        if max_steps is not None:
+            cfg.limits.max_steps = max_steps
+        for name, on in {"candidates": False, **assists}.items():
+            setattr(cfg.assists, name, on)
+        result = Agent(workspace=ws, config=cfg, log_path=log).run(task)
+        requests = server.requests
+    return result, [json.loads(line) for line in log.read_text().splitlines()], requests
 
 
 def assert_tool_messages_answer_calls(request: dict[str, Any]) -> None:

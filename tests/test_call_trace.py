@@ -12,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_small
 
-from keel.agent import Agent
-from keel.config import Config
-from keel.testing import ScriptedEngineServer
 from keel.verify.calltrace import javascript_command, python_command, render
 
 ARTICLES = ('class Article:\n    def __init__(self, title, tags=[]):\n        self.title = title\n'
@@ -96,17 +94,8 @@ def test_nothing_traced_is_nothing_shown() -> None:
 
 
 def run(ws: Path, script: list[dict[str, Any]], trace: bool) -> tuple[Any, list[dict], list[dict]]:
-    log = ws.parent / "session.jsonl"
-    with ScriptedEngineServer(script) as server:
-        cfg = Config()
-        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
-        cfg.limits.max_steps = 2
-        cfg.assists.candidates = cfg.assists.callee_change = False   # one editor reply per call, as scripted
-        cfg.assists.call_trace = trace
-        result = Agent(workspace=ws, config=cfg, log_path=log).run(
-            "Every new article starts with the tags of the last one. Fix articles.py.")
-        requests = server.requests
-    return result, [json.loads(line) for line in log.read_text().splitlines()], requests
+    return run_small(ws, "Every new article starts with the tags of the last one. Fix articles.py.", script,
+                     max_steps=2, callee_change=False, call_trace=trace)
 
 
 @pytest.mark.parametrize("trace", [True, False])

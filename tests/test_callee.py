@@ -3,14 +3,11 @@ changed file calls, or else the modules the failing tests test, judged together.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
-from keel.agent import Agent
-from keel.config import Config
-from keel.testing import ScriptedEngineServer
+from conftest import run_small
 
 CASE = Path(__file__).resolve().parent.parent / "evals" / "py-config-default"
 
@@ -24,16 +21,9 @@ def fenced(name: str, lang: str = "python") -> dict[str, Any]:
 
 
 def run(ws: Path, script: list[dict[str, Any]], **assists: bool) -> tuple[Any, list[dict[str, Any]]]:
-    log = ws.parent / "session.jsonl"
-    with ScriptedEngineServer([*script, call("finish", summary="done")]) as server:
-        cfg = Config()
-        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
-        cfg.assists.candidates = False   # the editor's own two rewrites only: the script answers each request
-        for name, on in assists.items():
-            setattr(cfg.assists, name, on)
-        result = Agent(workspace=ws, config=cfg, log_path=log).run((CASE / "task.md").read_text())
-        requests = server.requests
-    return result, [json.loads(line) for line in log.read_text().splitlines()] + [{"requests": requests}]
+    result, events, requests = run_small(ws, (CASE / "task.md").read_text(), [*script, call("finish", summary="done")],
+                                         **assists)
+    return result, [*events, {"requests": requests}]
 
 
 def test_a_change_the_tests_need_elsewhere_goes_to_the_modules_they_test(tmp_path: Path) -> None:

@@ -4,16 +4,14 @@ default until measured; these runs switch it on."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_small
 
-from keel.agent import Agent
 from keel.config import Config
 from keel.loop.repair import repair_target
-from keel.testing import ScriptedEngineServer
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 WRONG = "def add(a, b):\n    return a * b\n"
@@ -39,14 +37,8 @@ def run(tmp_path: Path, repair: bool) -> tuple[Any, list[dict[str, Any]], Path]:
     script = [call("change_file", path="calc.py", change="Multiply a and b."), fenced(WRONG), fenced(WRONG),
               claim, claim]
     script += [fenced(FIXED), claim] if repair else [claim]
-    log = tmp_path / "session.jsonl"
-    with ScriptedEngineServer(script) as server:
-        cfg = Config()
-        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
-        cfg.assists.candidates = cfg.assists.callee_change = False   # one editor reply per request, as scripted
-        cfg.assists.claim_repair = repair
-        result = Agent(workspace=ws, config=cfg, log_path=log).run(TASK)
-    return result, [json.loads(line) for line in log.read_text().splitlines()], ws
+    result, events, _ = run_small(ws, TASK, script, callee_change=False, claim_repair=repair)
+    return result, events, ws
 
 
 def test_a_claim_sent_again_unchanged_gets_keel_s_own_change(tmp_path: Path) -> None:

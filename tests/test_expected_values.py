@@ -6,18 +6,15 @@ Measured on the 1.5B (py-write-tests): good inputs, wrong expectations (``is_lea
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_small
 
-from keel.agent import Agent
-from keel.config import Config
 from keel.drive.expect import corrected, evaluation_command, expectations
-from keel.testing import ScriptedEngineServer
 
 LEAP = ('def is_leap_year(year):\n    """Leap years: divisible by 4, except centuries, except every 400th."""\n'
         '    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n\n\n'
@@ -46,15 +43,9 @@ def call(name: str, **args: object) -> dict[str, Any]:
 
 
 def run(ws: Path, script: list[dict[str, Any]], task: str = TASK, assists: bool = True) -> tuple[Any, list[dict]]:
-    log = ws.parent / "session.jsonl"
-    with ScriptedEngineServer(script) as server:
-        cfg = Config()
-        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
-        cfg.limits.max_steps = len(script)
-        cfg.assists.candidates = cfg.assists.callee_change = False   # one editor reply per call, as scripted
-        cfg.assists.expected_values = assists
-        result = Agent(workspace=ws, config=cfg, log_path=log).run(task)
-    return result, [json.loads(line) for line in log.read_text().splitlines()]
+    result, events, _ = run_small(ws, task, script, max_steps=len(script), callee_change=False,
+                                  expected_values=assists)
+    return result, events
 
 
 @pytest.fixture

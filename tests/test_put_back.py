@@ -3,17 +3,14 @@ or more code files, a file the checks do better without goes back as the run fou
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_small
 
-from keel.agent import Agent
-from keel.config import Config
 from keel.drive.putback import better_without, worth_trying
-from keel.testing import ScriptedEngineServer
 
 CASE = Path(__file__).resolve().parent.parent / "evals" / "js-due-date"
 INVOICE = (CASE / "repo" / "src" / "invoice.js").read_text()
@@ -34,15 +31,8 @@ def run(ws: Path, **assists: bool) -> tuple[Any, list[dict[str, Any]]]:
     fixed = (CASE / "solution" / "src" / "dates.js").read_text()
     script = [call("change_file", path="src/invoice.js", change="Set now to 4 in TERMS_DAYS."),
               js(GUESS), js(GUESS), js(fixed), js(fixed), call("finish", summary="Fixed the due date.")]
-    log = ws.parent / "session.jsonl"
-    with ScriptedEngineServer(script) as server:
-        cfg = Config()
-        cfg.engine.base_url, cfg.engine.model, cfg.engine.profile = server.base_url, "scripted", "small"
-        cfg.assists.candidates = False   # the editor's own two rewrites only: the script answers each request
-        for name, on in assists.items():
-            setattr(cfg.assists, name, on)
-        result = Agent(workspace=ws, config=cfg, log_path=log).run((CASE / "task.md").read_text())
-    return result, [json.loads(line) for line in log.read_text().splitlines()]
+    result, events, _ = run_small(ws, (CASE / "task.md").read_text(), script, **assists)
+    return result, events
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from keel.drive.check_text import (
     HANG_WEIGHT,
     against,
     failing_output,
+    failing_tests,
     failure_score,
     render_checks_after,
     saved_tail,
@@ -426,7 +427,7 @@ def _scored(result: ToolResult, before: Sequence[CheckOutcome] | None,
     """``result`` with how many checks failed before the call and after it (keel.drive.callee reads it)."""
     if before is not None and after is not None:
         result.meta["failing"] = (failure_score(before), failure_score(after))
-        result.meta["failing_tests"] = tuple(t for o in after if o.ran and not o.passed for t in o.failing_tests)
+        result.meta["failing_tests"] = failing_tests(after)
     return result
 
 

@@ -74,6 +74,11 @@ def failure_score(outcomes: Sequence[CheckOutcome]) -> int:
                for o in outcomes if not o.passed and not o.refused)
 
 
+def failing_tests(outcomes: Sequence[CheckOutcome]) -> tuple[str, ...]:
+    """The failing tests' names, check by check (what callee_change and put_back compare)."""
+    return tuple(t for o in outcomes if o.ran and not o.passed for t in o.failing_tests)
+
+
 def failing_words(score: int) -> str:
     """A failure score in words: "3 failing", "a test file that cannot load", "2 test files that cannot
     load and 1 failing", "a check that timed out"."""

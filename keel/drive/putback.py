@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from keel.drive.callee import put_back_file
 from keel.drive.candidates import trial_limit
-from keel.drive.check_text import failing_words, failure_score, render_checks_after
+from keel.drive.check_text import failing_tests, failing_words, failure_score, render_checks_after
 from keel.tools.base import ToolContext, ToolResult, assist_acted
 from keel.verify.selfcheck import is_code_file, is_test_file
 from keel.verify.snapshot import diff_snapshots, take_snapshot
@@ -47,7 +47,7 @@ def worth_trying(modified: Sequence[str], protected: Collection[str]) -> list[st
 
 def failing(outcomes: Sequence[CheckOutcome]) -> tuple[int, frozenset[str]]:
     """(failure score, the failing tests' names) of a run of the checks."""
-    return failure_score(outcomes), frozenset(t for o in outcomes if o.ran and not o.passed for t in o.failing_tests)
+    return failure_score(outcomes), frozenset(failing_tests(outcomes))
 
 
 def better_without(now: tuple[int, frozenset[str]], without: tuple[int, frozenset[str]]) -> bool:
