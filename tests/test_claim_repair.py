@@ -64,6 +64,7 @@ def test_off_by_default_the_claims_run_into_the_verification_limit(tmp_path: Pat
     (["calc.py"], "calc.py"),
     (["calc.py", "util.py"], "util.py"),                   # the last code file the run changed
     (["calc.py", "test_calc.py"], "calc.py"),              # never a test
+    (["calc.py", "NOTES.md"], "calc.py"),                  # code only
     (["test_calc.py"], None),
     ([], None),                                            # nothing started: keel does not guess where
 ])
