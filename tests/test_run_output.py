@@ -93,7 +93,10 @@ def test_an_interrupted_run_names_its_session_and_how_to_go_on(calc_repo, keel_e
         proc = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "run", "wait", "--cwd", str(calc_repo),
                                  "--base-url", server.base_url, "--model", "scripted", "--approval", "auto-edit"],
                                 env=keel_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL,
+                                # a Ctrl-C as a terminal sends it: under a shell's background job (nohup
+                                # pytest … &) SIGINT arrives ignored, and Python then never raises it
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         while not server.requests:
             time.sleep(0.1)
         time.sleep(1.5)   # the command runs
