@@ -12,6 +12,7 @@ from conftest import add_user_config, call, make_repo
 
 from keel.config import AssistSettings, Config
 from keel.core.assists import ASSISTS, FAMILIES, NAMES, Assists, choose, parse_switches
+from keel.eval.arms import parse_arms
 from keel.testing.server import ScriptedEngineServer
 
 DOUBLE = 'def double(n):\n    """Twice n: double(3) -> 6. A negative n raises ValueError."""\n    raise NotImplementedError\n'
@@ -127,3 +128,13 @@ def test_an_agent_outside_a_run_gets_every_assist():
 
     assert ToolContext(workspace=Path(".")).assists == Assists.every()
     assert Config().assists.all is True
+
+
+def test_an_arm_can_switch_on_one_assist_that_is_off_until_measured():
+    """``--arms configured,with-claim_repair``: the A/B of an assist no profile has yet."""
+    configured, repair = parse_arms("configured, with-claim_repair")
+    assert (configured.label, repair.label) == ("configured", "with-claim_repair")
+    assert "claim_repair" not in choose("small", parse_switches(configured.assists) if configured.assists else {})
+    assert "claim_repair" in choose("small", parse_switches(repair.assists))
+    with pytest.raises(ValueError, match="with-<assist>"):
+        parse_arms("with-claim_repairs")

@@ -24,12 +24,14 @@ CONFIGURED = "configured"
 
 @dataclass(frozen=True)
 class Arm:
-    label: str        # configured, off, no-<family>
+    label: str        # configured, off, no-<family>, with-<assist>
     assists: str      # `keel run --assists SPEC` ("" for the configuration as it is)
 
 
 def parse_arms(spec: str) -> list[Arm]:
-    """``configured,off,families`` (families: one arm per family off), or ``no-<family>`` items."""
+    """``configured,off,families`` (families: one arm per family off), ``no-<family>`` items, or
+    ``with-<assist>``: the configuration plus one assist switched on (an assist off everywhere until an
+    A/B run measures it, as claim_repair)."""
     arms: list[Arm] = []
     for item in (part.strip() for part in spec.split(",") if part.strip()):
         if item == CONFIGURED:
@@ -40,9 +42,11 @@ def parse_arms(spec: str) -> list[Arm]:
             arms += [_family_off(f) for f in FAMILIES]
         elif item.startswith("no-") and item[3:] in FAMILIES:
             arms.append(_family_off(item[3:]))
+        elif item.startswith("with-") and item[5:] in {a.name for a in ASSISTS}:
+            arms.append(Arm(item, f"{item[5:]}=on"))
         else:
-            raise ValueError(f"unknown arm {item!r}: use configured, off, families or no-<family> "
-                             f"(families: {', '.join(FAMILIES)})")
+            raise ValueError(f"unknown arm {item!r}: use configured, off, families, no-<family> or "
+                             f"with-<assist> (families: {', '.join(FAMILIES)})")
     return list({a.label: a for a in arms}.values())
 
 
