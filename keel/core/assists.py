@@ -63,7 +63,7 @@ ASSISTS: tuple[Assist, ...] = (
            "asked for the whole file against every failure at once, 8 of 8 candidates failed the same two tests"),
     Assist("again", "candidates", "change_file, when the model sends a change whose checks still fail again", SMALL,
            "after a round whose best rewrite passed 4 of 6 tests, the 1.5B sent the same change twice, refused as a repeat"),
-    # Off for every profile until an A/B run measures it (keel/loop/repair.py): `claim_repair = true`.
+    # Off for every profile: its A/B at bd2b06d acted twice on three cases and solved none (docs/local.md).
     Assist("claim_repair", "candidates", "the runner, when a claim is refused again with nothing changed",
            frozenset(), "after one change left a test failing, the 1.5B claimed done three times; 280 s unused"),
     Assist("variety", "variety", "the next request after a refused reply came again", SMALL,
