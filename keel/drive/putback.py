@@ -28,7 +28,7 @@ from keel.drive.callee import put_back_file
 from keel.drive.candidates import trial_limit
 from keel.drive.check_text import failing_tests, failing_words, failure_score, render_checks_after
 from keel.tools.base import ToolContext, ToolResult, assist_acted
-from keel.verify.selfcheck import is_code_file, is_test_file
+from keel.verify.selfcheck import is_code_file
 from keel.verify.snapshot import diff_snapshots, take_snapshot
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def worth_trying(modified: Sequence[str], protected: Collection[str]) -> list[st
     """The code files of ``modified`` (the run's changes to files it found) that may go back: never a
     test or a protected file; none when fewer than two remain (one file put back is the start again,
     whose checks the run already has)."""
-    files = [p for p in modified if is_code_file(p) and not is_test_file(p) and p not in protected]
+    files = [p for p in modified if is_code_file(p) and p not in protected]
     return files if len(files) >= 2 else []
 
 

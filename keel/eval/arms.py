@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from keel.core.assists import ASSISTS, FAMILIES, family_members
+from keel.core.assists import ASSISTS, FAMILIES, NAMES, family_members
 
 CONFIGURED = "configured"
 
@@ -42,7 +42,7 @@ def parse_arms(spec: str) -> list[Arm]:
             arms += [_family_off(f) for f in FAMILIES]
         elif item.startswith("no-") and item[3:] in FAMILIES:
             arms.append(_family_off(item[3:]))
-        elif item.startswith("with-") and item[5:] in {a.name for a in ASSISTS}:
+        elif item.startswith("with-") and item[5:] in NAMES:
             arms.append(Arm(item, f"{item[5:]}=on"))
         else:
             raise ValueError(f"unknown arm {item!r}: use configured, off, families, no-<family> or "

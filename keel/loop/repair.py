@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from keel.engine.types import ToolCall
 from keel.tools.base import ToolContext, ToolResult, assist_acted
 from keel.tools.registry import ToolRegistry
-from keel.verify.selfcheck import is_code_file, is_test_file
+from keel.verify.selfcheck import is_code_file
 
 MAX_NOTE_CHARS = 500   # the task as change_file's note (its own limit is higher)
 
@@ -29,7 +29,7 @@ MAX_NOTE_CHARS = 500   # the task as change_file's note (its own limit is higher
 def repair_target(changed: Sequence[str]) -> str | None:
     """The file to ask the change in: the last code file the run changed that is not a test; None when
     the run changed none (keel does not guess where a change that was never started belongs)."""
-    return next((p for p in reversed(changed) if is_code_file(p) and not is_test_file(p)), None)
+    return next((p for p in reversed(changed) if is_code_file(p)), None)
 
 
 def repair(registry: ToolRegistry, ctx: ToolContext, changed: Sequence[str], task: str,
