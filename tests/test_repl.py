@@ -172,7 +172,7 @@ def test_step_mode_pauses_and_abort_stops_before_the_next_step(repo, keel_env):
 def test_slash_commands_help_cost_todos_and_unknown(repo, keel_env):
     script = [{"tool_calls": [call("todo_write", todos=[{"content": "read calc", "status": "done"},
                                                            {"content": "fix add", "status": "done"}])]},
-              {"content": "Working on it."}]
+              {"content": "Working on it: add() in calc.py subtracts where it should add."}]
     with ScriptedEngineServer(script) as server:
         child = spawn(server, repo, keel_env)
         child.sendline("/help")

@@ -137,7 +137,7 @@ def test_identical_call_and_result_is_reported_as_run_again_then_not_run_then_st
 
 def test_polling_with_changing_output_is_not_refused(calc_repo, run_keel):
     poll = {"tool_calls": [call("run_shell", command="date +%s%N")]}
-    with ScriptedEngineServer([poll, poll, poll, {"content": "The clock is advancing."}]) as server:
+    with ScriptedEngineServer([poll, poll, poll, {"content": "The clock is advancing; the bug: add() in calc.py subtracts."}]) as server:
         r = json_run(run_keel, server, calc_repo, task=EXPLAIN)
         requests = server.requests
     assert r.result["stop_reason"] == "complete"

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from keel.core.state import TaskState
+from keel.engine.prompts import answer_note
 from keel.loop.limits import Consumed, Limits, exceeded_limit
 from keel.loop.pushback import pushback_text
 from keel.verify.answer import answer_problem, clears_the_code
@@ -146,7 +147,7 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
     claim = outcome.summary or outcome.text
     question = outcome.asked_user is not None or (
         not outcome.finished and outcome.tool_calls == 0 and is_question(outcome.text)
-        and not (state.answers and answer_problem(claim) is None))   # an answer that ends with an offer
+        and not (state.answers and answer_problem(claim, _said(state)) is None))   # an answer ending with an offer
     if question:
         return Decision("stop", "needs_user") if attended else _push("question_unattended", state)
 
@@ -163,7 +164,7 @@ def _judge_turn(outcome: TurnOutcome, state: TaskState, limits: Limits, *, atten
         return _push("did_nothing", state, "answer" if state.answers else "")
     if state.unfinished_todos():
         return _push("unfinished_todos", state)
-    if state.answers and (problem := answer_problem(claim)) is not None:
+    if state.answers and (problem := answer_problem(claim, _said(state))) is not None:
         return _push("no_answer", state, problem)      # a question back or "I will look at…" answers nothing
     if state.answers and not state.pushback_counts["recheck_answer"] and clears_the_code(claim) and \
             request.asks_flaws and not (state.gate_on and request.presumes_flaw):
@@ -212,6 +213,11 @@ def _own_evidence(state: TaskState) -> bool:
     if state.files_changed:
         return state.fresh_verification(exercising_changes=True)
     return not state.request.make_sure or state.fresh_verification()
+
+
+def _said(state: TaskState) -> tuple[str, ...]:
+    """The request and keel's note about it: an answer that only says them back answers nothing."""
+    return (state.task, answer_note(True), answer_note(False))
 
 
 def _push(kind: str, state: TaskState, detail: str = "") -> Decision:

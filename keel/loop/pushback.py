@@ -80,7 +80,8 @@ def _explore_tools(state: TaskState, joiner: str = ", ") -> str:
 
 
 _GATE_KINDS = frozenset({"verification_failed", "no_change", "tampered_tests", "contract_review",
-                         "changed_answer_only", "no_evidence", "answer_contradicted", "answer_unfounded"})
+                         "changed_answer_only", "no_evidence", "answer_contradicted", "answer_unfounded",
+                         "answer_reports_change", "answer_ungrounded", "answer_lists_parts", "answer_wrong_error"})
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -91,6 +92,34 @@ def _wrote_only_tests(state: TaskState) -> bool:
     """The task asks for tests, and every file the run changed is a test: failing checks are its tests' fault."""
     return (state.request.allows_test_changes and bool(state.files_changed)
             and all(is_test_file(f) for f in state.files_changed))
+
+
+_ANSWER_GAPS = {
+    "answer_reports_change": [
+        "Your answer says a change was made, but no file in the workspace changed (and this request asks for "
+        "none). Answer the question itself from what the files say: name the file and the function.",
+        "Still an answer about a change nobody made. Say what the files show, naming them.",
+        "Finishing with that answer is refused: nothing changed.",
+    ],
+    "answer_ungrounded": [
+        "Your answer names nothing of this project: no file, function or term from its code. Read the files "
+        "the question is about, then answer with what they contain, naming them (change no file).",
+        "Still nothing of the project named. Name the file and the functions your answer is about.",
+        "Finishing with that answer is refused: it names nothing of the project.",
+    ],
+    "answer_lists_parts": [
+        "Your answer lists the project's files and names, but the question is what it does. Read the code and "
+        "say what it does: what goes in, what it computes or changes, what comes out (change no file).",
+        "Still only names. Say in plain words what the code does when it runs.",
+        "Finishing with that answer is refused: it says what the project holds, not what it does.",
+    ],
+    "answer_wrong_error": [
+        "Your answer blames an exception the failing check never raises. Read the failure below: the line "
+        "and the values it shows are the cause to explain (change no file). Your answer named:",
+        "The failing check still does not show the exception you blame. Explain what it does show. You named:",
+        "Finishing with that answer is refused: the failing check contradicts it. You named:",
+    ],
+}
 
 
 def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
@@ -137,6 +166,8 @@ def _gate_text(kind: str, level: int, detail: str, state: TaskState) -> str:
             "and say which line breaks that promise and how." + facts,
             "Finishing with \"nothing is wrong\" is refused: the request says there is a flaw." + facts,
         ][level]
+    if kind in _ANSWER_GAPS:   # an answer that does not rest on the project (keel.verify.grounding)
+        return _ANSWER_GAPS[kind][level] + facts
     if kind == "no_evidence":
         return [
             "Nothing shows your change works: the project's checks fail as they did before you started, and "

@@ -11,6 +11,7 @@ Pure; English, German, Spanish, French and Chinese openings (the languages keel.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 
 _SENTENCES = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 _OFFER = re.compile(
@@ -45,12 +46,15 @@ def strip_offer(text: str) -> str:
     return " ".join(parts)
 
 
-def answer_problem(text: str) -> str | None:
-    """Why ``text`` is no answer ("empty", "a question back", "a promise to look, not an answer", "no content"),
-    or None when it answers."""
+def answer_problem(text: str, said: Sequence[str] = ()) -> str | None:
+    """Why ``text`` is no answer ("empty", "a question back", "a promise to look, not an answer", "no content",
+    "the request said back"), or None when it answers. ``said``: the request and keel's own words about it,
+    which an answer that only repeats them answers nothing with."""
     body = text.strip()
     if not body:
         return "empty"
+    if said and echoes(body, said):
+        return "the request said back"
     kept = strip_offer(body)
     if kept.rstrip().endswith(("?", "？")):
         return "a question back"
@@ -60,6 +64,26 @@ def answer_problem(text: str) -> str | None:
     if not words or all(w in _CONTENT_FREE for w in words):
         return "no content"
     return None
+
+
+# Measured on the 1.5B with the assists off (py-review-pagination): the answer was the task and keel's note about
+# it, said back ("The task is to review pagination.py and tell me what is wrong with it. The user asked you not
+# to change anything. Read what you need, change no file, …"), and keel took it (a false done).
+_RUN = 4   # words in a row an echoed sentence shares with what was said
+
+
+def _runs(text: str) -> set[tuple[str, ...]]:
+    words = [w.lower() for w in _WORD.findall(text)]
+    return {tuple(words[i:i + _RUN]) for i in range(len(words) - _RUN + 1)}
+
+
+def echoes(text: str, said: Sequence[str]) -> bool:
+    """Whether most of ``text`` (three quarters of its runs of four words) repeats ``said``."""
+    mine = _runs(text)
+    if not mine:
+        return False
+    heard = set().union(*(_runs(s) for s in said))
+    return len(mine & heard) >= 0.75 * len(mine)
 
 
 # "pagination.py is correct and does not need any changes": an answer that clears the code. Measured on the
@@ -83,3 +107,81 @@ def clears_the_code(text: str) -> bool:
     if not _CLEAR.search(kept):
         return False
     return _FLAW.search(_CLEAR.sub(" ", kept)) is None
+
+
+# -- an answer about this project must rest on it ------------------------------------------------------------
+# Measured on the 1.5B with the assists off (the suite at be12010): asked "What does this project do?", it
+# answered "The project does what it is described in the files."; asked in German, "The tests passed after the
+# change. The command showed it works." with nothing changed; asked why test_add fails, it blamed a TypeError
+# while the test fails on `assert -1 == 5`. keel took all three as answers (false done). The gate now wants an
+# answer about the project to name something of it (a file, a definition, a word of a module's docstring), to
+# report no change that was not made, and to blame no exception the failing check does not show.
+_PART = re.compile(r"[A-Z]?[a-z\u00c0-\u024f]+|[A-Z]+(?![a-z])|[^\W\d_A-Za-z\u00c0-\u024f]+")
+_STEM = 4
+# Parts of names too common to tie an answer to a project: every project has tests, files and functions.
+_GENERIC = frozenset({
+    "test", "file", "func", "modu", "clas", "code", "proj", "main", "init", "self", "data", "valu", "item",
+    "list", "dict", "retu", "none", "true", "fals", "impo", "defa", "args", "argv", "this", "that", "with",
+    "from", "what", "does", "have", "will", "when", "each", "then", "than", "into", "also", "only", "used",
+    "uses", "util", "help", "name", "call", "line", "text", "numb", "resu", "make", "work", "chan", "pass",
+    "the", "and", "for", "not", "get", "set", "run", "new", "all", "any", "its", "are", "was", "has", "one",
+    "two", "but", "can", "str", "int", "obj", "arg", "def", "cls", "var", "let", "src", "lib", "app", "tmp",
+    "asyn", "awai", "expo", "cons", "lamb", "die", "der", "das", "und", "von", "mit", "ein", "les", "des", "una", "los", "las", "que", "del",
+})
+
+
+def stems(text: str) -> frozenset[str]:
+    """The stems of ``text``'s words and name parts (``top_words`` → top, word; ``parseDate`` → pars, date):
+    lower case, three letters or more, cut to four."""
+    return frozenset(p.lower()[:_STEM] for p in _PART.findall(text) if len(p) >= 3)
+
+
+def project_stems(names: Iterable[str]) -> frozenset[str]:
+    """The stems an answer about a project may share with it: of its paths, definitions and descriptions."""
+    return frozenset(s for n in names for s in stems(n)) - _GENERIC
+
+
+def names_project(text: str, project: frozenset[str]) -> bool:
+    """Whether the answer names something of the project (shares a stem with ``project_stems``)."""
+    return bool(stems(strip_offer(text)) & project)
+
+
+# The words of a project's anatomy: an answer made of them and the project's names says what it holds, not
+# what it does ("The project's files are wordfreq.py and test_wordfreq.py; wordfreq.py defines WORD,
+# top_words and main", the 1.5B with the assists off, asked what the project does).
+_ANATOMY = frozenset({
+    "cont", "defi", "meth", "list", "name", "call", "incl", "stri", "inte", "vari", "type", "regu", "rege",
+    "expr", "argu", "para", "fold", "dire", "entr", "poin", "modu", "pack", "impo", "also", "seco", "firs",
+    "anot", "othe", "some", "cert", "foll", "belo", "abov", "here", "ther", "insi", "with", "enth",
+    "besc", "eing", "dict", "obje", "inst", "prop", "attr",
+})
+
+
+def only_anatomy(text: str, project: frozenset[str]) -> bool:
+    """Whether the answer's words of four letters or more are all the project's names, its anatomy (files,
+    functions, defines, contains …) or words too common to say anything."""
+    said = {w.lower()[:_STEM] for w in _PART.findall(strip_offer(text)) if len(w) >= 4}
+    return not (said - project - _GENERIC - _ANATOMY)
+
+
+_REPORTS_CHANGE = re.compile(
+    r"\bI(?:'ve| have)?\s+(?:now\s+|just\s+|already\s+)?(?:fixed|changed|updated|modified|edited|corrected|added|"
+    r"removed|replaced|rewritten|rewrote|implemented|renamed|refactored)\b"
+    r"|\bafter (?:the|my|this) (?:change|fix|edit)s?\b|\b(?:the|my) (?:change|fix|edit)s? (?:works?|passed|passes|made)\b"
+    r"|\b(?:has|have) been (?:fixed|changed|updated|corrected)\b"
+    r"|\bich habe\b[^.]{0,40}\b(?:geändert|behoben|korrigiert|angepasst|ersetzt)\b|\bnach (?:der|meiner) Änderung\b"
+    r"|\bhe (?:cambiado|corregido|arreglado|modificado)\b|\bj'ai (?:modifié|corrigé|changé|remplacé)\b"
+    r"|我(?:已经)?(?:修改|修复|改|更新)了", re.IGNORECASE)
+
+
+def reports_change(text: str) -> bool:
+    """Whether the answer says a change was made ("I fixed…", "the tests passed after the change")."""
+    return _REPORTS_CHANGE.search(strip_offer(text)) is not None
+
+
+_ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
+
+
+def errors_blamed(text: str) -> frozenset[str]:
+    """The exception types an answer names ("a TypeError")."""
+    return frozenset(_ERROR_NAME.findall(text))

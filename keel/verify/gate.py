@@ -92,6 +92,8 @@ class GateFacts:
     forbidden: bool = False            # …and the user said not to change anything
     contradicted: bool = False         # …and the answer clears the code while its checks fail (``results``)
     unfounded: bool = False            # …or clears it while the request says there is a flaw to name
+    answer_gap: str = ""               # …or does not rest on the project (keel.verify.grounding.answer_gap;
+                                       # "wrong_error": blames an exception the failing checks never show)
 
     @property
     def change_requested(self) -> bool:
@@ -114,7 +116,8 @@ class GateFacts:
             return "tampered_tests"
         if self.kind == "answer":
             return ("changed_answer_only" if not self.unchanged else "answer_contradicted" if self.contradicted
-                    else "answer_unfounded" if self.unfounded else None)
+                    else "answer_unfounded" if self.unfounded else f"answer_{self.answer_gap}" if self.answer_gap
+                    else None)
         if self.unchanged and self.change_requested:
             return "no_change"
         if self.blocking:

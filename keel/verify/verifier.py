@@ -32,10 +32,12 @@ from keel.outputs.summarize import summarize_failure, summarize_missing_output
 from keel.policy.leftovers import asks_about
 from keel.tools.base import CheckRun, ToolContext, assist_acted
 from keel.tools.shell import MAX_TIMEOUT_S, RunShellArgs, run_shell
-from keel.verify.answer import clears_the_code
+from keel.verify.answer import clears_the_code, errors_blamed
+from keel.verify.bounds import bound_checks
 from keel.verify.calltrace import MAX_TESTS, NODE_SUFFIXES, javascript_command, python_command, render
 from keel.verify.contract import promises
 from keel.verify.gate import Baseline, CheckOutcome, GateFacts, render_feedback, split_failures
+from keel.verify.grounding import answer_gap, project_files, speaks_of, unshown_errors
 from keel.verify.plan import CheckSet, PlannedCheck
 from keel.verify.probes import contract_checks
 from keel.verify.related import narrows_by_path, related_python_tests
@@ -104,6 +106,7 @@ class Verifier:
         self._cache: dict[tuple[str, str], CheckOutcome] = {}
         self._saved = 0
         self._traces: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._records: dict[str, str | None] = {}     # bounds recorded on the code as it was (keel.verify.bounds)
 
     @property
     def plan(self) -> CheckSet:
@@ -159,6 +162,7 @@ class Verifier:
             # a probe the policy would not run is no evidence either way: it neither passes nor blocks
             results += tuple(o for c in probes if (o := self._run(c, snap.digest, self.ctx)).ran)
             assist_acted(self.ctx, "spec_probes", ", ".join(c.shown or c.command for c in probes))
+        results += tuple(o for c in self._bound_checks(changed) if (o := self._run(c, snap.digest, self.ctx)).ran)
         if "contract_review" not in self.assists:
             contract = ()
         blocking, preexisting = split_failures(results, self.baseline, unchanged=unchanged, request=self.request)
@@ -176,17 +180,24 @@ class Verifier:
         can show that code has no flaw, and the request says it has one (``unfounded``)."""
         changed = () if unchanged else tuple(c.path for c in diff_snapshots(self.start, snap))
         results: tuple[CheckOutcome, ...] = ()
+        gap = answer_gap(self.request, snap, claim) if unchanged and claim else ""
         clears = unchanged and bool(claim) and clears_the_code(claim)
-        if clears and not self.plan.empty:
+        blames = not gap and unchanged and self.request.presumes_flaw and bool(errors_blamed(claim))
+        if (clears or blames) and not self.plan.empty:
             results = tuple(self._run(c, snap.digest, self.ctx) for c in self._inferred())
         failing = tuple(o for o in results if o.ran and not o.passed)
         feedback = ", ".join(changed[:12]) if changed else render_feedback(failing, ())
+        about = tuple(o for o in failing if speaks_of(self.request, o))
+        if blames and (wrong := unshown_errors(claim, about, [_saved_output(o) for o in about])):
+            gap, feedback = "wrong_error", f"{' and '.join(wrong)}, but the failing check shows:\n{feedback}"
+        elif gap == "ungrounded":
+            feedback = project_files(snap)
         unfounded = clears and self.request.presumes_flaw
         if unfounded and not failing and "trial_calls" in self.assists:
             feedback = self._trial_calls(snap)
         self.last = GateFacts(digest=snap.digest, results=results, unchanged=unchanged, kind="answer",
                               changed=changed, forbidden=self.request.forbids_change, feedback=feedback,
-                              contradicted=bool(failing), unfounded=unfounded)
+                              contradicted=clears and bool(failing), unfounded=unfounded, answer_gap=gap)
         return self.last
 
     def _trial_calls(self, snap: Snapshot) -> str:
@@ -219,13 +230,18 @@ class Verifier:
             self._traces[key] = render("".join(out or "" for out in printed), failing)
         return self._traces[key]
 
-    def outputs_in_copy(self, commands: list[str], timeout_s: int = 10,
-                        ok_codes: tuple[int, ...] | None = (0,)) -> list[str | None]:
+    def outputs_in_copy(self, commands: list[str], timeout_s: int = 10, ok_codes: tuple[int, ...] | None = (0,),
+                        files: dict[str, str] | None = None) -> list[str | None]:
         """What each command prints, run in one scratch copy of the workspace (inside the sandbox, through
-        the runner; the real workspace neither changed nor visible); None for one that failed (an exit code not
-        in ``ok_codes``; None: any), timed out or was refused."""
+        the runner; the real workspace neither changed nor visible), with ``files`` (path -> text) written
+        into the copy first; None for one that failed (an exit code not in ``ok_codes``; None: any), timed
+        out or was refused."""
         printed: list[str | None] = []
-        with self._scratch("run-") as (_, ctx):
+        with self._scratch("run-") as (work, ctx):
+            for path, text in (files or {}).items():
+                target = work / path
+                if target.resolve().is_relative_to(work.resolve()):   # a link the copy kept must not lead out
+                    target.write_text(text, encoding="utf-8")
             for command in commands:
                 result = run_shell(RunShellArgs(command=command, timeout=timeout_s), _checks_context(ctx))
                 ran = result.check
@@ -365,9 +381,26 @@ class Verifier:
         the gate would refuse is no better than one the checks fail. Measured (py-discount-cent): the 1.5B's
         round() passed change_file's checks and was written, the gate refused it, and the same change sent
         again was refused as a repeat, since nothing had failed the call itself."""
-        if "spec_probes" not in self.assists or not changed:
+        if not changed:
             return []
-        return contract_checks(promises(self.request, changed), changed)
+        bounds = self._bound_checks(changed)
+        if "spec_probes" not in self.assists:
+            return bounds
+        return contract_checks(promises(self.request, changed), changed) + bounds
+
+    def _bound_checks(self, changed: dict[str, str]) -> list[PlannedCheck]:
+        """keel.verify.bounds: the documented ends of a range, tried on the code as it was (once per
+        command: the start does not change) and checked on the code as it is. A gate rule, on for every
+        profile."""
+        before = {p: self.start.text(p) for p in changed}
+        restored = {p: t for p, t in before.items() if t is not None}
+        tests = [t for f in sorted(self.start.files) if is_test_file(f) and (t := self.start.text(f))][:40]
+
+        def record(command: str) -> str | None:
+            if command not in self._records:
+                self._records[command] = self.outputs_in_copy([command], timeout_s=30, files=restored)[0]
+            return self._records[command]
+        return bound_checks(changed, before, tests, self.request.text, record)
 
     @contextmanager
     def _scratch(self, prefix: str) -> Iterator[tuple[Path, ToolContext]]:
@@ -396,3 +429,14 @@ class Verifier:
         except OSError:
             return None
         return str(path)
+
+
+def _saved_output(outcome: CheckOutcome, limit: int = 100_000) -> str:
+    """The start of a check's saved output ("" when none was saved)."""
+    if not outcome.output_path:
+        return ""
+    try:
+        with open(outcome.output_path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return ""

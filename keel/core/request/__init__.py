@@ -20,8 +20,10 @@ from typing import Any
 from keel.core.request.edits import MovePhrase, Rename, looks_like_code, move_phrases, renames_in
 from keel.core.request.kind import Kind, Reading, detect_language, read_kind
 from keel.core.request.names import (
+    about_project,
     asks_for_flaws,
     asks_for_test_changes,
+    asks_purpose,
     check_categories,
     dirs_named,
     english_words,
@@ -119,6 +121,18 @@ class Request:
     def presumes_flaw(self) -> bool:
         """It says there is a flaw to name: "what is wrong with it", "find the bug", "why does it crash?"."""
         return presumes_flaw(self.text)
+
+    @functools.cached_property
+    def about_project(self) -> bool:
+        """It speaks of the project at hand ("what does this project do?"), not of programming at large:
+        an answer to it names something of the project (keel.verify.answer). Naming one of the project's
+        files or functions does too; only the workspace can tell (keel.verify.verifier)."""
+        return about_project(self.text)
+
+    @functools.cached_property
+    def asks_purpose(self) -> bool:
+        """It asks what something of the project does ("what does this project do?", "explain this code")."""
+        return asks_purpose(self.text)
 
     @functools.cached_property
     def words(self) -> frozenset[str]:

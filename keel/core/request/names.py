@@ -223,3 +223,40 @@ def kept_files(keep_phrases: tuple[str, ...], files: tuple[str, ...]) -> tuple[s
         if parts and all(part in files for part in parts):
             kept.extend(part for part in parts if part not in kept)
     return tuple(kept)
+
+
+# -- the request is about this project ("what does this project do?"), not about programming at large ----------
+_ABOUT_PROJECT = re.compile(
+    r"\b(?:the code here|the project|the code ?base|the repo(?:sitory)?|the tests|the test suite|the app(?:lication)?|"
+    r"the workspace)\b"
+    r"|\b(?:this|these|my|our|your)\s+(?:\w+\s+)?(?:project|code|code ?base|repo(?:sitory)?|app(?:lication)?|program|"
+    r"tool|library|package|module|script|tests?|test suite|functions?|class(?:es)?|files?|folder|directory|workspace)\b"
+    r"|\b(?:dies(?:e|es|er|em|en)?|das|mein(?:e|em)?|unser(?:e|em)?)\s+(?:Projekt|Code|Repo|Repository|Programm|Modul|"
+    r"Skript|Tests?|Datei(?:en)?|Funktion(?:en)?|Anwendung|Bibliothek|Paket)\b"
+    r"|\b(?:este|esta|estos|estas|el|mi|nuestro|nuestra)\s+(?:proyecto|c[óo]digo|repositorio|programa|m[óo]dulo|script|"
+    r"pruebas?|tests?|archivos?|funci[óo]n|aplicaci[óo]n|biblioteca|paquete)\b"
+    r"|\b(?:ce|cet|cette|ces|le|mon|ma|notre)\s+(?:projet|code|d[ée]p[ôo]t|programme|module|script|tests?|fichiers?|"
+    r"fonctions?|application|biblioth[èe]que|paquet)\b"
+    r"|这个项目|此项目|本项目|该项目|这段代码|这个代码|这些代码|这个程序|这个仓库|这些测试|这个函数|这个文件|代码库",
+    re.IGNORECASE)
+
+
+def about_project(text: str) -> bool:
+    """Whether the text speaks of the project at hand ("what does this project do?", "was macht dieses
+    Projekt?"), not of programming at large ("what is a tuple?"): an answer to it must name something of it."""
+    return _ABOUT_PROJECT.search(text) is not None
+
+
+# "What does this project do?", "Was macht dieses Projekt?": the answer is what it does, not what it holds.
+_ASKS_PURPOSE = re.compile(
+    r"\bwhat (?:does|do|is) (?:this|these|the|my|our)\b[^?.!\n]{0,60}?\b(?:do|for|about)\b|\bwhat is (?:this|it) for\b"
+    r"|\b(?:explain|describe) (?:what|how)\b|\b(?:explain|describe) (?:this|the|my|our) (?:\w+ )?(?:project|code|"
+    r"program|tool|app|module|script|library)\b"
+    r"|\bwas (?:macht|tut|soll)\b|\bwozu (?:ist|dient)\b|\bqu[ée] hace\b|\bpara qu[ée] sirve\b|\bque fait\b|"
+    r"\bà quoi sert\b|做什么|干什么|是什么|有什么用", re.IGNORECASE)
+
+
+def asks_purpose(text: str) -> bool:
+    """Whether the text asks what something of the project does ("what does this project do?"): an answer
+    that only lists its files and names does not say (keel.verify.grounding)."""
+    return _ASKS_PURPOSE.search(text) is not None
