@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from keel.verify.contract import ERROR_NAME
+
 _SENTENCES = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 _OFFER = re.compile(
     r"^(?:(?:would|do|shall|should|can|could) (?:you|i)\b.*\b(?:like|want|me)\b|shall i\b|should i\b|want me to\b|"
@@ -179,9 +181,6 @@ def reports_change(text: str) -> bool:
     return _REPORTS_CHANGE.search(strip_offer(text)) is not None
 
 
-_ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
-
-
 def errors_blamed(text: str) -> frozenset[str]:
-    """The exception types an answer names ("a TypeError")."""
-    return frozenset(_ERROR_NAME.findall(text))
+    """The exception types an answer names ("a TypeError"), by the pattern a comment's rules are read with."""
+    return frozenset(ERROR_NAME.findall(text))

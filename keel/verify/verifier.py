@@ -392,6 +392,8 @@ class Verifier:
         """keel.verify.bounds: the documented ends of a range, tried on the code as it was (once per
         command: the start does not change) and checked on the code as it is. A gate rule, on for every
         profile."""
+        if not changed:
+            return []
         before = {p: self.start.text(p) for p in changed}
         restored = {p: t for p, t in before.items() if t is not None}
         tests = [t for f in sorted(self.start.files) if is_test_file(f) and (t := self.start.text(f))][:40]
